@@ -1,0 +1,62 @@
+#pragma once
+// Every difference between Kokkos 3.4 and 4.x that perfex relies on lives here.
+#include <Kokkos_Core.hpp>
+
+#include <string>
+
+namespace perfex {
+namespace math {
+
+#if KOKKOS_VERSION >= 30700
+using Kokkos::cbrt;
+using Kokkos::erf;
+using Kokkos::exp;
+using Kokkos::fabs;
+using Kokkos::floor;
+using Kokkos::isfinite;
+using Kokkos::log;
+using Kokkos::pow;
+using Kokkos::sqrt;
+#else
+using Kokkos::Experimental::cbrt;
+using Kokkos::Experimental::erf;
+using Kokkos::Experimental::exp;
+using Kokkos::Experimental::fabs;
+using Kokkos::Experimental::floor;
+using Kokkos::Experimental::isfinite;
+using Kokkos::Experimental::log;
+using Kokkos::Experimental::pow;
+using Kokkos::Experimental::sqrt;
+#endif
+
+template <class T>
+KOKKOS_INLINE_FUNCTION constexpr T min(const T& a, const T& b) { return b < a ? b : a; }
+template <class T>
+KOKKOS_INLINE_FUNCTION constexpr T max(const T& a, const T& b) { return a < b ? b : a; }
+template <class T>
+KOKKOS_INLINE_FUNCTION constexpr T abs(const T& a) { return a < T(0) ? -a : a; }
+
+constexpr double pi = 3.14159265358979323846;
+constexpr double sqrt2 = 1.41421356237309504880;
+constexpr double inv_sqrt_2pi = 0.39894228040143267794;
+constexpr double epsilon = 2.220446049250313e-16;
+
+}  // namespace math
+
+// Profiling region guard (Kokkos::Profiling::ScopedRegion only exists from 4.1).
+class ScopedRegion {
+ public:
+  explicit ScopedRegion(const std::string& name) { Kokkos::Profiling::pushRegion(name); }
+  ~ScopedRegion() { Kokkos::Profiling::popRegion(); }
+  ScopedRegion(const ScopedRegion&) = delete;
+  ScopedRegion& operator=(const ScopedRegion&) = delete;
+};
+
+// Concurrency of an execution-space instance (static in 3.4, a member in 4.x: an instance
+// call compiles on both).
+template <class ExecSpace>
+int concurrency(const ExecSpace& exec) {
+  return exec.concurrency();
+}
+
+}  // namespace perfex

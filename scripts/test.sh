@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The test command: installs the dependencies (first run only), builds perfex with its tests,
+# examples and benchmarks, runs the suite on every backend (Serial, OpenMP with 2 threads),
+# the consumer projects and the benchmark smoke runs, then the same suite under
+# AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+kokkos_prefix=$(bash scripts/install-deps.sh | sed -n 's/^KOKKOS_PREFIX=//p' | tail -n 1)
+jobs=$(nproc)
+build=${PERFEX_BUILD_DIR:-build}
+
+echo "== perfex: Release build (Kokkos at ${kokkos_prefix})"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="${kokkos_prefix}" >/dev/null
+cmake --build "$build" -j "$jobs"
+(cd "$build" && ctest --output-on-failure -j 1)
+
+echo "== perfex: AddressSanitizer + UndefinedBehaviorSanitizer build of the test suite"
+san_flags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+cmake -S . -B "${build}-asan" -DCMAKE_BUILD_TYPE=Debug -DKokkos_ROOT="${kokkos_prefix}" \
+      -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g ${san_flags}" -DCMAKE_EXE_LINKER_FLAGS="${san_flags}" \
+      -DPERFEX_ENABLE_EXAMPLES=OFF -DPERFEX_ENABLE_BENCHMARKS=OFF -DPERFEX_ENABLE_CONSUMER_TESTS=OFF \
+      -DPERFEX_TEST_FILTER='~[slow]' >/dev/null
+cmake --build "${build}-asan" -j "$jobs"
+(cd "${build}-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+   ctest --output-on-failure -j 1)
+echo "== perfex: all tests passed"

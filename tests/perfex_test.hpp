@@ -1,0 +1,60 @@
+#pragma once
+// Test harness: every test case runs on every enabled execution space; the runner's
+// --backend option (serial, openmp, cuda or all) selects which of them this process covers.
+#include <catch2/catch.hpp>
+#include <Kokkos_Core.hpp>
+
+#include <cstdlib>
+#include <string>
+#include <tuple>
+
+#include "perfex_test_backends.hpp"
+
+namespace perfex_test {
+
+using ExecSpaces = std::tuple<
+#ifdef KOKKOS_ENABLE_SERIAL
+    Kokkos::Serial
+#endif
+#if defined(KOKKOS_ENABLE_SERIAL) && (defined(KOKKOS_ENABLE_OPENMP) || defined(KOKKOS_ENABLE_CUDA))
+    ,
+#endif
+#ifdef KOKKOS_ENABLE_OPENMP
+    Kokkos::OpenMP
+#endif
+#if defined(KOKKOS_ENABLE_OPENMP) && defined(KOKKOS_ENABLE_CUDA)
+    ,
+#endif
+#ifdef KOKKOS_ENABLE_CUDA
+    Kokkos::Cuda
+#endif
+    >;
+
+std::string& selected_backend();  // defined in main.cpp
+
+template <class ExecSpace>
+std::string backend_name() {
+  std::string name = ExecSpace::name();
+  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+template <class ExecSpace>
+bool selected() {
+  return selected_backend() == "all" || selected_backend() == backend_name<ExecSpace>();
+}
+
+// Folder of the project's shared reference data, or "" (with a Catch warning naming what
+// is skipped) when it is not there.
+std::string shared_data_dir(const std::string& what);
+
+}  // namespace perfex_test
+
+// A test case templated over every enabled backend; TestType is the execution space.
+#define PERFEX_BACKEND_TEST_CASE(name, tags) \
+  TEMPLATE_LIST_TEST_CASE(name, tags, ::perfex_test::ExecSpaces)
+// First statement of such a test case: skip backends this process does not cover.
+#define PERFEX_ONLY_SELECTED_BACKEND()                        \
+  do {                                                        \
+    if (!::perfex_test::selected<TestType>()) return;         \
+  } while (0)
