@@ -1,0 +1,36 @@
+#pragma once
+#include <string>
+
+namespace perfex {
+namespace extract {
+
+// How per-fibre blocks of the covariance are decorrelated (spec §6.4).
+enum class Decorrelation { signal /* per-fibre blocks, DESI default */, noise /* full H^(1/2) */ };
+
+// Every setting of a frame extraction, with the DESI / gpu_specter production defaults
+// (spec §5.8). The numerical policy lives here too and is written into the frame header.
+struct ExtractionOptions {
+  // Output wavelength grid "wmin,wmax,dw" (numpy.arange(wmin, wmax + dw/2, dw) semantics).
+  double wmin = 5760.0, wmax = 7620.0, dw = 0.8;
+  int specmin = 0;
+  int nspec = 500;  // clipped to the PSF's fibre count
+  int bundlesize = 25;
+  int nsubbundles = 5;
+  int nwavestep = 50;
+  int wavepad0 = 10;           // wavepad = wavepad0 + int(wavepad0 * wavepad_frac)
+  double wavepad_frac = 0.2;
+  double pixpad_frac = 0.8;
+  double regularize = 0.0;
+  double psferr = -1.0;        // < 0: the PSF file's PSFERR (0.01 when absent)
+  Decorrelation decorrelation = Decorrelation::signal;
+  double eigen_clip = 1e-14;   // eigenvalues clipped at eigen_clip * max (gpu_specter GPU)
+  bool model_image = false;    // also accumulate the model image (spec §6.9)
+  // Patches solved per device launch sequence; 0 = chosen from available memory.
+  int batch_patches = 0;
+  // Throws perfex::Error naming the first invalid parameter.
+  void validate() const;
+  int wavepad() const { return wavepad0 + static_cast<int>(wavepad0 * wavepad_frac); }
+};
+
+}  // namespace extract
+}  // namespace perfex
