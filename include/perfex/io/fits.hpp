@@ -1,0 +1,564 @@
+#pragma once
+// Host-only RAII wrapper over CFITSIO (perfex::io).
+//
+// A FitsFile owns one open fitsfile*. Every CFITSIO failure becomes a perfex::Error whose
+// message names the file, the current HDU (by EXTNAME, else its number), the keyword or
+// column involved, and CFITSIO's own status text. HDUs are addressed by EXTNAME; the
+// destructor closes the file and never throws (call close() to see a flush error).
+//
+// Image axes are given in FITS order: axes[0] = NAXIS1 (the fastest, i.e. the column index of
+// a row-major [NAXIS2][NAXIS1] C array).
+#include <fitsio.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <perfex/error.hpp>
+
+namespace perfex {
+namespace io {
+
+enum class HduType { image, ascii_table, binary_table };
+
+// An image HDU's pixels (row-major, NAXIS1 fastest) and its axes (NAXIS1 first).
+template <class T>
+struct ImageData {
+  std::vector<long> axes;
+  std::vector<T> data;
+  long naxis(int i) const { return i < static_cast<int>(axes.size()) ? axes[i] : 1; }
+};
+
+// A binary-table column to create: name, TFORM ("8A", "2000D", "J", "K", "E"), optional
+// unit and optional TDIM (FITS order, fastest first).
+struct ColumnSpec {
+  std::string name;
+  std::string tform;
+  std::string unit;
+  std::vector<long> tdim;
+};
+
+namespace detail {
+
+// CFITSIO datatype code and image BITPIX of a C++ element type.
+template <class T>
+struct FitsType;
+template <>
+struct FitsType<double> {
+  static constexpr int datatype = TDOUBLE, bitpix = DOUBLE_IMG;
+};
+template <>
+struct FitsType<float> {
+  static constexpr int datatype = TFLOAT, bitpix = FLOAT_IMG;
+};
+template <>
+struct FitsType<std::int16_t> {
+  static constexpr int datatype = TSHORT, bitpix = SHORT_IMG;
+};
+template <>
+struct FitsType<std::uint8_t> {
+  static constexpr int datatype = TBYTE, bitpix = BYTE_IMG;
+};
+template <>
+struct FitsType<std::uint16_t> {
+  static constexpr int datatype = TUSHORT, bitpix = USHORT_IMG;
+};
+template <>
+struct FitsType<std::int32_t> {
+  static_assert(sizeof(int) == 4, "perfex::io assumes a 32-bit int");
+  static constexpr int datatype = TINT, bitpix = LONG_IMG;
+};
+template <>
+struct FitsType<std::uint32_t> {
+  static constexpr int datatype = TUINT, bitpix = ULONG_IMG;
+};
+template <>
+struct FitsType<std::int64_t> {
+  static constexpr int datatype = TLONGLONG, bitpix = LONGLONG_IMG;
+};
+// long long is a distinct type from int64_t (long) on LP64 Linux.
+template <>
+struct FitsType<long long> {
+  static constexpr int datatype = TLONGLONG, bitpix = LONGLONG_IMG;
+};
+
+inline std::string status_text(int status) {
+  char text[FLEN_STATUS] = {0};
+  fits_get_errstatus(status, text);
+  std::string s = text;
+  // The first message of CFITSIO's error stack often says more (e.g. which file failed).
+  char msg[FLEN_ERRMSG] = {0};
+  if (fits_read_errmsg(msg) && msg[0] != '\0') {
+    std::string m = msg;
+    if (m != s) s += " (" + m + ")";
+  }
+  fits_clear_errmsg();
+  return s + " [CFITSIO status " + std::to_string(status) + "]";
+}
+
+}  // namespace detail
+
+class FitsFile {
+ public:
+  enum class Mode { read, readwrite, create };
+
+  FitsFile() = default;
+  // read / readwrite: open an existing file (compressed .gz files are read transparently).
+  // create: create a new file, replacing any existing one.
+  FitsFile(const std::string& path, Mode mode) : path_(path) {
+    int status = 0;
+    if (mode == Mode::create) {
+      std::remove(path.c_str());  // overwrite semantics without CFITSIO's '!' syntax
+      fits_create_diskfile(&fptr_, path.c_str(), &status);
+      if (status) fail(status, "cannot create FITS file");
+    } else {
+      fits_open_file(&fptr_, path.c_str(), mode == Mode::read ? READONLY : READWRITE, &status);
+      if (status) {
+        fptr_ = nullptr;
+        fail(status, "cannot open FITS file");
+      }
+    }
+  }
+  static FitsFile open(const std::string& path) { return FitsFile(path, Mode::read); }
+  static FitsFile open_readwrite(const std::string& path) { return FitsFile(path, Mode::readwrite); }
+  static FitsFile create(const std::string& path) { return FitsFile(path, Mode::create); }
+
+  ~FitsFile() {
+    if (fptr_) {
+      int status = 0;
+      fits_close_file(fptr_, &status);
+      fits_clear_errmsg();
+    }
+  }
+  FitsFile(const FitsFile&) = delete;
+  FitsFile& operator=(const FitsFile&) = delete;
+  FitsFile(FitsFile&& o) noexcept : fptr_(o.fptr_), path_(std::move(o.path_)) { o.fptr_ = nullptr; }
+  FitsFile& operator=(FitsFile&& o) noexcept {
+    if (this != &o) {
+      this->~FitsFile();
+      fptr_ = o.fptr_;
+      path_ = std::move(o.path_);
+      o.fptr_ = nullptr;
+    }
+    return *this;
+  }
+
+  // Closes now, reporting a flush error as perfex::Error.
+  void close() {
+    if (!fptr_) return;
+    int status = 0;
+    fits_close_file(fptr_, &status);
+    fptr_ = nullptr;
+    if (status) throw Error("FITS file '" + path_ + "': error while closing: " + detail::status_text(status));
+  }
+
+  bool is_open() const { return fptr_ != nullptr; }
+  const std::string& path() const { return path_; }
+  fitsfile* handle() const { return fptr_; }
+
+  // ---- HDUs -------------------------------------------------------------------------------
+  int num_hdus() const {
+    int n = 0, status = 0;
+    fits_get_num_hdus(handle_checked(), &n, &status);
+    if (status) fail(status, "cannot count HDUs");
+    return n;
+  }
+  // 0-based index of the current HDU.
+  int hdu_index() const {
+    int n = 0;
+    fits_get_hdu_num(handle_checked(), &n);
+    return n - 1;
+  }
+  void move_to_index(int index0) {
+    int status = 0, type = 0;
+    fits_movabs_hdu(handle_checked(), index0 + 1, &type, &status);
+    if (status) fail(status, "cannot move to HDU " + std::to_string(index0));
+  }
+  // Whether an HDU with this EXTNAME exists (the current HDU does not change).
+  bool has_hdu(const std::string& extname) {
+    int status = 0;
+    const int here = hdu_index();
+    fits_movnam_hdu(handle_checked(), ANY_HDU, const_cast<char*>(extname.c_str()), 0, &status);
+    const bool found = status == 0;
+    fits_clear_errmsg();
+    int s2 = 0, type = 0;  // stay on the current HDU
+    fits_movabs_hdu(fptr_, here + 1, &type, &s2);
+    return found;
+  }
+  // Moves to the HDU whose EXTNAME (or HDUNAME) is extname; throws naming file and HDU.
+  void move_to(const std::string& extname) {
+    int status = 0;
+    fits_movnam_hdu(handle_checked(), ANY_HDU, const_cast<char*>(extname.c_str()), 0, &status);
+    if (status) {
+      fits_clear_errmsg();
+      throw Error("FITS file '" + path_ + "': no HDU with EXTNAME '" + extname + "' (" +
+                  detail::status_text(status) + ")");
+    }
+  }
+  HduType hdu_type() const {
+    int status = 0, type = 0;
+    fits_get_hdu_type(handle_checked(), &type, &status);
+    if (status) fail(status, "cannot get HDU type");
+    return type == IMAGE_HDU ? HduType::image
+                             : (type == ASCII_TBL ? HduType::ascii_table : HduType::binary_table);
+  }
+  // "HDU 'NAME'" or "HDU n" for messages.
+  std::string hdu_label() const {
+    if (!fptr_) return "no HDU";
+    char value[FLEN_VALUE] = {0};
+    int status = 0;
+    fits_read_key(fptr_, TSTRING, "EXTNAME", value, nullptr, &status);
+    fits_clear_errmsg();
+    if (status == 0 && value[0] != '\0') return "HDU '" + std::string(value) + "'";
+    return "HDU " + std::to_string(hdu_index());
+  }
+
+  // ---- keywords ---------------------------------------------------------------------------
+  // Supported T: double, float, int, long, long long, bool, std::string.
+  template <class T>
+  std::optional<T> read_key_optional(const std::string& name) const {
+    T value{};
+    if (read_key(name, value)) return value;
+    return std::nullopt;
+  }
+  template <class T>
+  T read_key(const std::string& name) const {
+    T value{};
+    if (!read_key(name, value)) {
+      throw Error("FITS file '" + path_ + "', " + hdu_label() + ": missing keyword '" + name + "'");
+    }
+    return value;
+  }
+  // Returns false when the keyword is absent; throws when present but not convertible.
+  bool read_key(const std::string& name, std::string& out) const {
+    char value[FLEN_VALUE] = {0};
+    int status = 0;
+    fits_read_key(handle_checked(), TSTRING, name.c_str(), value, nullptr, &status);
+    if (status == KEY_NO_EXIST) return absent();
+    if (status) fail_key(status, name);
+    out = value;
+    return true;
+  }
+  bool read_key(const std::string& name, bool& out) const {
+    int v = 0, status = 0;
+    fits_read_key(handle_checked(), TLOGICAL, name.c_str(), &v, nullptr, &status);
+    if (status == KEY_NO_EXIST) return absent();
+    if (status) fail_key(status, name);
+    out = v != 0;
+    return true;
+  }
+  template <class T, class = std::enable_if_t<std::is_arithmetic<T>::value && !std::is_same<T, bool>::value>>
+  bool read_key(const std::string& name, T& out) const {
+    int status = 0;
+    if (std::is_floating_point<T>::value) {
+      double v = 0;
+      fits_read_key(handle_checked(), TDOUBLE, name.c_str(), &v, nullptr, &status);
+      if (status == KEY_NO_EXIST) return absent();
+      if (status) fail_key(status, name);
+      out = static_cast<T>(v);
+    } else {
+      LONGLONG v = 0;
+      fits_read_key(handle_checked(), TLONGLONG, name.c_str(), &v, nullptr, &status);
+      if (status == KEY_NO_EXIST) return absent();
+      if (status) fail_key(status, name);
+      out = static_cast<T>(v);
+    }
+    return true;
+  }
+
+  void write_key(const std::string& name, double value, const std::string& comment = "") {
+    int status = 0;
+    fits_update_key(handle_checked(), TDOUBLE, name.c_str(), &value, cstr_or_null(comment), &status);
+    if (status) fail_key(status, name);
+  }
+  void write_key(const std::string& name, long long value, const std::string& comment = "") {
+    int status = 0;
+    LONGLONG v = value;
+    fits_update_key(handle_checked(), TLONGLONG, name.c_str(), &v, cstr_or_null(comment), &status);
+    if (status) fail_key(status, name);
+  }
+  void write_key(const std::string& name, long value, const std::string& comment = "") {
+    write_key(name, static_cast<long long>(value), comment);
+  }
+  void write_key(const std::string& name, int value, const std::string& comment = "") {
+    write_key(name, static_cast<long long>(value), comment);
+  }
+  void write_key(const std::string& name, bool value, const std::string& comment = "") {
+    int status = 0;
+    int v = value ? 1 : 0;
+    fits_update_key(handle_checked(), TLOGICAL, name.c_str(), &v, cstr_or_null(comment), &status);
+    if (status) fail_key(status, name);
+  }
+  void write_key(const std::string& name, const std::string& value, const std::string& comment = "") {
+    int status = 0;
+    fits_update_key(handle_checked(), TSTRING, name.c_str(), const_cast<char*>(value.c_str()),
+                    cstr_or_null(comment), &status);
+    if (status) fail_key(status, name);
+  }
+  void write_key(const std::string& name, const char* value, const std::string& comment = "") {
+    write_key(name, std::string(value), comment);
+  }
+  void write_comment(const std::string& text) {
+    int status = 0;
+    fits_write_comment(handle_checked(), text.c_str(), &status);
+    if (status) fail(status, "cannot write COMMENT");
+  }
+  void write_history(const std::string& text) {
+    int status = 0;
+    fits_write_history(handle_checked(), text.c_str(), &status);
+    if (status) fail(status, "cannot write HISTORY");
+  }
+  void delete_key(const std::string& name) {
+    int status = 0;
+    fits_delete_key(handle_checked(), name.c_str(), &status);
+    if (status == KEY_NO_EXIST) {
+      fits_clear_errmsg();
+      return;
+    }
+    if (status) fail_key(status, name);
+  }
+  // Copies the descriptive cards of src's current HDU into this file's current HDU (appended):
+  // everything except structural/compression/scaling/null/TDIM/TDISP/TUNIT cards, EXTNAME
+  // and the other HDU-identity keywords, CHECKSUM and DATASUM.
+  void copy_header_cards_from(const FitsFile& src) {
+    int status = 0, nkeys = 0, more = 0;
+    fits_get_hdrspace(src.handle_checked(), &nkeys, &more, &status);
+    if (status) src.fail(status, "cannot read header size");
+    char card[FLEN_CARD];
+    for (int i = 1; i <= nkeys; ++i) {
+      fits_read_record(src.fptr_, i, card, &status);
+      if (status) src.fail(status, "cannot read header card " + std::to_string(i));
+      const int cls = fits_get_keyclass(card);
+      const std::string c(card);
+      if (cls == TYP_STRUC_KEY || cls == TYP_CMPRS_KEY || cls == TYP_SCAL_KEY || cls == TYP_NULL_KEY ||
+          cls == TYP_DIM_KEY || cls == TYP_DISP_KEY || cls == TYP_CKSUM_KEY || cls == TYP_HDUID_KEY ||
+          (cls == TYP_UNIT_KEY && c.compare(0, 5, "TUNIT") == 0) || c.compare(0, 8, "END     ") == 0) {
+        continue;
+      }
+      fits_write_record(fptr_, card, &status);
+      if (status) fail(status, "cannot write header card '" + c.substr(0, 8) + "'");
+    }
+  }
+
+  // ---- images -----------------------------------------------------------------------------
+  std::vector<long> image_axes() const {
+    int status = 0, bitpix = 0, naxis = 0;
+    long axes[9] = {0};
+    fits_get_img_param(handle_checked(), 9, &bitpix, &naxis, axes, &status);
+    if (status) fail(status, "cannot read image dimensions");
+    return std::vector<long>(axes, axes + naxis);
+  }
+  // Reads the whole current image HDU converted to T (NaN stays NaN; BSCALE/BZERO applied).
+  template <class T>
+  ImageData<T> read_image() const {
+    if (hdu_type() != HduType::image) {
+      throw Error("FITS file '" + path_ + "', " + hdu_label() + ": not an image HDU");
+    }
+    ImageData<T> img;
+    img.axes = image_axes();
+    long long n = img.axes.empty() ? 0 : 1;
+    for (long a : img.axes) n *= a;
+    img.data.assign(static_cast<std::size_t>(n), T{});
+    if (n > 0) {
+      int status = 0, anynul = 0;
+      fits_read_img(fptr_, detail::FitsType<T>::datatype, 1, n, nullptr, img.data.data(), &anynul, &status);
+      if (status) fail(status, "cannot read image data");
+    }
+    return img;
+  }
+  template <class T>
+  ImageData<T> read_image(const std::string& extname) {
+    move_to(extname);
+    return read_image<T>();
+  }
+  // Appends an image HDU (the primary HDU when the file is empty) of BITPIX chosen by T,
+  // with the given axes (NAXIS1 first) and EXTNAME (skipped when empty).
+  template <class T>
+  void write_image(const std::string& extname, const std::vector<long>& axes, const T* data) {
+    int status = 0;
+    std::vector<long> ax(axes);
+    fits_create_img(handle_checked(), detail::FitsType<T>::bitpix, static_cast<int>(ax.size()),
+                    ax.empty() ? nullptr : ax.data(), &status);
+    if (status) fail(status, "cannot create image HDU '" + extname + "'");
+    if (!extname.empty()) write_key("EXTNAME", extname);
+    long long n = ax.empty() ? 0 : 1;
+    for (long a : ax) n *= a;
+    if (n > 0) {
+      fits_write_img(fptr_, detail::FitsType<T>::datatype, 1, n, const_cast<T*>(data), &status);
+      if (status) fail(status, "cannot write image data of '" + extname + "'");
+    }
+  }
+  template <class T>
+  void write_image(const std::string& extname, const std::vector<long>& axes, const std::vector<T>& data) {
+    long long n = axes.empty() ? 0 : 1;
+    for (long a : axes) n *= a;
+    if (static_cast<long long>(data.size()) != n) {
+      throw Error("FITS file '" + path_ + "': image '" + extname + "' has " + std::to_string(data.size()) +
+                  " values for " + std::to_string(n) + " pixels");
+    }
+    write_image(extname, axes, data.data());
+  }
+
+  // ---- binary tables ----------------------------------------------------------------------
+  long num_rows() const {
+    int status = 0;
+    long n = 0;
+    fits_get_num_rows(handle_checked(), &n, &status);
+    if (status) fail(status, "cannot read the number of table rows");
+    return n;
+  }
+  bool has_column(const std::string& name) const {
+    int status = 0, col = 0;
+    fits_get_colnum(handle_checked(), CASEINSEN, const_cast<char*>(name.c_str()), &col, &status);
+    fits_clear_errmsg();
+    return status == 0;
+  }
+  // 1-based column number; throws naming the column.
+  int column_number(const std::string& name) const {
+    int status = 0, col = 0;
+    fits_get_colnum(handle_checked(), CASEINSEN, const_cast<char*>(name.c_str()), &col, &status);
+    if (status) fail_column(status, name, "no such column");
+    return col;
+  }
+  // Number of elements per cell (for strings: the width in characters).
+  long column_repeat(const std::string& name) const {
+    int status = 0, type = 0;
+    long repeat = 0, width = 0;
+    fits_get_coltype(fptr_, column_number(name), &type, &repeat, &width, &status);
+    if (status) fail_column(status, name, "cannot get column type");
+    return repeat;
+  }
+  // TDIM of a column (fastest first); {repeat} when TDIM is absent.
+  std::vector<long> column_dims(const std::string& name) const {
+    int status = 0, naxis = 0;
+    long axes[9] = {0};
+    fits_read_tdim(fptr_, column_number(name), 9, &naxis, axes, &status);
+    if (status) fail_column(status, name, "cannot read TDIM");
+    return std::vector<long>(axes, axes + naxis);
+  }
+  // All cells of a numeric column, row after row (nrows × repeat values).
+  template <class T>
+  std::vector<T> read_column(const std::string& name) const {
+    const int col = column_number(name);
+    const long nrows = num_rows();
+    const long repeat = column_repeat(name);
+    std::vector<T> out(static_cast<std::size_t>(nrows) * static_cast<std::size_t>(repeat));
+    if (!out.empty()) {
+      int status = 0, anynul = 0;
+      fits_read_col(fptr_, detail::FitsType<T>::datatype, col, 1, 1, static_cast<LONGLONG>(out.size()), nullptr,
+                    out.data(), &anynul, &status);
+      if (status) fail_column(status, name, "cannot read column");
+    }
+    return out;
+  }
+  // A string column, trailing blanks stripped.
+  std::vector<std::string> read_column_strings(const std::string& name) const {
+    const int col = column_number(name);
+    const long nrows = num_rows();
+    int status = 0, type = 0;
+    long repeat = 0, width = 0;
+    fits_get_coltype(fptr_, col, &type, &repeat, &width, &status);
+    if (status) fail_column(status, name, "cannot get column type");
+    if (type != TSTRING) fail_column(0, name, "not a string column");
+    const long w = repeat > 0 ? repeat : 1;
+    std::vector<char> buffer(static_cast<std::size_t>(nrows) * static_cast<std::size_t>(w + 1), '\0');
+    std::vector<char*> ptrs(static_cast<std::size_t>(nrows));
+    for (long r = 0; r < nrows; ++r) ptrs[r] = buffer.data() + r * (w + 1);
+    std::vector<std::string> out;
+    if (nrows == 0) return out;
+    int anynul = 0;
+    fits_read_col(fptr_, TSTRING, col, 1, 1, nrows, nullptr, ptrs.data(), &anynul, &status);
+    if (status) fail_column(status, name, "cannot read column");
+    for (long r = 0; r < nrows; ++r) {
+      std::string s(ptrs[r]);
+      while (!s.empty() && s.back() == ' ') s.pop_back();
+      out.push_back(s);
+    }
+    return out;
+  }
+  // Appends a binary table HDU with nrows rows and the given columns.
+  void create_table(const std::string& extname, long nrows, const std::vector<ColumnSpec>& columns) {
+    std::vector<char*> ttype, tform, tunit;
+    for (const auto& c : columns) {
+      ttype.push_back(const_cast<char*>(c.name.c_str()));
+      tform.push_back(const_cast<char*>(c.tform.c_str()));
+      tunit.push_back(const_cast<char*>(c.unit.c_str()));
+    }
+    int status = 0;
+    fits_create_tbl(handle_checked(), BINARY_TBL, nrows, static_cast<int>(columns.size()), ttype.data(),
+                    tform.data(), tunit.data(), extname.empty() ? nullptr : extname.c_str(), &status);
+    if (status) fail(status, "cannot create binary table '" + extname + "'");
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+      if (columns[i].tdim.empty()) continue;
+      std::vector<long> dims(columns[i].tdim);
+      fits_write_tdim(fptr_, static_cast<int>(i + 1), static_cast<int>(dims.size()), dims.data(), &status);
+      if (status) fail_column(status, columns[i].name, "cannot write TDIM");
+    }
+  }
+  // Writes all cells of a numeric column of the current table (row after row).
+  template <class T>
+  void write_column(const std::string& name, const std::vector<T>& values) {
+    const int col = column_number(name);
+    if (values.empty()) return;
+    int status = 0;
+    fits_write_col(fptr_, detail::FitsType<T>::datatype, col, 1, 1, static_cast<LONGLONG>(values.size()),
+                   const_cast<T*>(values.data()), &status);
+    if (status) fail_column(status, name, "cannot write column");
+  }
+  void write_column_strings(const std::string& name, const std::vector<std::string>& values) {
+    const int col = column_number(name);
+    if (values.empty()) return;
+    std::vector<char*> ptrs;
+    for (const auto& s : values) ptrs.push_back(const_cast<char*>(s.c_str()));
+    int status = 0;
+    fits_write_col(fptr_, TSTRING, col, 1, 1, static_cast<LONGLONG>(ptrs.size()), ptrs.data(), &status);
+    if (status) fail_column(status, name, "cannot write column");
+  }
+
+  // ---- copying ----------------------------------------------------------------------------
+  // Appends a copy of src's HDU named extname (header and data) to this file; src's current
+  // HDU moves there. (E.g. the FIBERMAP pass-through.)
+  void copy_hdu_from(FitsFile& src, const std::string& extname) {
+    src.move_to(extname);
+    int status = 0;
+    fits_copy_hdu(src.handle_checked(), handle_checked(), 0, &status);
+    if (status) {
+      throw Error("FITS: cannot copy HDU '" + extname + "' from '" + src.path() + "' to '" + path_ +
+                  "': " + detail::status_text(status));
+    }
+  }
+
+  // Throws a perfex::Error naming this file, the current HDU and `what`.
+  [[noreturn]] void fail(int status, const std::string& what) const {
+    std::string msg = "FITS file '" + path_ + "'";
+    if (fptr_) msg += ", " + hdu_label();
+    msg += ": " + what;
+    if (status) msg += ": " + detail::status_text(status);
+    throw Error(msg);
+  }
+
+ private:
+  fitsfile* handle_checked() const {
+    if (!fptr_) throw Error("FITS file '" + path_ + "': not open");
+    return fptr_;
+  }
+  static bool absent() {
+    fits_clear_errmsg();
+    return false;
+  }
+  static char* cstr_or_null(const std::string& s) { return s.empty() ? nullptr : const_cast<char*>(s.c_str()); }
+  [[noreturn]] void fail_key(int status, const std::string& key) const { fail(status, "keyword '" + key + "'"); }
+  [[noreturn]] void fail_column(int status, const std::string& col, const std::string& what) const {
+    fail(status, "column '" + col + "': " + what);
+  }
+
+  fitsfile* fptr_ = nullptr;
+  std::string path_;
+};
+
+}  // namespace io
+}  // namespace perfex
