@@ -1,12 +1,22 @@
 #pragma once
 // Frame extraction driver: bundles → sub-bundles → wavelength patches, solved in batches on
 // the execution space, stitched into a Frame (spec §5).
+#include <perfex/detail/kokkos_compat.hpp>
+#include <perfex/error.hpp>
 #include <perfex/extract/frame.hpp>
 #include <perfex/extract/image.hpp>
 #include <perfex/extract/options.hpp>
+#include <perfex/extract/patch_solver.hpp>
+#include <perfex/extract/plan.hpp>
+#include <perfex/extract/wavelength_grid.hpp>
+#include <perfex/psf/gauss_hermite.hpp>
 #include <perfex/psf/psf_data.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace perfex {
 namespace extract {
@@ -14,9 +24,239 @@ namespace extract {
 // Called on the host after each batch of patches: (patches done, patches in total).
 using ProgressCallback = std::function<void(int, int)>;
 
+namespace detail {
+
+// Copies the image to the device, treating NaN/Inf pixels or ivar as masked (counted).
+template <class MemorySpace>
+void upload_image(const CcdImage& image, Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace>& pixels,
+                  Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace>& ivar, Frame& frame) {
+  const std::size_t npix = static_cast<std::size_t>(image.nrows) * static_cast<std::size_t>(image.ncols);
+  if (image.nrows <= 0 || image.ncols <= 0 || image.pixels.size() != npix || image.ivar.size() != npix)
+    throw Error("image: pixel and ivar arrays must both hold nrows x ncols = " + std::to_string(image.nrows) + " x " +
+                std::to_string(image.ncols) + " values");
+  pixels = Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace>("perfex::image", image.nrows, image.ncols);
+  ivar = Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace>("perfex::ivar", image.nrows, image.ncols);
+  auto hp = Kokkos::create_mirror_view(pixels);
+  auto hw = Kokkos::create_mirror_view(ivar);
+  long long nonfinite = 0;
+  for (int r = 0; r < image.nrows; ++r)
+    for (int c = 0; c < image.ncols; ++c) {
+      const std::size_t i = static_cast<std::size_t>(r) * image.ncols + c;
+      const double d = image.pixels[i], w = image.ivar[i];
+      if (w < 0)
+        throw Error("image: negative inverse variance " + std::to_string(w) + " at row " + std::to_string(r) +
+                    ", column " + std::to_string(c));
+      const bool ok = std::isfinite(d) && std::isfinite(w);
+      nonfinite += ok ? 0 : 1;
+      hp(r, c) = ok ? d : 0.0;
+      hw(r, c) = ok ? w : 0.0;
+    }
+  Kokkos::deep_copy(pixels, hp);
+  Kokkos::deep_copy(ivar, hw);
+  frame.nonfinite_pixels = nonfinite;
+  if (nonfinite > 0)
+    frame.warnings.push_back(std::to_string(nonfinite) + " NaN/Inf image or ivar pixels treated as masked");
+}
+
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  const std::size_t h = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(h), v.end());
+  const double hi = v[h];
+  if (v.size() % 2) return hi;
+  return 0.5 * (hi + *std::max_element(v.begin(), v.begin() + static_cast<long>(h)));
+}
+
+// desispec's spectrum mask: SOMEBADPIX / ALLBADPIX from pixmask_fraction, BAD2DFIT where
+// chi2pix exceeds 5x its median over fibres at that wavelength and 5x its median over
+// wavelengths for that fibre.
+inline void set_mask(Frame& frame) {
+  frame.mask.assign(frame.flux.size(), 0u);
+  std::vector<double> wave_median(static_cast<std::size_t>(frame.nwave)), fibre_median(static_cast<std::size_t>(frame.nspec));
+  std::vector<double> tmp;
+  for (int k = 0; k < frame.nwave; ++k) {
+    tmp.clear();
+    for (int f = 0; f < frame.nspec; ++f) tmp.push_back(frame.chi2pix[frame.index(f, k)]);
+    wave_median[static_cast<std::size_t>(k)] = median(tmp);
+  }
+  for (int f = 0; f < frame.nspec; ++f) {
+    tmp.assign(frame.chi2pix.begin() + static_cast<long>(frame.index(f, 0)),
+               frame.chi2pix.begin() + static_cast<long>(frame.index(f, 0) + frame.nwave));
+    fibre_median[static_cast<std::size_t>(f)] = median(tmp);
+  }
+  for (int f = 0; f < frame.nspec; ++f)
+    for (int k = 0; k < frame.nwave; ++k) {
+      const std::size_t i = frame.index(f, k);
+      std::uint32_t m = 0;
+      if (frame.pixmask_fraction[i] > 0.5) m |= somebadpix;
+      if (frame.pixmask_fraction[i] >= 1.0) m |= allbadpix;
+      const double c = frame.chi2pix[i];
+      if (c > 5 * wave_median[static_cast<std::size_t>(k)] && c > 5 * fibre_median[static_cast<std::size_t>(f)]) m |= bad2dfit;
+      frame.mask[i] = m;
+    }
+}
+
+}  // namespace detail
+
 template <class ExecSpace>
-Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf, const CcdImage& image,
-                    const ExtractionOptions& options, const ProgressCallback& progress = {});
+Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_data, const CcdImage& image,
+                    const ExtractionOptions& options, const ProgressCallback& progress = {}) {
+  using Mem = typename ExecSpace::memory_space;
+  ScopedRegion region("perfex::extract_frame");
+  Kokkos::Timer timer;
+  options.validate();
+  psf_data.validate();
+  Frame frame;
+  frame.options = options;
+  if (frame.options.psferr < 0) frame.options.psferr = psf_data.psferr;
+  const ExtractionOptions& opt = frame.options;
+
+  const psf::GaussHermitePsf<Mem> psf(psf_data);
+  const int nx = psf.nx(), ny = psf.ny();
+  const int wavepad = opt.wavepad(), nwavestep = opt.nwavestep, nwt = nwavestep + 2 * wavepad;
+  const int ndiag = psf.hsizey();
+  if (wavepad < ndiag)
+    throw Error("extraction option wavepad (" + std::to_string(wavepad) + ") must be >= the PSF's HSIZEY (" +
+                std::to_string(ndiag) + ") to store the resolution band");
+
+  frame.wave = make_wavelength_grid(opt.wmin, opt.wmax, opt.dw);
+  const int nwave = static_cast<int>(frame.wave.size());
+  const std::vector<double> dlambda = gradient(frame.wave);
+  const std::vector<double> fullwave = make_padded_grid(frame.wave, opt.dw, wavepad, nwavestep);
+  Kokkos::View<double*, Mem> dfullwave("perfex::fullwave", fullwave.size());
+  Kokkos::deep_copy(exec, dfullwave, Kokkos::View<const double*, Kokkos::HostSpace>(fullwave.data(), fullwave.size()));
+
+  frame.specmin = opt.specmin;
+  frame.nspec = opt.nspec;
+  frame.nwave = nwave;
+  frame.ndiag = ndiag;
+  const std::size_t nbins = static_cast<std::size_t>(opt.nspec) * static_cast<std::size_t>(nwave);
+  frame.flux.assign(nbins, 0.0);
+  frame.ivar.assign(nbins, 0.0);
+  frame.chi2pix.assign(nbins, 0.0);
+  frame.pixmask_fraction.assign(nbins, 0.0);
+  frame.resolution.assign(nbins * static_cast<std::size_t>(2 * ndiag + 1), 0.0);
+
+  Kokkos::View<double**, Kokkos::LayoutRight, Mem> pixels, ivar;
+  detail::upload_image(image, pixels, ivar, frame);
+  Kokkos::View<double**, Kokkos::LayoutRight, Mem> model;
+  if (opt.model_image) model = decltype(model)("perfex::model", image.nrows, image.ncols);
+
+  const std::vector<BundlePlan> bundles = plan_bundles(opt, psf.nfib());
+  int total_patches = 0, maxsub = 0;
+  const int patches_per_sub = (nwave + nwavestep - 1) / nwavestep;
+  for (const auto& b : bundles) {
+    total_patches += static_cast<int>(b.subbundles.size()) * patches_per_sub;
+    for (const auto& s : b.subbundles) maxsub = std::max(maxsub, s.count);
+  }
+  const int maxfib = maxsub + 2, nmax = maxfib * nwt, spotpix = nx * ny;
+
+  PatchWorkspace<Mem> ws;
+  PatchResults<Mem> results;
+  int done = 0;
+  for (const auto& bundle : bundles) {
+    const int nb = bundle.bundle_hi - bundle.bundle_lo;
+    Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots("perfex::spots", nb, fullwave.size(), ny, nx);
+    Kokkos::View<int**, Mem> xcorner("perfex::xcorner", nb, fullwave.size()), ycorner("perfex::ycorner", nb, fullwave.size());
+    psf::compute_spots(exec, psf, bundle.bundle_lo, nb, Kokkos::View<const double*, Mem>(dfullwave), spots, xcorner, ycorner);
+    auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), xcorner);
+    auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ycorner);
+
+    std::vector<PatchDesc> plan;
+    int maxpix = 0;
+    for (const auto& sub : bundle.subbundles) {
+      const int padlo = sub.first > bundle.bundle_lo ? sub.first - 1 : sub.first;
+      const int padhi = sub.first + sub.count < bundle.bundle_hi ? sub.first + sub.count + 1 : sub.first + sub.count;
+      for (int k0 = 0; k0 < nwave; k0 += nwavestep) {
+        PatchDesc p;
+        p.fib0 = padlo - bundle.bundle_lo;
+        p.nfib = padhi - padlo;
+        p.keep0 = sub.first - padlo;
+        p.nkeepfib = sub.count;
+        p.kf0 = k0;
+        p.nkeep = std::min(nwavestep, nwave - k0);
+        p.out_fibre0 = sub.first - opt.specmin;
+        set_patch_window(p, nwt, wavepad, nwavestep, nx, ny, opt.pixpad_frac, image.ncols, image.nrows,
+                         [&](int f, int k) { return hx(f, k); }, [&](int f, int k) { return hy(f, k); });
+        maxpix = std::max(maxpix, (p.row1 - p.row0) * (p.col1 - p.col0));
+        plan.push_back(p);
+      }
+    }
+
+    int batch = opt.batch_patches;
+    if (batch == 0) {
+      const double budget = 512.0 * 1024 * 1024;  // bytes of per-batch scratch
+      const double per = PatchWorkspace<Mem>::bytes_per_patch(nmax, nwt, maxsub, maxpix, spotpix, opt.decorrelation);
+      batch = static_cast<int>(std::max(1.0, std::floor(budget / per)));
+    }
+    batch = std::min(batch, static_cast<int>(plan.size()));
+    if (ws.batch < batch || ws.maxpix < maxpix) {
+      const int new_batch = std::max(batch, ws.batch), new_pix = std::max(maxpix, ws.maxpix);
+      ws = PatchWorkspace<Mem>();  // free the old scratch before allocating the larger one
+      ws = PatchWorkspace<Mem>(nmax, nwt, maxsub, new_pix, spotpix, new_batch, opt.decorrelation);
+      results = PatchResults<Mem>(new_batch, maxsub, nwavestep, ndiag);
+    }
+
+    Kokkos::View<PatchDesc*, Mem> dplan("perfex::patches", plan.size());
+    Kokkos::deep_copy(exec, dplan, Kokkos::View<const PatchDesc*, Kokkos::HostSpace>(plan.data(), plan.size()));
+    PatchSolver<ExecSpace, Mem> solver{spots, xcorner, ycorner, pixels, ivar, {}, ws, results, model,
+                                       nwt, wavepad, nwavestep, ndiag, opt.regularize, opt.psferr,
+                                       opt.eigen_clip, opt.decorrelation};
+    auto hflux = Kokkos::create_mirror_view(results.flux);
+    auto hivar = Kokkos::create_mirror_view(results.ivar);
+    auto hchi = Kokkos::create_mirror_view(results.chi2pix);
+    auto hpm = Kokkos::create_mirror_view(results.pixmask);
+    auto hrd = Kokkos::create_mirror_view(results.rdiags);
+    auto hst = Kokkos::create_mirror_view(results.status);
+    for (int first = 0; first < static_cast<int>(plan.size()); first += batch) {
+      const int count = std::min(batch, static_cast<int>(plan.size()) - first);
+      solver.patches = Kokkos::subview(dplan, Kokkos::make_pair(first, first + count));
+      Kokkos::parallel_for("perfex::extract::solve_patches", Kokkos::TeamPolicy<ExecSpace>(exec, count, Kokkos::AUTO), solver);
+      Kokkos::deep_copy(exec, hflux, results.flux);
+      Kokkos::deep_copy(exec, hivar, results.ivar);
+      Kokkos::deep_copy(exec, hchi, results.chi2pix);
+      Kokkos::deep_copy(exec, hpm, results.pixmask);
+      Kokkos::deep_copy(exec, hrd, results.rdiags);
+      Kokkos::deep_copy(exec, hst, results.status);
+      exec.fence();
+      for (int i = 0; i < count; ++i) {
+        const PatchDesc& p = plan[static_cast<std::size_t>(first + i)];
+        if (hst(i) != linalg::ok) {
+          ++frame.failed_patches;
+          frame.warnings.push_back("patch of fibres " + std::to_string(p.out_fibre0 + opt.specmin) + "-" +
+                                   std::to_string(p.out_fibre0 + opt.specmin + p.nkeepfib - 1) + ", wavelengths " +
+                                   std::to_string(frame.wave[static_cast<std::size_t>(p.kf0)]) + "+: " +
+                                   (hst(i) == linalg::not_positive_definite ? "singular system" : "eigensolver did not converge") +
+                                   "; flux and ivar set to 0");
+        }
+        for (int f = 0; f < p.nkeepfib; ++f)
+          for (int j = 0; j < p.nkeep; ++j) {
+            const int k = p.kf0 + j;
+            const std::size_t o = frame.index(p.out_fibre0 + f, k);
+            const double dl = dlambda[static_cast<std::size_t>(k)];
+            frame.flux[o] = hflux(i, f, j) / dl;
+            frame.ivar[o] = hivar(i, f, j) * dl * dl;
+            frame.chi2pix[o] = hchi(i, f, j);
+            frame.pixmask_fraction[o] = hpm(i, f, j);
+            for (int d = 0; d <= 2 * ndiag; ++d)
+              frame.resolution[(static_cast<std::size_t>(p.out_fibre0 + f) * (2 * ndiag + 1) + d) * nwave + k] = hrd(i, f, d, j);
+          }
+      }
+      done += count;
+      frame.npatches = done;
+      if (progress) progress(done, total_patches);
+    }
+  }
+  detail::set_mask(frame);
+  if (opt.model_image) {
+    auto hm = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), model);
+    frame.model_rows = image.nrows;
+    frame.model_cols = image.ncols;
+    frame.model.assign(hm.data(), hm.data() + hm.size());
+  }
+  frame.seconds = timer.seconds();
+  return frame;
+}
 
 }  // namespace extract
 }  // namespace perfex

@@ -36,6 +36,7 @@ struct Frame {
   int failed_patches = 0;            // singular / non-finite systems: flux 0, ivar 0
   long long nonfinite_pixels = 0;    // NaN/Inf image or ivar pixels treated as masked
   double seconds = 0.0;
+  std::vector<std::string> warnings; // one line per problem met (failed patches, bad pixels)
 
   std::size_t index(int fibre, int k) const { return static_cast<std::size_t>(fibre) * nwave + k; }
 };

@@ -1,4 +1,6 @@
 #pragma once
+#include <perfex/error.hpp>
+
 #include <string>
 
 namespace perfex {
@@ -28,7 +30,21 @@ struct ExtractionOptions {
   // Patches solved per device launch sequence; 0 = chosen from available memory.
   int batch_patches = 0;
   // Throws perfex::Error naming the first invalid parameter.
-  void validate() const;
+  void validate() const {
+    auto fail = [](const std::string& what) { throw Error("extraction option " + what); };
+    if (!(dw > 0) || !(wmax >= wmin)) fail("wavelength grid (-w wmin,wmax,dw): need wmin <= wmax and dw > 0");
+    if (specmin < 0) fail("specmin must be >= 0");
+    if (nspec < 1) fail("nspec must be >= 1");
+    if (bundlesize < 1) fail("bundlesize must be >= 1");
+    if (nsubbundles < 1) fail("nsubbundles must be >= 1");
+    if (nwavestep < 1) fail("nwavestep must be >= 1");
+    if (wavepad0 < 0) fail("wavepad must be >= 0");
+    if (!(wavepad_frac >= 0)) fail("wavepad_frac must be >= 0");
+    if (!(pixpad_frac >= 0 && pixpad_frac <= 1)) fail("pixpad_frac must be in [0, 1]");
+    if (!(regularize >= 0)) fail("regularize must be >= 0");
+    if (!(eigen_clip >= 0 && eigen_clip < 1)) fail("eigen_clip must be in [0, 1)");
+    if (batch_patches < 0) fail("batch_patches must be >= 0");
+  }
   int wavepad() const { return wavepad0 + static_cast<int>(wavepad0 * wavepad_frac); }
 };
 

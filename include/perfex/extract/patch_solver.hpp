@@ -1,0 +1,395 @@
+#pragma once
+// Batched patch solver (spec §6): one team per patch, one launch per batch of patches.
+// Normal equations straight from the spots (never a dense A), Cholesky solve, per-fibre
+// decorrelation from the diagonal blocks of H^-1 (or the full H^1/2), then flux, ivar,
+// resolution diagonals, chi2pix, pixmask_fraction and the optional model image.
+#include <perfex/detail/kokkos_compat.hpp>
+#include <perfex/extract/options.hpp>
+#include <perfex/extract/plan.hpp>
+#include <perfex/linalg/cholesky.hpp>
+#include <perfex/linalg/eigen.hpp>
+#include <perfex/linalg/status.hpp>
+
+namespace perfex {
+namespace extract {
+
+// Per-patch results: kept fibres x core wavelengths, per wavelength bin (not yet per Angstrom).
+template <class MemorySpace>
+struct PatchResults {
+  Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace> flux, ivar, chi2pix, pixmask;  // (batch, fibre, k)
+  Kokkos::View<double****, Kokkos::LayoutRight, MemorySpace> rdiags;  // (batch, fibre, d, k)
+  Kokkos::View<int*, MemorySpace> status;                             // linalg::Status per patch
+
+  PatchResults() = default;
+  PatchResults(int batch, int maxkeepfib, int nwavestep, int ndiag)
+      : flux("perfex::patch_flux", batch, maxkeepfib, nwavestep),
+        ivar("perfex::patch_ivar", batch, maxkeepfib, nwavestep),
+        chi2pix("perfex::patch_chi2pix", batch, maxkeepfib, nwavestep),
+        pixmask("perfex::patch_pixmask", batch, maxkeepfib, nwavestep),
+        rdiags("perfex::patch_rdiags", batch, maxkeepfib, 2 * ndiag + 1, nwavestep),
+        status("perfex::patch_status", batch) {}
+};
+
+// Scratch of a batch of patches, allocated once and reused for every batch.
+template <class MemorySpace>
+struct PatchWorkspace {
+  using Matrices = Kokkos::View<double***, Kokkos::LayoutLeft, MemorySpace>;
+  using Vectors = Kokkos::View<double**, Kokkos::LayoutLeft, MemorySpace>;
+  Matrices H;        // (N, N, batch): normal matrix, then its Cholesky factor
+  Matrices Hsym;     // (N, N, batch): symmetric copy of H, noise decorrelation only
+  Matrices V;        // eigenvectors: (nwt, nwt) or (N, N) for the noise variant
+  Matrices blockwork;                    // (N, nwt, batch)
+  Kokkos::View<double****, Kokkos::LayoutLeft, MemorySpace> cblocks;  // (keep fibre, nwt, nwt, batch)
+  Vectors b, omega, phi, eigval, eigwork;  // per-unknown vectors and eigen scratch
+  Vectors wspot;     // (N * spot pixels, batch): ivar-weighted spots inside the window
+  Vectors pixmodel;  // (window pixels, batch): model, then chi2 per pixel
+  Vectors pixtest;   // (window pixels, batch): 1 where the pixel counts in chi2pix
+  int nmax = 0, nwt = 0, maxkeepfib = 0, maxpix = 0, spotpix = 0, batch = 0;
+
+  // Bytes one patch needs (for choosing the batch size).
+  static double bytes_per_patch(int nmax, int nwt, int maxkeepfib, int maxpix, int spotpix, Decorrelation d) {
+    const int neig = d == Decorrelation::noise ? nmax : nwt;
+    double words = double(nmax) * nmax + double(neig) * neig + double(nmax) * nwt +
+                   double(maxkeepfib) * nwt * nwt + 3.0 * nmax + 2.0 * neig +
+                   linalg::syev_work_size(neig) + double(nmax) * spotpix + 2.0 * maxpix;
+    if (d == Decorrelation::noise) words += double(nmax) * nmax;
+    return 8.0 * words;
+  }
+
+  PatchWorkspace() = default;
+  PatchWorkspace(int nmax_, int nwt_, int maxkeepfib_, int maxpix_, int spotpix_, int batch_, Decorrelation d)
+      : nmax(nmax_), nwt(nwt_), maxkeepfib(maxkeepfib_), maxpix(maxpix_), spotpix(spotpix_), batch(batch_) {
+    const int neig = d == Decorrelation::noise ? nmax : nwt;
+    H = Matrices("perfex::H", nmax, nmax, batch);
+    if (d == Decorrelation::noise) Hsym = Matrices("perfex::Hsym", nmax, nmax, batch);
+    V = Matrices("perfex::eigvec", neig, neig, batch);
+    blockwork = Matrices("perfex::blockwork", nmax, nwt, batch);
+    cblocks = decltype(cblocks)("perfex::cblocks", maxkeepfib, nwt, nwt, batch);
+    b = Vectors("perfex::b", nmax, batch);
+    omega = Vectors("perfex::omega", nmax, batch);
+    phi = Vectors("perfex::phi", nmax, batch);
+    eigval = Vectors("perfex::eigval", neig, batch);
+    eigwork = Vectors("perfex::eigwork", linalg::syev_work_size(neig), batch);
+    wspot = Vectors("perfex::wspot", static_cast<std::size_t>(nmax) * spotpix, batch);
+    pixmodel = Vectors("perfex::pixmodel", maxpix, batch);
+    pixtest = Vectors("perfex::pixtest", maxpix, batch);
+  }
+};
+
+// Adds to a value shared by the threads of a team: plain when the team is one thread
+// (every CPU backend here, and bitwise reproducible), atomic otherwise.
+template <class Member>
+KOKKOS_INLINE_FUNCTION void team_add(const Member& member, double& target, double value) {
+  if (member.team_size() == 1)
+    target += value;
+  else
+    Kokkos::atomic_add(&target, value);
+}
+
+// The per-patch solver. Spots, corners, image and ivar are those of one bundle / the CCD.
+template <class ExecSpace, class MemorySpace>
+struct PatchSolver {
+  using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using Spots = Kokkos::View<const double****, Kokkos::LayoutRight, MemorySpace>;
+  using Corners = Kokkos::View<const int**, MemorySpace>;
+  using Image = Kokkos::View<const double**, Kokkos::LayoutRight, MemorySpace>;
+
+  Spots spots;  // (fibre, padded wavelength, row, column)
+  Corners xcorner, ycorner;
+  Image pixels, ivar;
+  Kokkos::View<const PatchDesc*, MemorySpace> patches;
+  PatchWorkspace<MemorySpace> ws;
+  PatchResults<MemorySpace> out;
+  Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace> model;  // full CCD, or empty
+  int nwt, wavepad, nwavestep, ndiag;
+  double regularize, psferr, eigen_clip;
+  Decorrelation decorrelation;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const int ip = member.league_rank();
+    const PatchDesc p = patches(ip);
+    const int n = p.nfib * nwt;
+    auto H = Kokkos::subview(ws.H, Kokkos::make_pair(0, n), Kokkos::make_pair(0, n), ip);
+    auto b = Kokkos::subview(ws.b, Kokkos::make_pair(0, n), ip);
+    auto omega = Kokkos::subview(ws.omega, Kokkos::make_pair(0, n), ip);
+    auto phi = Kokkos::subview(ws.phi, Kokkos::make_pair(0, n), ip);
+
+    weigh_spots(member, p, n, b, omega);
+    member.team_barrier();
+    normal_matrix(member, p, n, H);
+    member.team_barrier();
+    regularise(member, n, H, omega);
+    member.team_barrier();
+    if (decorrelation == Decorrelation::noise) copy_symmetric(member, n, H);
+    member.team_barrier();
+    int status = linalg::team_cholesky(member, H);
+    if (status == linalg::ok) {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](int j) { phi(j) = b(j); });
+      member.team_barrier();
+      linalg::team_cholesky_solve(member, H, phi);
+      member.team_barrier();
+      // Overflowing data make a non-finite solution: the patch fails like a singular one.
+      int finite = 1;
+      Kokkos::parallel_reduce(
+          Kokkos::TeamThreadRange(member, n), [&](int j, int& all) { all = math::min(all, math::isfinite(phi(j)) ? 1 : 0); },
+          Kokkos::Min<int>(finite));
+      if (!finite) status = linalg::not_positive_definite;
+    }
+    if (status == linalg::ok) {
+      status = decorrelation == Decorrelation::signal ? decorrelate_blocks(member, p, H, phi, omega)
+                                                     : decorrelate_full(member, p, n, phi, omega);
+    }
+    member.team_barrier();
+    if (status != linalg::ok) {
+      zero_results(member, ip);
+      Kokkos::single(Kokkos::PerTeam(member), [&]() { out.status(ip) = status; });
+      return;
+    }
+    chi2_and_pixmask(member, p, phi);
+    if (model.extent(0) > 0) add_model(member, p);
+    Kokkos::single(Kokkos::PerTeam(member), [&]() { out.status(ip) = linalg::ok; });
+  }
+
+  // Corner and spot of unknown j (fibre-major: j = s * nwt + k).
+  KOKKOS_INLINE_FUNCTION int fibre_of(const PatchDesc& p, int j) const { return p.fib0 + j / nwt; }
+  KOKKOS_INLINE_FUNCTION int wave_of(const PatchDesc& p, int j) const { return p.kf0 + j % nwt; }
+
+  // w_P * S_J[P] over each spot box (0 outside the window), and b_J = sum w S d, omega_J = sum w S.
+  template <class BV, class OV>
+  KOKKOS_INLINE_FUNCTION void weigh_spots(const Member& member, const PatchDesc& p, int n, const BV& b,
+                                          const OV& omega) const {
+    const int nrow = static_cast<int>(spots.extent(2)), ncol = static_cast<int>(spots.extent(3));
+    const int ip = member.league_rank();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](int j) {
+      const int f = fibre_of(p, j), k = wave_of(p, j);
+      const int c0 = xcorner(f, k), r0 = ycorner(f, k);
+      double bj = 0, wj = 0;
+      double* wspot = &ws.wspot(static_cast<std::size_t>(j) * nrow * ncol, ip);
+      for (int r = 0; r < nrow; ++r) {
+        const int row = r0 + r;
+        const bool row_in = row >= p.row0 && row < p.row1;
+        for (int c = 0; c < ncol; ++c) {
+          const int col = c0 + c;
+          double ws_rc = 0;
+          if (row_in && col >= p.col0 && col < p.col1) {
+            const double s = spots(f, k, r, c);
+            ws_rc = ivar(row, col) * s;
+            bj += ws_rc * pixels(row, col);
+            wj += ws_rc;
+          }
+          wspot[r * ncol + c] = ws_rc;
+        }
+      }
+      b(j) = bj;
+      omega(j) = wj;
+    });
+  }
+
+  // Lower triangle of H0 = A^T W A from overlapping spot boxes only.
+  template <class HV>
+  KOKKOS_INLINE_FUNCTION void normal_matrix(const Member& member, const PatchDesc& p, int n, const HV& H) const {
+    const int nrow = static_cast<int>(spots.extent(2)), ncol = static_cast<int>(spots.extent(3));
+    const int ip = member.league_rank();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](int jc) {
+      const int fc = fibre_of(p, jc), kc = wave_of(p, jc);
+      const int c0c = xcorner(fc, kc), r0c = ycorner(fc, kc);
+      const double* wspot = &ws.wspot(static_cast<std::size_t>(jc) * nrow * ncol, ip);
+      for (int jr = jc; jr < n; ++jr) {
+        const int fr = fibre_of(p, jr), kr = wave_of(p, jr);
+        const int dc = xcorner(fr, kr) - c0c, dr = ycorner(fr, kr) - r0c;  // offset of spot jr in box jc
+        double h = 0;
+        if (dc > -ncol && dc < ncol && dr > -nrow && dr < nrow) {
+          const int rlo = math::max(0, dr), rhi = math::min(nrow, nrow + dr);
+          const int clo = math::max(0, dc), chi = math::min(ncol, ncol + dc);
+          for (int r = rlo; r < rhi; ++r) {
+            const double* srow = &spots(fr, kr, r - dr, 0);
+            const double* wrow = wspot + r * ncol;
+            for (int c = clo; c < chi; ++c) h += wrow[c] * srow[c - dc];
+          }
+        }
+        H(jr, jc) = h;
+      }
+    });
+  }
+
+  // H += diag(rho), rho_J = alpha_J^2 + 1e-15 with alpha as gpu_specter (spec §6.2).
+  template <class HV, class OV>
+  KOKKOS_INLINE_FUNCTION void regularise(const Member& member, int n, const HV& H, const OV& omega) const {
+    double wmax = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(member, n), [&](int j, double& m) { m = math::max(m, omega(j)); },
+        Kokkos::Max<double>(wmax));
+    const double minweight = 1e-4 * wmax;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](int j) {
+      const double alpha = omega(j) < minweight ? minweight - omega(j) : regularize;
+      H(j, j) += alpha * alpha + 1e-15;
+    });
+  }
+
+  template <class HV>
+  KOKKOS_INLINE_FUNCTION void copy_symmetric(const Member& member, int n, const HV& H) const {
+    auto S = Kokkos::subview(ws.Hsym, Kokkos::make_pair(0, n), Kokkos::make_pair(0, n), member.league_rank());
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](int c) {
+      for (int r = c; r < n; ++r) S(r, c) = S(c, r) = H(r, c);
+    });
+  }
+
+  // Per-fibre ("signal") decorrelation of the kept fibres: Q_f = C_ff^(-1/2).
+  template <class LV, class PV, class OV>
+  KOKKOS_INLINE_FUNCTION int decorrelate_blocks(const Member& member, const PatchDesc& p, const LV& L, const PV& phi,
+                                                const OV& omega) const {
+    const int ip = member.league_rank();
+    auto C = Kokkos::subview(ws.cblocks, Kokkos::ALL, Kokkos::ALL, Kokkos::ALL, ip);
+    auto work = Kokkos::subview(ws.blockwork, Kokkos::make_pair(0, p.nfib * nwt), Kokkos::ALL, ip);
+    linalg::team_cholesky_inverse_diag_blocks(member, L, nwt, p.keep0, p.nkeepfib, C, work);
+    member.team_barrier();
+    auto V = Kokkos::subview(ws.V, Kokkos::ALL, Kokkos::ALL, ip);
+    auto w = Kokkos::subview(ws.eigval, Kokkos::ALL, ip);
+    auto ework = Kokkos::subview(ws.eigwork, Kokkos::ALL, ip);
+    int status = linalg::ok;
+    for (int f = 0; f < p.nkeepfib; ++f) {
+      auto Q = Kokkos::subview(C, f, Kokkos::ALL, Kokkos::ALL);
+      const int st = linalg::team_inverse_sqrt(member, Q, V, w, ework, eigen_clip);
+      member.team_barrier();
+      if (st != linalg::ok) status = st;
+      const int jfirst = (p.keep0 + f) * nwt;  // first unknown of this fibre
+      store_fibre(member, p, f, Q, jfirst, phi, omega, 0);
+      member.team_barrier();
+    }
+    return status;
+  }
+
+  // Full ("noise") decorrelation: Q = H^(1/2); R rows of the kept fibres.
+  template <class PV, class OV>
+  KOKKOS_INLINE_FUNCTION int decorrelate_full(const Member& member, const PatchDesc& p, int n, const PV& phi,
+                                              const OV& omega) const {
+    const int ip = member.league_rank();
+    auto Q = Kokkos::subview(ws.Hsym, Kokkos::make_pair(0, n), Kokkos::make_pair(0, n), ip);
+    auto V = Kokkos::subview(ws.V, Kokkos::make_pair(0, n), Kokkos::make_pair(0, n), ip);
+    auto w = Kokkos::subview(ws.eigval, Kokkos::make_pair(0, n), ip);
+    auto ework = Kokkos::subview(ws.eigwork, Kokkos::ALL, ip);
+    const int status = linalg::team_sqrt(member, Q, V, w, ework, eigen_clip);
+    member.team_barrier();
+    for (int f = 0; f < p.nkeepfib; ++f) {
+      const int jfirst = (p.keep0 + f) * nwt;
+      auto Qrows = Kokkos::subview(Q, Kokkos::make_pair(jfirst, jfirst + nwt), Kokkos::ALL);
+      store_fibre(member, p, f, Qrows, jfirst, phi, omega, jfirst);
+      member.team_barrier();
+    }
+    return status;
+  }
+
+  // From the rows of Q belonging to kept fibre f (Q(i, col) for row i of the fibre; the
+  // fibre's own block starts at column qcol0): R = Q / rowsum, flux = R phi, ivar = rowsum^2,
+  // resolution diagonals R_f[j-nd+d][j] of the core columns. Bins no pixel constrains
+  // (omega ~ 0) get ivar 0, as specter does.
+  template <class QV, class PV, class OV>
+  KOKKOS_INLINE_FUNCTION void store_fibre(const Member& member, const PatchDesc& p, int f, const QV& Q, int jfirst,
+                                          const PV& phi, const OV& omega, int qcol0) const {
+    const int ip = member.league_rank();
+    const int ncolq = static_cast<int>(Q.extent(1));
+    const int phi0 = jfirst - qcol0;  // unknown index of Q's column 0
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, nwt), [&](int i) {
+      double s = 0, fl = 0;
+      for (int c = 0; c < ncolq; ++c) {
+        s += Q(i, c);
+        fl += Q(i, c) * phi(phi0 + c);
+      }
+      const int jcore = i - wavepad;
+      if (jcore >= 0 && jcore < p.nkeep) {
+        const bool constrained = omega(jfirst + i) > 1e-8 && math::isfinite(s) && math::isfinite(fl);
+        out.flux(ip, f, jcore) = constrained ? fl / s : 0.0;
+        out.ivar(ip, f, jcore) = constrained ? s * s : 0.0;
+      }
+    });
+    member.team_barrier();
+    // Resolution band: column j of R_f, R_f[i][j] = Q(i, qcol0 + j) / s_i.
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, p.nkeep), [&](int jcore) {
+      const int j = jcore + wavepad;
+      for (int d = 0; d <= 2 * ndiag; ++d) {
+        const int i = j - ndiag + d;
+        double s = 0;
+        for (int c = 0; c < ncolq; ++c) s += Q(i, c);
+        const double r = Q(i, qcol0 + j) / s;
+        out.rdiags(ip, f, d, jcore) = math::isfinite(r) ? r : 0.0;
+      }
+    });
+  }
+
+  // Model A*phi on the window, chi2 per pixel, then chi2pix and pixmask_fraction of the
+  // kept core bins (gpu_specter CPU definitions, spec §6.7-6.8).
+  template <class PV>
+  KOKKOS_INLINE_FUNCTION void chi2_and_pixmask(const Member& member, const PatchDesc& p, const PV& phi) const {
+    const int ip = member.league_rank();
+    const int nrow = static_cast<int>(spots.extent(2)), ncol = static_cast<int>(spots.extent(3));
+    const int wcols = p.col1 - p.col0, npix = (p.row1 - p.row0) * wcols;
+    auto pm = Kokkos::subview(ws.pixmodel, Kokkos::make_pair(0, npix), ip);
+    auto pt = Kokkos::subview(ws.pixtest, Kokkos::make_pair(0, npix), ip);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, npix), [&](int q) { pm(q) = 0; });
+    member.team_barrier();
+    const int n = p.nfib * nwt;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](int j) {
+      const int f = fibre_of(p, j), k = wave_of(p, j);
+      const int c0 = xcorner(f, k), r0 = ycorner(f, k);
+      const double a = phi(j);
+      for (int r = math::max(0, p.row0 - r0); r < math::min(nrow, p.row1 - r0); ++r)
+        for (int c = math::max(0, p.col0 - c0); c < math::min(ncol, p.col1 - c0); ++c)
+          team_add(member, pm((r0 + r - p.row0) * wcols + (c0 + c - p.col0)), a * spots(f, k, r, c));
+    });
+    member.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, npix), [&](int q) {
+      const int row = p.row0 + q / wcols, col = p.col0 + q % wcols;
+      const double w = ivar(row, col), m = pm(q);
+      const double vmodel = (psferr * m + 1e-32) * (psferr * m + 1e-32);
+      const double t = w > 0 ? 1.0 / (vmodel + 1.0 / w) : 0.0;
+      const double resid = pixels(row, col) - m;
+      pm(q) = resid * resid * t;
+      pt(q) = t > 0 ? 1.0 : 0.0;
+    });
+    member.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, p.nkeepfib * p.nkeep), [&](int idx) {
+      const int f = idx / p.nkeep, jcore = idx % p.nkeep;
+      const int fl = p.fib0 + p.keep0 + f, k = p.kf0 + wavepad + jcore;
+      const int c0 = xcorner(fl, k), r0 = ycorner(fl, k);
+      double chi = 0, norm = 0, masked = 0;
+      for (int r = math::max(0, p.row0 - r0); r < math::min(nrow, p.row1 - r0); ++r)
+        for (int c = math::max(0, p.col0 - c0); c < math::min(ncol, p.col1 - c0); ++c) {
+          const int q = (r0 + r - p.row0) * wcols + (c0 + c - p.col0);
+          const double a = spots(fl, k, r, c);
+          chi += a * pm(q);
+          norm += a * pt(q);
+          masked += ivar(r0 + r, c0 + c) == 0 ? a : 0.0;
+        }
+      out.chi2pix(ip, f, jcore) = norm > 0 ? chi / norm : 0.0;
+      out.pixmask(ip, f, jcore) = masked;
+    });
+  }
+
+  // Model image: core columns of A times the reconvolved core flux (gpu_specter, spec §6.9).
+  KOKKOS_INLINE_FUNCTION void add_model(const Member& member, const PatchDesc& p) const {
+    const int ip = member.league_rank();
+    const int nrow = static_cast<int>(spots.extent(2)), ncol = static_cast<int>(spots.extent(3));
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, p.nkeepfib * p.nkeep), [&](int idx) {
+      const int f = idx / p.nkeep, jcore = idx % p.nkeep;
+      const int fl = p.fib0 + p.keep0 + f, k = p.kf0 + wavepad + jcore;
+      const int c0 = xcorner(fl, k), r0 = ycorner(fl, k);
+      const double a = out.flux(ip, f, jcore);
+      for (int r = math::max(0, p.row0 - r0); r < math::min(nrow, p.row1 - r0); ++r)
+        for (int c = math::max(0, p.col0 - c0); c < math::min(ncol, p.col1 - c0); ++c)
+          Kokkos::atomic_add(&model(r0 + r, c0 + c), a * spots(fl, k, r, c));
+    });
+  }
+
+  KOKKOS_INLINE_FUNCTION void zero_results(const Member& member, int ip) const {
+    const int nf = static_cast<int>(out.flux.extent(1)), nk = static_cast<int>(out.flux.extent(2));
+    const int nd = static_cast<int>(out.rdiags.extent(2));
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, nf * nk), [&](int idx) {
+      const int f = idx / nk, k = idx % nk;
+      out.flux(ip, f, k) = out.ivar(ip, f, k) = out.chi2pix(ip, f, k) = out.pixmask(ip, f, k) = 0;
+      for (int d = 0; d < nd; ++d) out.rdiags(ip, f, d, k) = 0;
+    });
+  }
+};
+
+}  // namespace extract
+}  // namespace perfex
