@@ -76,11 +76,11 @@ template <>
 struct FitsType<std::uint32_t> {
   static constexpr int datatype = TUINT, bitpix = ULONG_IMG;
 };
+// std::int64_t is long (LP64) or long long: both are covered.
 template <>
-struct FitsType<std::int64_t> {
-  static constexpr int datatype = TLONGLONG, bitpix = LONGLONG_IMG;
+struct FitsType<long> {
+  static constexpr int datatype = TLONG, bitpix = sizeof(long) == 8 ? LONGLONG_IMG : LONG_IMG;
 };
-// long long is a distinct type from int64_t (long) on LP64 Linux.
 template <>
 struct FitsType<long long> {
   static constexpr int datatype = TLONGLONG, bitpix = LONGLONG_IMG;
@@ -270,9 +270,10 @@ class FitsFile {
     return true;
   }
 
+  // Doubles are written with 17 significant digits, so they read back bit for bit.
   void write_key(const std::string& name, double value, const std::string& comment = "") {
     int status = 0;
-    fits_update_key(handle_checked(), TDOUBLE, name.c_str(), &value, cstr_or_null(comment), &status);
+    fits_update_key_dbl(handle_checked(), name.c_str(), value, -17, cstr_or_null(comment), &status);
     if (status) fail_key(status, name);
   }
   void write_key(const std::string& name, long long value, const std::string& comment = "") {

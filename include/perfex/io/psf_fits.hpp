@@ -1,0 +1,193 @@
+#pragma once
+// Reading and writing specex GaussHermite PSF files, PSFVER 3 layout (spec §1.1–1.3):
+// HDUs by EXTNAME XTRACE (image [nfib][ncoeff], own WAVEMIN/WAVEMAX), YTRACE (same) and PSF
+// (binary table: PARAM names, COEFF [nfib][LEGDEG+1] per row, keywords HSIZEX/HSIZEY,
+// GHDEGX/GHDEGY, LEGDEG, NPIX_X/NPIX_Y, FIBERMIN/FIBERMAX, WAVEMIN/WAVEMAX, optional PSFERR
+// defaulting to 0.01). Parameters are looked up by name, never by row. Every problem is a
+// perfex::Error naming the file and the HDU, keyword or parameter at fault.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <perfex/error.hpp>
+#include <perfex/io/fits.hpp>
+#include <perfex/psf/psf_data.hpp>
+
+namespace perfex {
+namespace io {
+
+namespace detail {
+
+inline psf::LegendreTraceSet read_trace_hdu(FitsFile& file, const std::string& extname) {
+  file.move_to(extname);
+  if (file.hdu_type() != HduType::image) file.fail(0, "is not an image HDU");
+  auto img = file.read_image<double>();
+  if (img.axes.size() != 2 || img.axes[0] < 1 || img.axes[1] < 1) {
+    file.fail(0, "expected a 2-D [nfib][ncoeff] coefficient image, found " + std::to_string(img.axes.size()) +
+                     " axes");
+  }
+  psf::LegendreTraceSet t;
+  t.wavemin = file.read_key<double>("WAVEMIN");
+  t.wavemax = file.read_key<double>("WAVEMAX");
+  t.ncoeff = static_cast<int>(img.axes[0]);
+  t.coeff = std::move(img.data);
+  for (std::size_t n = 0; n < t.coeff.size(); ++n) {
+    if (!std::isfinite(t.coeff[n])) {
+      file.fail(0, "coefficient " + std::to_string(n % t.ncoeff) + " of fibre " + std::to_string(n / t.ncoeff) +
+                       " is not finite");
+    }
+  }
+  if (!(t.wavemax > t.wavemin)) {
+    file.fail(0, "WAVEMIN/WAVEMAX = " + std::to_string(t.wavemin) + "/" + std::to_string(t.wavemax) +
+                     " is not a valid domain");
+  }
+  return t;
+}
+
+inline int read_int_key(FitsFile& file, const std::string& name) {
+  const long long v = file.read_key<long long>(name);
+  if (v < -1000000000LL || v > 1000000000LL) file.fail(0, "keyword '" + name + "' out of range");
+  return static_cast<int>(v);
+}
+
+}  // namespace detail
+
+inline psf::GaussHermitePsfData read_psf(const std::string& path) {
+  FitsFile file = FitsFile::open(path);
+  psf::GaussHermitePsfData d;
+  d.source = path;
+
+  // PSFTYPE / PSFVER (primary HDU, or the PSF HDU): GAUSS-HERMITE, version >= 3 only.
+  file.move_to_index(0);
+  auto check_type = [&]() {
+    if (auto type = file.read_key_optional<std::string>("PSFTYPE")) {
+      if (*type != "GAUSS-HERMITE") file.fail(0, "PSFTYPE '" + *type + "' is not GAUSS-HERMITE");
+    }
+    if (auto ver = file.read_key_optional<std::string>("PSFVER")) {
+      char* end = nullptr;
+      const double v = std::strtod(ver->c_str(), &end);
+      if (end == ver->c_str() || v < 3) {
+        file.fail(0, "PSFVER '" + *ver + "' unsupported (only the PSFVER 3 XTRACE/YTRACE/PSF layout)");
+      }
+    }
+  };
+  check_type();
+
+  d.xtrace = detail::read_trace_hdu(file, "XTRACE");
+  const long nfib_x = static_cast<long>(d.xtrace.coeff.size() / d.xtrace.ncoeff);
+  d.ytrace = detail::read_trace_hdu(file, "YTRACE");
+  const long nfib_y = static_cast<long>(d.ytrace.coeff.size() / d.ytrace.ncoeff);
+  if (nfib_y != nfib_x) {
+    file.fail(0, "YTRACE has " + std::to_string(nfib_y) + " fibres but XTRACE has " + std::to_string(nfib_x));
+  }
+  d.nfib = static_cast<int>(nfib_x);
+
+  file.move_to("PSF");
+  if (file.hdu_type() != HduType::binary_table) file.fail(0, "is not a binary table");
+  check_type();
+  d.hsizex = detail::read_int_key(file, "HSIZEX");
+  d.hsizey = detail::read_int_key(file, "HSIZEY");
+  d.ghdegx = detail::read_int_key(file, "GHDEGX");
+  d.ghdegy = detail::read_int_key(file, "GHDEGY");
+  d.legdeg = detail::read_int_key(file, "LEGDEG");
+  d.npix_x = detail::read_int_key(file, "NPIX_X");
+  d.npix_y = detail::read_int_key(file, "NPIX_Y");
+  d.wavemin = file.read_key<double>("WAVEMIN");
+  d.wavemax = file.read_key<double>("WAVEMAX");
+  d.psferr = file.read_key_optional<double>("PSFERR").value_or(0.01);
+  d.fibermin = 0;
+  if (auto fmin = file.read_key_optional<long long>("FIBERMIN")) d.fibermin = static_cast<int>(*fmin);
+  if (auto fmax = file.read_key_optional<long long>("FIBERMAX")) {
+    const long long n = *fmax - d.fibermin + 1;
+    if (n != d.nfib) {
+      file.fail(0, "FIBERMIN/FIBERMAX = " + std::to_string(d.fibermin) + "/" + std::to_string(*fmax) + " say " +
+                       std::to_string(n) + " fibres but XTRACE/YTRACE have " + std::to_string(d.nfib));
+    }
+  }
+  if (d.hsizex < 0 || d.hsizey < 0 || d.hsizex > psf::kMaxHalfSize || d.hsizey > psf::kMaxHalfSize) {
+    file.fail(0, "keywords HSIZEX/HSIZEY = " + std::to_string(d.hsizex) + "/" + std::to_string(d.hsizey) +
+                     " unsupported");
+  }
+  if (d.ghdegx < 0 || d.ghdegy < 0 || d.ghdegx > psf::kMaxGhDegree || d.ghdegy > psf::kMaxGhDegree) {
+    file.fail(0, "keywords GHDEGX/GHDEGY = " + std::to_string(d.ghdegx) + "/" + std::to_string(d.ghdegy) +
+                     " unsupported");
+  }
+  if (d.legdeg < 0 || d.legdeg + 1 > psf::kMaxLegendreCoeffs) {
+    file.fail(0, "keyword LEGDEG = " + std::to_string(d.legdeg) + " unsupported");
+  }
+
+  d.param_names = file.read_column_strings("PARAM");
+  const long nrows = file.num_rows();
+  const long repeat = file.column_repeat("COEFF");
+  const long expected = static_cast<long>(d.nfib) * (d.legdeg + 1);
+  const std::vector<long> dims = file.column_dims("COEFF");
+  std::string shape = "(";
+  for (std::size_t a = 0; a < dims.size(); ++a) shape += (a ? "," : "") + std::to_string(dims[a]);
+  shape += ")";
+  if (repeat != expected || (dims.size() == 2 && (dims[0] != d.legdeg + 1 || dims[1] != d.nfib))) {
+    file.fail(0, "column 'COEFF' shape " + shape + " (" + std::to_string(repeat) +
+                     " values per row) does not match LEGDEG " + std::to_string(d.legdeg) + " + 1 x " +
+                     std::to_string(d.nfib) + " fibres");
+  }
+  d.coeff = file.read_column<double>("COEFF");
+  if (static_cast<long>(d.coeff.size()) != nrows * expected) file.fail(0, "column 'COEFF' has an unexpected size");
+  for (std::size_t n = 0; n < d.coeff.size(); ++n) {
+    if (!std::isfinite(d.coeff[n])) {
+      const std::size_t row = n / expected;
+      file.fail(0, "column 'COEFF', parameter '" + d.param_names[row] + "': coefficient " +
+                       std::to_string(n % (d.legdeg + 1)) + " of fibre " +
+                       std::to_string((n % expected) / (d.legdeg + 1)) + " is not finite");
+    }
+  }
+  d.validate();  // names the source on missing parameters / inconsistent degrees
+  return d;
+}
+
+inline void write_psf(const std::string& path, const psf::GaussHermitePsfData& d) {
+  d.validate();
+  FitsFile file = FitsFile::create(path);
+  auto write_trace = [&](const char* name, const psf::LegendreTraceSet& t) {
+    file.write_image<double>(name, {static_cast<long>(t.ncoeff), static_cast<long>(d.nfib)}, t.coeff);
+    if (std::string(name) == "XTRACE") {
+      file.write_key("PSFTYPE", "GAUSS-HERMITE");
+      file.write_key("PSFVER", 3);
+    }
+    file.write_key("FIBERMIN", d.fibermin);
+    file.write_key("FIBERMAX", d.fibermin + d.nfib - 1);
+    file.write_key("WAVEMIN", t.wavemin);
+    file.write_key("WAVEMAX", t.wavemax);
+  };
+  write_trace("XTRACE", d.xtrace);
+  write_trace("YTRACE", d.ytrace);
+
+  std::size_t width = 8;
+  for (const auto& n : d.param_names) width = std::max(width, n.size());
+  const long per_row = static_cast<long>(d.nfib) * d.ncoeff();
+  file.create_table("PSF", static_cast<long>(d.param_names.size()),
+                    {{"PARAM", std::to_string(width) + "A", "", {}},
+                     {"COEFF", std::to_string(per_row) + "D", "", {static_cast<long>(d.ncoeff()), d.nfib}}});
+  file.write_column_strings("PARAM", d.param_names);
+  file.write_column<double>("COEFF", d.coeff);
+  file.write_key("PSFTYPE", "GAUSS-HERMITE");
+  file.write_key("PSFVER", "3");
+  file.write_key("NPIX_X", d.npix_x);
+  file.write_key("NPIX_Y", d.npix_y);
+  file.write_key("HSIZEX", d.hsizex);
+  file.write_key("HSIZEY", d.hsizey);
+  file.write_key("FIBERMIN", d.fibermin);
+  file.write_key("FIBERMAX", d.fibermin + d.nfib - 1);
+  file.write_key("NPARAMS", d.nparam());
+  file.write_key("LEGDEG", d.legdeg);
+  file.write_key("GHDEGX", d.ghdegx);
+  file.write_key("GHDEGY", d.ghdegy);
+  file.write_key("WAVEMIN", d.wavemin);
+  file.write_key("WAVEMAX", d.wavemax);
+  file.write_key("PSFERR", d.psferr);
+  if (!d.source.empty()) file.write_key("IN_PSF", d.source);
+  file.close();
+}
+
+}  // namespace io
+}  // namespace perfex

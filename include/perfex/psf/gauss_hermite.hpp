@@ -1,0 +1,490 @@
+#pragma once
+// Device model of a GaussHermite PSF (spec §2, §3): traces, parameters and pixel-integrated,
+// normalised spots for many fibres × wavelengths in one kernel.
+//
+// Conventions:
+//  * Legendre series on two domains: traces on XTRACE/YTRACE WAVEMIN/WAVEMAX, table
+//    parameters on the PSF HDU's; u = (λ − w0)·(2/(w1 − w0)) − 1, no clipping (extrapolation).
+//  * Spot box: corner c0 = floor(X − hx + 0.5), r0 = floor(Y − hy + 0.5); 1-D bases are pixel
+//    integrals (erf differences for degree 0, g_{m−1} differences for degree m); the 2-D core is
+//    combined separably (T = a·Bx, then core = By·T); clipped at 0 and normalised to sum 1.
+//  * Tails (spec §3.4) are added before clipping only when TAILAMP ≠ 0 at that (fibre, λ),
+//    with specter's convention: ρ² = (Δx·TAILXSCA)² + (Δy·TAILYSCA)² (scales multiply),
+//    tail = TAILAMP·ρ²/(TAILCORE² + ρ²)^(1 + TAILINDE/2), Δ = pixel centre − trace.
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <perfex/detail/kokkos_compat.hpp>
+#include <perfex/error.hpp>
+#include <perfex/psf/psf_data.hpp>
+
+namespace perfex {
+namespace psf {
+
+namespace detail {
+
+// Legendre polynomials P_0..P_{n-1}(u) by the forward recurrence.
+KOKKOS_INLINE_FUNCTION void legendre_values(double u, int n, double* P) {
+  P[0] = 1.0;
+  if (n > 1) P[1] = u;
+  for (int m = 2; m < n; ++m) P[m] = ((2 * m - 1) * u * P[m - 1] - (m - 1) * P[m - 2]) / m;
+}
+
+KOKKOS_INLINE_FUNCTION double reduced(double wave, double w0, double scale) { return (wave - w0) * scale - 1.0; }
+
+// Views and scalars a kernel needs (cheap to copy into functors).
+template <class MemorySpace>
+struct PsfDeviceData {
+  Kokkos::View<const double**, Kokkos::LayoutRight, MemorySpace> xcoeff, ycoeff;  // [nfib][ncoeff]
+  Kokkos::View<const double***, Kokkos::LayoutRight, MemorySpace> pcoeff;         // [nparam][nfib][L]
+  Kokkos::View<const int**, Kokkos::LayoutRight, MemorySpace> gh_row;             // [dx+1][dy+1]
+  int nfib = 0, nparam = 0, ncx = 0, ncy = 0, ncp = 0;
+  int hx = 0, hy = 0, dx = 0, dy = 0;
+  int row_sigx = -1, row_sigy = -1;
+  int row_tailamp = -1, row_tailcore = -1, row_tailxsca = -1, row_tailysca = -1, row_tailinde = -1;
+  bool tails = false;  // some TAILAMP coefficient is non-zero
+  double xw0 = 0, xscale = 0, yw0 = 0, yscale = 0, pw0 = 0, pscale = 0;
+
+  KOKKOS_INLINE_FUNCTION double trace_x(int f, double wave) const {
+    double P[kMaxLegendreCoeffs];
+    legendre_values(reduced(wave, xw0, xscale), ncx, P);
+    double s = 0;
+    for (int m = 0; m < ncx; ++m) s += xcoeff(f, m) * P[m];
+    return s;
+  }
+  KOKKOS_INLINE_FUNCTION double trace_y(int f, double wave) const {
+    double P[kMaxLegendreCoeffs];
+    legendre_values(reduced(wave, yw0, yscale), ncy, P);
+    double s = 0;
+    for (int m = 0; m < ncy; ++m) s += ycoeff(f, m) * P[m];
+    return s;
+  }
+  // y_f(λ) and dy/dλ.
+  KOKKOS_INLINE_FUNCTION void trace_y_deriv(int f, double wave, double& y, double& dydw) const {
+    const double u = reduced(wave, yw0, yscale);
+    double p0 = 1.0, p1 = u, d1 = 1.0;
+    y = ycoeff(f, 0);
+    double dy_du = 0;
+    if (ncy > 1) {
+      y += ycoeff(f, 1) * u;
+      dy_du += ycoeff(f, 1);
+    }
+    for (int m = 2; m < ncy; ++m) {
+      const double p2 = ((2 * m - 1) * u * p1 - (m - 1) * p0) / m;
+      const double d2 = m * p1 + u * d1;  // P'_m = m P_{m-1} + u P'_{m-1}
+      y += ycoeff(f, m) * p2;
+      dy_du += ycoeff(f, m) * d2;
+      p0 = p1;
+      p1 = p2;
+      d1 = d2;
+    }
+    dydw = dy_du * yscale;
+  }
+  // Parameter row p of fibre f given P_m(u_PSF).
+  KOKKOS_INLINE_FUNCTION double param(int p, int f, const double* P) const {
+    double s = 0;
+    for (int m = 0; m < ncp; ++m) s += pcoeff(p, f, m) * P[m];
+    return s;
+  }
+};
+
+}  // namespace detail
+
+template <class MemorySpace>
+class GaussHermitePsf {
+ public:
+  using memory_space = MemorySpace;
+  using device_data = detail::PsfDeviceData<MemorySpace>;
+
+  explicit GaussHermitePsf(const GaussHermitePsfData& data) : source_(data.source), psferr_(data.psferr) {
+    data.validate();
+    npix_x_ = data.npix_x;
+    npix_y_ = data.npix_y;
+    param_names_ = data.param_names;
+    d_.nfib = data.nfib;
+    d_.nparam = data.nparam();
+    d_.ncx = data.xtrace.ncoeff;
+    d_.ncy = data.ytrace.ncoeff;
+    d_.ncp = data.ncoeff();
+    d_.hx = data.hsizex;
+    d_.hy = data.hsizey;
+    d_.dx = data.ghdegx;
+    d_.dy = data.ghdegy;
+    d_.xw0 = data.xtrace.wavemin;
+    d_.xscale = 2.0 / (data.xtrace.wavemax - data.xtrace.wavemin);
+    d_.yw0 = data.ytrace.wavemin;
+    d_.yscale = 2.0 / (data.ytrace.wavemax - data.ytrace.wavemin);
+    d_.pw0 = data.wavemin;
+    d_.pscale = 2.0 / (data.wavemax - data.wavemin);
+    ywave0_ = data.ytrace.wavemin;
+    ywave1_ = data.ytrace.wavemax;
+    d_.row_sigx = data.param_index("GHSIGX");
+    d_.row_sigy = data.param_index("GHSIGY");
+    d_.row_tailamp = data.find_param("TAILAMP");
+    if (d_.row_tailamp >= 0) {
+      d_.row_tailcore = data.param_index("TAILCORE");
+      d_.row_tailxsca = data.param_index("TAILXSCA");
+      d_.row_tailysca = data.param_index("TAILYSCA");
+      d_.row_tailinde = data.param_index("TAILINDE");
+      for (int f = 0; f < data.nfib; ++f) {
+        for (int m = 0; m < data.ncoeff(); ++m) d_.tails = d_.tails || data.c(d_.row_tailamp, f, m) != 0.0;
+      }
+    }
+
+    Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace> xc("perfex::psf::xtrace", d_.nfib, d_.ncx);
+    Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace> yc("perfex::psf::ytrace", d_.nfib, d_.ncy);
+    Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace> pc("perfex::psf::coeff", d_.nparam, d_.nfib, d_.ncp);
+    Kokkos::View<int**, Kokkos::LayoutRight, MemorySpace> gh("perfex::psf::gh_row", d_.dx + 1, d_.dy + 1);
+    copy_to(xc, data.xtrace.coeff);
+    copy_to(yc, data.ytrace.coeff);
+    copy_to(pc, data.coeff);
+    std::vector<int> rows(static_cast<std::size_t>(d_.dx + 1) * (d_.dy + 1));
+    for (int i = 0; i <= d_.dx; ++i) {
+      for (int j = 0; j <= d_.dy; ++j) {
+        rows[i * (d_.dy + 1) + j] = data.param_index("GH-" + std::to_string(i) + "-" + std::to_string(j));
+      }
+    }
+    copy_to(gh, rows);
+    d_.xcoeff = xc;
+    d_.ycoeff = yc;
+    d_.pcoeff = pc;
+    d_.gh_row = gh;
+  }
+
+  int nfib() const { return d_.nfib; }
+  int nparam() const { return d_.nparam; }
+  int hsizex() const { return d_.hx; }
+  int hsizey() const { return d_.hy; }
+  int nx() const { return 2 * d_.hx + 1; }
+  int ny() const { return 2 * d_.hy + 1; }
+  int ghdegx() const { return d_.dx; }
+  int ghdegy() const { return d_.dy; }
+  int legdeg() const { return d_.ncp - 1; }
+  int npix_x() const { return npix_x_; }
+  int npix_y() const { return npix_y_; }
+  double psferr() const { return psferr_; }
+  bool has_tails() const { return d_.tails; }
+  const std::string& source() const { return source_; }
+  const std::vector<std::string>& param_names() const { return param_names_; }
+  // YTRACE domain (used as the initial bracket of the inverse trace).
+  double trace_wavemin() const { return ywave0_; }
+  double trace_wavemax() const { return ywave1_; }
+  // Views and scalars for kernels.
+  const device_data& data() const { return d_; }
+  Kokkos::View<const double***, Kokkos::LayoutRight, MemorySpace> coeff() const { return d_.pcoeff; }
+  Kokkos::View<const double**, Kokkos::LayoutRight, MemorySpace> xtrace_coeff() const { return d_.xcoeff; }
+  Kokkos::View<const double**, Kokkos::LayoutRight, MemorySpace> ytrace_coeff() const { return d_.ycoeff; }
+
+  // Throws unless [f0, f0+nf) is a valid fibre range.
+  void check_fibres(int f0, int nf, const char* who) const {
+    if (f0 < 0 || nf < 0 || f0 + nf > d_.nfib) {
+      throw Error(std::string(who) + ": fibres [" + std::to_string(f0) + ", " + std::to_string(f0 + nf) +
+                  ") outside the PSF's 0.." + std::to_string(d_.nfib - 1) +
+                  (source_.empty() ? std::string() : " of '" + source_ + "'"));
+    }
+  }
+
+ private:
+  template <class V>
+  static void copy_to(const V& dst, const std::vector<typename V::value_type>& src) {
+    Kokkos::View<const typename V::value_type*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> s(
+        src.data(), src.size());
+    auto mirror = Kokkos::create_mirror_view(dst);
+    typename V::value_type* m = mirror.data();
+    for (std::size_t n = 0; n < src.size(); ++n) m[n] = s(n);
+    Kokkos::deep_copy(dst, mirror);
+  }
+
+  device_data d_;
+  std::string source_;
+  std::vector<std::string> param_names_;
+  int npix_x_ = 0, npix_y_ = 0;
+  double psferr_ = 0.01;
+  double ywave0_ = 0, ywave1_ = 0;
+};
+
+// ---- kernels -------------------------------------------------------------------------------
+
+template <class MemorySpace>
+struct EvaluateTracesFunctor {
+  detail::PsfDeviceData<MemorySpace> d;
+  int f0;
+  Kokkos::View<const double*, MemorySpace> wave;
+  Kokkos::View<double**, MemorySpace> x, y;
+  KOKKOS_INLINE_FUNCTION void operator()(int f, int k) const {
+    x(f, k) = d.trace_x(f0 + f, wave(k));
+    y(f, k) = d.trace_y(f0 + f, wave(k));
+  }
+};
+
+template <class MemorySpace>
+struct EvaluateParamsFunctor {
+  detail::PsfDeviceData<MemorySpace> d;
+  int f0;
+  Kokkos::View<const double*, MemorySpace> wave;
+  Kokkos::View<double***, MemorySpace> params;
+  KOKKOS_INLINE_FUNCTION void operator()(int f, int k) const {
+    double P[kMaxLegendreCoeffs];
+    detail::legendre_values(detail::reduced(wave(k), d.pw0, d.pscale), d.ncp, P);
+    for (int p = 0; p < d.nparam; ++p) params(p, f, k) = d.param(p, f0 + f, P);
+  }
+};
+
+// One (fibre, wavelength) spot per work item: traces, parameters, 1-D bases, separable core,
+// optional tail, clip, normalise. Writes straight into the output spot.
+template <class MemorySpace>
+struct ComputeSpotsFunctor {
+  using SpotView = Kokkos::View<double****, Kokkos::LayoutRight, MemorySpace>;
+  detail::PsfDeviceData<MemorySpace> d;
+  int f0;
+  Kokkos::View<const double*, MemorySpace> wave;
+  SpotView spots;
+  Kokkos::View<int**, MemorySpace> xcorner, ycorner;
+
+  static constexpr int kMaxN = 2 * kMaxHalfSize + 1;
+  static constexpr int kMaxD = kMaxGhDegree + 1;
+
+  // Edge integrals E[m][e] (m = 0..deg, e = 0..n) so that B_m[q] = E[m][q+1] − E[m][q]:
+  // E_0 = ½·erf(t/√2), E_m = −g_{m−1}(t).
+  KOKKOS_INLINE_FUNCTION static void edge_integrals(int h, int deg, double delta, double sigma,
+                                                    double (*E)[kMaxN + 1]) {
+    const int n = 2 * h + 1;
+    const double inv_sigma = 1.0 / sigma;
+    for (int e = 0; e <= n; ++e) {
+      const double t = ((e - h - 0.5) - delta) * inv_sigma;
+      E[0][e] = 0.5 * math::erf(t / math::sqrt2);
+      if (deg >= 1) {
+        const double phi = math::inv_sqrt_2pi * math::exp(-0.5 * t * t);
+        double he0 = 1.0, he1 = t;  // He_0, He_1
+        E[1][e] = -phi * he0;
+        if (deg >= 2) E[2][e] = -phi * he1;
+        for (int m = 3; m <= deg; ++m) {
+          const double he2 = t * he1 - (m - 2) * he0;  // He_{m-1}
+          E[m][e] = -phi * he2;
+          he0 = he1;
+          he1 = he2;
+        }
+      }
+    }
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(int f, int k) const {
+    const int fib = f0 + f;
+    const double lam = wave(k);
+    const double X = d.trace_x(fib, lam);
+    const double Y = d.trace_y(fib, lam);
+    double P[kMaxLegendreCoeffs];
+    detail::legendre_values(detail::reduced(lam, d.pw0, d.pscale), d.ncp, P);
+    const double sigx = d.param(d.row_sigx, fib, P);
+    const double sigy = d.param(d.row_sigy, fib, P);
+
+    const int nx = 2 * d.hx + 1, ny = 2 * d.hy + 1;
+    const int c0 = static_cast<int>(math::floor(X - d.hx + 0.5));
+    const int r0 = static_cast<int>(math::floor(Y - d.hy + 0.5));
+    xcorner(f, k) = c0;
+    ycorner(f, k) = r0;
+    // Offsets of the trace from the centre pixel's centre, in [−0.5, 0.5) (gs's form).
+    const double ax = X + 0.5, ay = Y + 0.5;
+    const double deltax = (ax - math::floor(ax)) - 0.5;
+    const double deltay = (ay - math::floor(ay)) - 0.5;
+
+    double Ex[kMaxD][kMaxN + 1], Ey[kMaxD][kMaxN + 1];
+    edge_integrals(d.hx, d.dx, deltax, sigx, Ex);
+    edge_integrals(d.hy, d.dy, deltay, sigy, Ey);
+
+    // T[j][q] = Σ_i a_ij · Bx_i[q]
+    double T[kMaxD][kMaxN];
+    for (int j = 0; j <= d.dy; ++j) {
+      for (int q = 0; q < nx; ++q) T[j][q] = 0.0;
+    }
+    for (int i = 0; i <= d.dx; ++i) {
+      double Bx[kMaxN];
+      for (int q = 0; q < nx; ++q) Bx[q] = Ex[i][q + 1] - Ex[i][q];
+      for (int j = 0; j <= d.dy; ++j) {
+        const double a = d.param(d.gh_row(i, j), fib, P);
+        for (int q = 0; q < nx; ++q) T[j][q] += a * Bx[q];
+      }
+    }
+
+    bool tail = false;
+    double tamp = 0, tcore2 = 0, txs = 0, tys = 0, texp = 0;
+    if (d.tails) {
+      tamp = d.param(d.row_tailamp, fib, P);
+      if (tamp != 0.0) {
+        tail = true;
+        const double tc = d.param(d.row_tailcore, fib, P);
+        tcore2 = tc * tc;
+        txs = d.param(d.row_tailxsca, fib, P);
+        tys = d.param(d.row_tailysca, fib, P);
+        texp = 1.0 + 0.5 * d.param(d.row_tailinde, fib, P);
+      }
+    }
+
+    // core[p][q] = Σ_j By_j[p] · T[j][q]; clip; accumulate the sum.
+    double total = 0.0;
+    for (int p = 0; p < ny; ++p) {
+      double By[kMaxD];
+      for (int j = 0; j <= d.dy; ++j) By[j] = Ey[j][p + 1] - Ey[j][p];
+      for (int q = 0; q < nx; ++q) {
+        double v = 0.0;
+        for (int j = 0; j <= d.dy; ++j) v += By[j] * T[j][q];
+        if (tail) {
+          const double ddx = ((c0 + q) - X) * txs;
+          const double ddy = ((r0 + p) - Y) * tys;
+          const double rho2 = ddx * ddx + ddy * ddy;
+          v += tamp * rho2 / math::pow(tcore2 + rho2, texp);
+        }
+        v = v > 0.0 ? v : 0.0;
+        spots(f, k, p, q) = v;
+        total += v;
+      }
+    }
+    if (total > 0.0) {
+      const double inv = 1.0 / total;
+      for (int p = 0; p < ny; ++p) {
+        for (int q = 0; q < nx; ++q) spots(f, k, p, q) *= inv;
+      }
+    }
+  }
+};
+
+// Wavelength at which fibre f's trace reaches row y (Newton on y_f(λ), started from the
+// linear interpolation over the YTRACE domain); NaN when it does not converge.
+template <class MemorySpace>
+struct InvertTraceFunctor {
+  detail::PsfDeviceData<MemorySpace> d;
+  int f0;
+  double w0, w1;
+  Kokkos::View<const double*, MemorySpace> rows;
+  Kokkos::View<double**, MemorySpace> wave;
+
+  KOKKOS_INLINE_FUNCTION static double solve(const detail::PsfDeviceData<MemorySpace>& d, int fib, double w0,
+                                             double w1, double target) {
+    const double y0 = d.trace_y(fib, w0), y1 = d.trace_y(fib, w1);
+    double lam = (y1 != y0) ? w0 + (target - y0) * (w1 - w0) / (y1 - y0) : 0.5 * (w0 + w1);
+    for (int it = 0; it < 100; ++it) {
+      double y = 0, dydw = 0;
+      d.trace_y_deriv(fib, lam, y, dydw);
+      if (!(dydw != 0.0)) break;
+      const double step = (y - target) / dydw;
+      lam -= step;
+      if (math::fabs(step) <= 1e-12 * math::fabs(lam) + 1e-13) return lam;
+    }
+    const double zero = 0.0;
+    return zero / zero;  // NaN: no convergence
+  }
+  KOKKOS_INLINE_FUNCTION void operator()(int f, int k) const { wave(f, k) = solve(d, f0 + f, w0, w1, rows(k)); }
+};
+
+template <class ExecSpace, class MemorySpace>
+void evaluate_traces(const ExecSpace& exec, const GaussHermitePsf<MemorySpace>& psf, int f0, int nf,
+                     Kokkos::View<const double*, MemorySpace> wave, Kokkos::View<double**, MemorySpace> x,
+                     Kokkos::View<double**, MemorySpace> y) {
+  psf.check_fibres(f0, nf, "perfex::psf::evaluate_traces");
+  const int K = static_cast<int>(wave.extent(0));
+  if (static_cast<int>(x.extent(0)) < nf || static_cast<int>(x.extent(1)) < K ||
+      static_cast<int>(y.extent(0)) < nf || static_cast<int>(y.extent(1)) < K) {
+    throw Error("perfex::psf::evaluate_traces: output views smaller than [nf][K]");
+  }
+  if (nf == 0 || K == 0) return;
+  using Policy = Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>, Kokkos::IndexType<int>>;
+  Kokkos::parallel_for("perfex::psf::evaluate_traces", Policy(exec, {0, 0}, {nf, K}),
+                       EvaluateTracesFunctor<MemorySpace>{psf.data(), f0, wave, x, y});
+}
+
+template <class ExecSpace, class MemorySpace>
+void evaluate_params(const ExecSpace& exec, const GaussHermitePsf<MemorySpace>& psf, int f0, int nf,
+                     Kokkos::View<const double*, MemorySpace> wave, Kokkos::View<double***, MemorySpace> params) {
+  psf.check_fibres(f0, nf, "perfex::psf::evaluate_params");
+  const int K = static_cast<int>(wave.extent(0));
+  if (static_cast<int>(params.extent(0)) < psf.nparam() || static_cast<int>(params.extent(1)) < nf ||
+      static_cast<int>(params.extent(2)) < K) {
+    throw Error("perfex::psf::evaluate_params: output view smaller than [nparam][nf][K]");
+  }
+  if (nf == 0 || K == 0) return;
+  using Policy = Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>, Kokkos::IndexType<int>>;
+  Kokkos::parallel_for("perfex::psf::evaluate_params", Policy(exec, {0, 0}, {nf, K}),
+                       EvaluateParamsFunctor<MemorySpace>{psf.data(), f0, wave, params});
+}
+
+// Normalised spots S(f, k, p, q) and corners (first column, first row) for fibres
+// [f0, f0+nf) × wave[K]; spots must be at least [nf][K][ny][nx].
+template <class ExecSpace, class MemorySpace>
+void compute_spots(const ExecSpace& exec, const GaussHermitePsf<MemorySpace>& psf, int f0, int nf,
+                   Kokkos::View<const double*, MemorySpace> wave,
+                   Kokkos::View<double****, Kokkos::LayoutRight, MemorySpace> spots,
+                   Kokkos::View<int**, MemorySpace> xcorner, Kokkos::View<int**, MemorySpace> ycorner) {
+  psf.check_fibres(f0, nf, "perfex::psf::compute_spots");
+  const int K = static_cast<int>(wave.extent(0));
+  if (static_cast<int>(spots.extent(0)) < nf || static_cast<int>(spots.extent(1)) < K ||
+      static_cast<int>(spots.extent(2)) != psf.ny() || static_cast<int>(spots.extent(3)) != psf.nx() ||
+      static_cast<int>(xcorner.extent(0)) < nf || static_cast<int>(xcorner.extent(1)) < K ||
+      static_cast<int>(ycorner.extent(0)) < nf || static_cast<int>(ycorner.extent(1)) < K) {
+    throw Error("perfex::psf::compute_spots: output views must be [nf][K][" + std::to_string(psf.ny()) + "][" +
+                std::to_string(psf.nx()) + "] and [nf][K]");
+  }
+  if (nf == 0 || K == 0) return;
+  using Policy = Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>, Kokkos::IndexType<int>>;
+  Kokkos::parallel_for("perfex::psf::compute_spots", Policy(exec, {0, 0}, {nf, K}),
+                       ComputeSpotsFunctor<MemorySpace>{psf.data(), f0, wave, spots, xcorner, ycorner});
+}
+
+// wave(f, k) = λ at which fibre f0+f's trace reaches row rows(k) (Newton; extrapolates).
+template <class ExecSpace, class MemorySpace>
+void invert_ytrace(const ExecSpace& exec, const GaussHermitePsf<MemorySpace>& psf, int f0, int nf,
+                   Kokkos::View<const double*, MemorySpace> rows, Kokkos::View<double**, MemorySpace> wave) {
+  psf.check_fibres(f0, nf, "perfex::psf::invert_ytrace");
+  const int K = static_cast<int>(rows.extent(0));
+  if (static_cast<int>(wave.extent(0)) < nf || static_cast<int>(wave.extent(1)) < K) {
+    throw Error("perfex::psf::invert_ytrace: output view smaller than [nf][K]");
+  }
+  if (nf == 0 || K == 0) return;
+  using Policy = Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>, Kokkos::IndexType<int>>;
+  Kokkos::parallel_for("perfex::psf::invert_ytrace", Policy(exec, {0, 0}, {nf, K}),
+                       InvertTraceFunctor<MemorySpace>{psf.data(), f0, psf.trace_wavemin(), psf.trace_wavemax(),
+                                                       rows, wave});
+}
+
+// Per-fibre wavelength coverage of the CCD rows [−0.5, NPIX_Y − 0.5] (specter's wmin/wmax).
+struct WavelengthCoverage {
+  std::vector<double> wmin, wmax;  // [nf]
+  double wmin_all = 0, wmax_all = 0;  // min of wmin, max of wmax (the union)
+  double wmin_common = 0, wmax_common = 0;  // max of wmin, min of wmax (the intersection)
+};
+
+template <class ExecSpace, class MemorySpace>
+WavelengthCoverage wavelength_coverage(const ExecSpace& exec, const GaussHermitePsf<MemorySpace>& psf, int f0,
+                                       int nf) {
+  Kokkos::View<double*, MemorySpace> rows("perfex::psf::coverage_rows", 2);
+  auto hrows = Kokkos::create_mirror_view(rows);
+  hrows(0) = -0.5;
+  hrows(1) = psf.npix_y() - 0.5;
+  Kokkos::deep_copy(exec, rows, hrows);
+  Kokkos::View<double**, MemorySpace> wave("perfex::psf::coverage", nf, 2);
+  invert_ytrace(exec, psf, f0, nf, Kokkos::View<const double*, MemorySpace>(rows), wave);
+  auto h = Kokkos::create_mirror_view(wave);
+  Kokkos::deep_copy(exec, h, wave);
+  exec.fence();
+  WavelengthCoverage c;
+  for (int f = 0; f < nf; ++f) {
+    c.wmin.push_back(h(f, 0));
+    c.wmax.push_back(h(f, 1));
+  }
+  if (nf > 0) {
+    c.wmin_all = c.wmin_common = c.wmin[0];
+    c.wmax_all = c.wmax_common = c.wmax[0];
+    for (int f = 1; f < nf; ++f) {
+      c.wmin_all = std::min(c.wmin_all, c.wmin[f]);
+      c.wmin_common = std::max(c.wmin_common, c.wmin[f]);
+      c.wmax_all = std::max(c.wmax_all, c.wmax[f]);
+      c.wmax_common = std::min(c.wmax_common, c.wmax[f]);
+    }
+  }
+  return c;
+}
+
+}  // namespace psf
+}  // namespace perfex

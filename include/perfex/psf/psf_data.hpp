@@ -1,0 +1,151 @@
+#pragma once
+// Host description of a GaussHermite PSF (specex "PSFVER 3" content, spec §1): trace
+// Legendre coefficients with their own wavelength domain, and the PSF table's parameters
+// (Legendre coefficients per parameter and fibre, on the PSF HDU's domain).
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <perfex/error.hpp>
+
+namespace perfex {
+namespace psf {
+
+// Hard limits of the device model (sizes of per-spot local arrays); validate() checks them.
+constexpr int kMaxGhDegree = 10;      // GHDEGX, GHDEGY
+constexpr int kMaxHalfSize = 20;      // HSIZEX, HSIZEY (box up to 41 pixels)
+constexpr int kMaxLegendreCoeffs = 24;  // trace coefficients, LEGDEG + 1
+
+// Legendre coefficients of x(λ) or y(λ) for every fibre, on [wavemin, wavemax].
+struct LegendreTraceSet {
+  double wavemin = 0, wavemax = 0;
+  int ncoeff = 0;
+  std::vector<double> coeff;  // [nfib][ncoeff]
+};
+
+// Parses "GH-i-j" into (i, j); false for any other name.
+inline bool parse_gh_name(const std::string& name, int& i, int& j) {
+  if (name.size() < 6 || name.compare(0, 3, "GH-") != 0) return false;
+  const std::size_t dash = name.find('-', 3);
+  if (dash == std::string::npos || dash == 3 || dash + 1 >= name.size()) return false;
+  for (std::size_t c = 3; c < name.size(); ++c) {
+    if (c != dash && (name[c] < '0' || name[c] > '9')) return false;
+  }
+  i = std::atoi(name.substr(3, dash - 3).c_str());
+  j = std::atoi(name.substr(dash + 1).c_str());
+  return true;
+}
+
+struct GaussHermitePsfData {
+  std::string source;  // file it came from ("" for synthetic): used in messages and IN_PSF
+  int nfib = 0, fibermin = 0;
+  int hsizex = 0, hsizey = 0, ghdegx = 0, ghdegy = 0, legdeg = 0, npix_x = 0, npix_y = 0;
+  double psferr = 0.01;  // PSFERR, 0.01 when absent
+  LegendreTraceSet xtrace, ytrace;  // each with its own WAVEMIN/WAVEMAX domain (spec §2.1)
+  double wavemin = 0, wavemax = 0;  // PSF-table domain
+  std::vector<std::string> param_names;  // table rows (trailing blanks stripped)
+  std::vector<double> coeff;             // [nparam][nfib][legdeg+1]
+
+  int nparam() const { return static_cast<int>(param_names.size()); }
+  int ncoeff() const { return legdeg + 1; }
+  std::string label() const { return source.empty() ? std::string("synthetic PSF") : "PSF '" + source + "'"; }
+
+  // Row of parameter `name`, or -1.
+  int find_param(const std::string& name) const {
+    for (std::size_t p = 0; p < param_names.size(); ++p) {
+      if (param_names[p] == name) return static_cast<int>(p);
+    }
+    return -1;
+  }
+  // Row of parameter `name`; throws naming the parameter and the source.
+  int param_index(const std::string& name) const {
+    const int p = find_param(name);
+    if (p < 0) throw Error(label() + ": missing parameter '" + name + "'");
+    return p;
+  }
+  // Coefficient m of parameter row p for fibre f.
+  double& c(int p, int f, int m) { return coeff[(static_cast<std::size_t>(p) * nfib + f) * ncoeff() + m]; }
+  double c(int p, int f, int m) const { return coeff[(static_cast<std::size_t>(p) * nfib + f) * ncoeff() + m]; }
+
+  // Consistent degrees and shapes, finite coefficients, required parameters present.
+  void validate() const {
+    const std::string who = label();
+    auto fail = [&](const std::string& what) { throw Error(who + ": " + what); };
+    if (nfib <= 0) fail("no fibres (nfib = " + std::to_string(nfib) + ")");
+    if (hsizex < 0 || hsizey < 0 || hsizex > kMaxHalfSize || hsizey > kMaxHalfSize) {
+      fail("HSIZEX/HSIZEY = " + std::to_string(hsizex) + "/" + std::to_string(hsizey) + " outside [0, " +
+           std::to_string(kMaxHalfSize) + "]");
+    }
+    if (ghdegx < 0 || ghdegy < 0 || ghdegx > kMaxGhDegree || ghdegy > kMaxGhDegree) {
+      fail("GHDEGX/GHDEGY = " + std::to_string(ghdegx) + "/" + std::to_string(ghdegy) + " outside [0, " +
+           std::to_string(kMaxGhDegree) + "]");
+    }
+    if (legdeg < 0 || legdeg + 1 > kMaxLegendreCoeffs) fail("LEGDEG = " + std::to_string(legdeg) + " unsupported");
+    if (npix_x <= 0 || npix_y <= 0) {
+      fail("CCD size NPIX_X/NPIX_Y = " + std::to_string(npix_x) + "/" + std::to_string(npix_y) + " not positive");
+    }
+    if (!(psferr >= 0) || !std::isfinite(psferr)) fail("PSFERR = " + std::to_string(psferr) + " invalid");
+    auto check_domain = [&](const char* what, double w0, double w1) {
+      if (!std::isfinite(w0) || !std::isfinite(w1) || !(w1 > w0)) {
+        fail(std::string(what) + " WAVEMIN/WAVEMAX = " + std::to_string(w0) + "/" + std::to_string(w1) +
+             " is not a valid domain");
+      }
+    };
+    check_domain("PSF", wavemin, wavemax);
+    auto check_trace = [&](const char* what, const LegendreTraceSet& t) {
+      check_domain(what, t.wavemin, t.wavemax);
+      if (t.ncoeff < 1 || t.ncoeff > kMaxLegendreCoeffs) {
+        fail(std::string(what) + " has " + std::to_string(t.ncoeff) + " coefficients (1.." +
+             std::to_string(kMaxLegendreCoeffs) + " supported)");
+      }
+      if (t.coeff.size() != static_cast<std::size_t>(nfib) * t.ncoeff) {
+        fail(std::string(what) + " has " + std::to_string(t.coeff.size()) + " values, expected " +
+             std::to_string(nfib) + " fibres x " + std::to_string(t.ncoeff) + " coefficients");
+      }
+      for (std::size_t n = 0; n < t.coeff.size(); ++n) {
+        if (!std::isfinite(t.coeff[n])) {
+          fail(std::string(what) + " coefficient " + std::to_string(n % t.ncoeff) + " of fibre " +
+               std::to_string(n / t.ncoeff) + " is not finite");
+        }
+      }
+    };
+    check_trace("XTRACE", xtrace);
+    check_trace("YTRACE", ytrace);
+    const std::size_t expected = param_names.size() * static_cast<std::size_t>(nfib) * ncoeff();
+    if (coeff.size() != expected) {
+      fail("PSF COEFF has " + std::to_string(coeff.size()) + " values, expected " +
+           std::to_string(param_names.size()) + " parameters x " + std::to_string(nfib) + " fibres x (LEGDEG " +
+           std::to_string(legdeg) + " + 1)");
+    }
+    for (std::size_t p = 0; p < param_names.size(); ++p) {
+      for (std::size_t q = 0; q < p; ++q) {
+        if (param_names[p] == param_names[q]) fail("parameter '" + param_names[p] + "' appears twice");
+      }
+      int i = 0, j = 0;
+      if (parse_gh_name(param_names[p], i, j) && (i > ghdegx || j > ghdegy)) {
+        fail("parameter '" + param_names[p] + "' is inconsistent with GHDEGX " + std::to_string(ghdegx) +
+             " / GHDEGY " + std::to_string(ghdegy));
+      }
+      const std::size_t n0 = p * static_cast<std::size_t>(nfib) * ncoeff();
+      for (std::size_t n = 0; n < static_cast<std::size_t>(nfib) * ncoeff(); ++n) {
+        if (!std::isfinite(coeff[n0 + n])) {
+          fail("parameter '" + param_names[p] + "' coefficient " + std::to_string(n % ncoeff()) + " of fibre " +
+               std::to_string(n / ncoeff()) + " is not finite");
+        }
+      }
+    }
+    param_index("GHSIGX");
+    param_index("GHSIGY");
+    for (int j = 0; j <= ghdegy; ++j) {
+      for (int i = 0; i <= ghdegx; ++i) param_index("GH-" + std::to_string(i) + "-" + std::to_string(j));
+    }
+    // Tails: all or nothing (TAILAMP alone cannot be evaluated).
+    if (find_param("TAILAMP") >= 0) {
+      for (const char* t : {"TAILCORE", "TAILXSCA", "TAILYSCA", "TAILINDE"}) param_index(t);
+    }
+  }
+};
+
+}  // namespace psf
+}  // namespace perfex
