@@ -1,0 +1,465 @@
+#pragma once
+// Team-level symmetric eigendecomposition and the matrix functions built on it.
+//
+// team_syev: Householder reduction to tridiagonal form (lower, one reflector per column),
+// explicit accumulation of Q in place, then implicit-shift QL iteration on the tridiagonal
+// matrix with the Givens rotations of each sweep applied to the columns of Q, and finally a
+// selection sort (ascending eigenvalues, vectors permuted with them).
+//
+// Parallelism inside a team: matrix-vector and rank-2 updates over TeamThreadRange of columns
+// (full symmetric storage, race-free), reflector application over columns, rotation sweeps
+// over chunks of rows (rows are independent under a sequence of column rotations); the scalar
+// QL recurrence runs in Kokkos::single. With a one-thread team (Serial/OpenMP TeamPolicy with
+// AUTO) the tridiagonal reduction uses the lower triangle only (half the flops).
+//
+// Iteration cap: 30*n QL sweeps in total -> not_converged. Non-finite input (or a tridiagonal
+// form that is not finite) -> not_converged without iterating. On failure A and w are
+// unspecified.
+#include <perfex/detail/kokkos_compat.hpp>
+#include <perfex/linalg/matref.hpp>
+#include <perfex/linalg/status.hpp>
+
+namespace perfex {
+namespace linalg {
+
+// Size (doubles) of the rank-1 `work` view team_syev needs for an n x n matrix. work must be
+// contiguous (stride 1).
+KOKKOS_INLINE_FUNCTION constexpr int syev_work_size(int n) { return 6 * n + 8; }
+
+namespace detail {
+
+KOKKOS_INLINE_FUNCTION double safe_hypot(double a, double b) {
+  a = perfex::math::abs(a);
+  b = perfex::math::abs(b);
+  const double mx = a < b ? b : a, mn = a < b ? a : b;
+  if (mx == 0) return 0;
+  const double t = mn / mx;
+  return mx * perfex::math::sqrt(1 + t * t);
+}
+
+// Work layout.
+struct SyevWork {
+  double* d;
+  double* e;
+  double* tau;
+  double* p;
+  double* cs;
+  double* sn;
+  double* info;
+  KOKKOS_INLINE_FUNCTION SyevWork(double* w, int n)
+      : d(w), e(w + n), tau(w + 2 * n), p(w + 3 * n), cs(w + 4 * n), sn(w + 5 * n), info(w + 6 * n) {}
+};
+
+// Householder tridiagonalisation. On exit d (diagonal), e (sub-diagonal, e[n-1] = 0), tau, and
+// reflector k (v(k+1) = 1) in A(k+1:n, k).
+template <bool Unit, class Member>
+KOKKOS_INLINE_FUNCTION void tridiagonalize(const Member& member, const MatRef<Unit>& A, int n,
+                                           const SyevWork& W) {
+  const bool seq = member.team_size() == 1;
+  for (int k = 0; k + 2 < n; ++k) {
+    const int m = n - k - 1;  // length of the column below the diagonal
+    double xn2 = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(member, k + 2, n),
+        [&](int i, double& acc) {
+          const double x = A(i, k);
+          acc += x * x;
+        },
+        xn2);
+    const double alpha = A(k + 1, k);
+    double beta = alpha, tau = 0, scale = 0;
+    if (xn2 != 0) {
+      const double nrm = perfex::math::sqrt(alpha * alpha + xn2);
+      beta = alpha >= 0 ? -nrm : nrm;
+      tau = (beta - alpha) / beta;
+      scale = 1.0 / (alpha - beta);
+    }
+    const double akk = A(k, k);
+    member.team_barrier();  // all have read alpha
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k + 1, n), [&](int i) {
+      if (i == k + 1)
+        A(i, k) = 1.0;
+      else
+        A(i, k) *= scale;
+    });
+    Kokkos::single(Kokkos::PerTeam(member), [&]() {
+      W.d[k] = akk;
+      W.e[k] = beta;
+      W.tau[k] = tau;
+    });
+    member.team_barrier();
+    if (tau == 0) continue;
+    double* p = W.p;
+    const int k1 = k + 1;
+    if (seq && Unit) {
+      // Lower-triangle symv p = tau * A22 * v fused with its transpose part, then w = p + K v
+      // and the rank-2 update of the lower triangle.
+      const double* v = A.ptr(0, k);
+      for (int i = k1; i < n; ++i) p[i] = 0;
+      for (int j = k1; j < n; ++j) {
+        const double* a = A.ptr(0, j);
+        const double t1 = tau * v[j];
+        double s0 = 0, s1 = 0;
+        int i = j + 1;
+        for (; i + 2 <= n; i += 2) {
+          p[i] += t1 * a[i];
+          p[i + 1] += t1 * a[i + 1];
+          s0 += a[i] * v[i];
+          s1 += a[i + 1] * v[i + 1];
+        }
+        for (; i < n; ++i) {
+          p[i] += t1 * a[i];
+          s0 += a[i] * v[i];
+        }
+        p[j] += t1 * a[j] + tau * (s0 + s1);
+      }
+      double pv = dot<true>(m, p + k1, v + k1, 1, 1);
+      const double K = -0.5 * tau * pv;
+      for (int i = k1; i < n; ++i) p[i] += K * v[i];
+      for (int j = k1; j < n; ++j) {
+        double* a = A.ptr(0, j);
+        const double wj = p[j], vj = v[j];
+        for (int i = j; i < n; ++i) a[i] -= v[i] * wj + p[i] * vj;
+      }
+    } else {
+      // Full symmetric storage: p(j) = tau * A(k1:n, j) . v (column j == row j).
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k1, n), [&](int j) {
+        double s = 0;
+        for (int i = k1; i < n; ++i) s += A(i, j) * A(i, k);
+        p[j] = tau * s;
+      });
+      member.team_barrier();
+      double pv = 0;
+      Kokkos::parallel_reduce(
+          Kokkos::TeamThreadRange(member, k1, n), [&](int i, double& acc) { acc += p[i] * A(i, k); }, pv);
+      const double K = -0.5 * tau * pv;
+      member.team_barrier();
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k1, n), [&](int i) { p[i] += K * A(i, k); });
+      member.team_barrier();
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k1, n), [&](int j) {
+        const double wj = p[j], vj = A(j, k);
+        for (int i = k1; i < n; ++i) A(i, j) -= A(i, k) * wj + p[i] * vj;
+      });
+      member.team_barrier();
+    }
+  }
+  // Last 2x2 (or 1x1) block.
+  Kokkos::single(Kokkos::PerTeam(member), [&]() {
+    if (n >= 2) {
+      W.d[n - 2] = A(n - 2, n - 2);
+      W.e[n - 2] = A(n - 1, n - 2);
+      W.tau[n - 2] = 0;
+    }
+    W.d[n - 1] = A(n - 1, n - 1);
+    W.e[n - 1] = 0;
+    W.tau[n - 1] = 0;
+  });
+  member.team_barrier();
+}
+
+// Q = H_0 H_1 ... H_{n-3} formed in place in A (backward accumulation).
+template <bool Unit, class Member>
+KOKKOS_INLINE_FUNCTION void form_q(const Member& member, const MatRef<Unit>& A, int n, const SyevWork& W) {
+  for (int k = n - 2; k >= -1; --k) {
+    const int c = k + 1;  // row/column that becomes e_c
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, c, n), [&](int i) {
+      A(i, c) = (i == c) ? 1.0 : 0.0;
+      if (i != c) A(c, i) = 0.0;
+    });
+    member.team_barrier();
+    if (k < 0) break;
+    const double tau = W.tau[k];
+    if (tau != 0) {
+      const int m = n - c;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, c, n), [&](int j) {
+        if (Unit) {
+          const double* v = A.ptr(c, k);
+          double* q = A.ptr(c, j);
+          const double s = tau * dot<true>(m, v, q, 1, 1);
+          for (int i = 0; i < m; ++i) q[i] -= s * v[i];
+        } else {
+          double s = 0;
+          for (int i = c; i < n; ++i) s += A(i, k) * A(i, j);
+          s *= tau;
+          for (int i = c; i < n; ++i) A(i, j) -= s * A(i, k);
+        }
+      });
+      member.team_barrier();
+    }
+  }
+}
+
+// One step of the implicit QL iteration (scalar; one thread). Advances l past converged
+// eigenvalues; when a sweep is done stores its rotations for i in [lo, hi) (to be applied from
+// hi-1 down to lo) and returns 0; returns 1 when all converged, 2 at the iteration cap.
+KOKKOS_INLINE_FUNCTION int ql_next(double* d, double* e, double* cs, double* sn, int n, int& l, int& iter,
+                                   int maxit, int& lo, int& hi) {
+  const double eps = perfex::math::epsilon;
+  while (l < n) {
+    int m = l;
+    for (; m < n - 1; ++m) {
+      const double dd = perfex::math::abs(d[m]) + perfex::math::abs(d[m + 1]);
+      if (perfex::math::abs(e[m]) <= eps * dd) break;
+    }
+    if (m == l) {
+      ++l;
+      continue;
+    }
+    if (++iter > maxit) return 2;
+    double g = (d[l + 1] - d[l]) / (2.0 * e[l]);
+    double r = safe_hypot(g, 1.0);
+    g = d[m] - d[l] + e[l] / (g + (g >= 0 ? r : -r));
+    double s = 1, c = 1, p = 0;
+    int i = m - 1;
+    bool underflow = false;
+    for (; i >= l; --i) {
+      const double f = s * e[i], b = c * e[i];
+      r = safe_hypot(f, g);
+      e[i + 1] = r;
+      if (r == 0) {
+        d[i + 1] -= p;
+        e[m] = 0;
+        underflow = true;
+        break;
+      }
+      s = f / r;
+      c = g / r;
+      g = d[i + 1] - p;
+      r = (d[i] - g) * s + 2.0 * c * b;
+      p = s * r;
+      d[i + 1] = g + p;
+      g = c * r - b;
+      cs[i] = c;
+      sn[i] = s;
+    }
+    if (underflow) {
+      lo = i + 1;
+      hi = m;
+      return 0;
+    }
+    d[l] -= p;
+    e[l] = g;
+    e[m] = 0;
+    lo = l;
+    hi = m;
+    return 0;
+  }
+  return 1;
+}
+
+// Apply rotations hi-1 .. lo to columns of Z, rows [r0, r1).
+template <bool Unit>
+KOKKOS_INLINE_FUNCTION void apply_rotations(const MatRef<Unit>& Z, int r0, int r1, const double* cs,
+                                            const double* sn, int lo, int hi) {
+  for (int i = hi - 1; i >= lo; --i) {
+    const double c = cs[i], s = sn[i];
+    if (Unit) {
+      double* zi = Z.ptr(0, i);
+      double* zj = Z.ptr(0, i + 1);
+      for (int r = r0; r < r1; ++r) {
+        const double f = zj[r], z = zi[r];
+        zj[r] = s * z + c * f;
+        zi[r] = c * z - s * f;
+      }
+    } else {
+      for (int r = r0; r < r1; ++r) {
+        const double f = Z(r, i + 1), z = Z(r, i);
+        Z(r, i + 1) = s * z + c * f;
+        Z(r, i) = c * z - s * f;
+      }
+    }
+  }
+}
+
+template <bool Unit, class Member, class WVec>
+KOKKOS_INLINE_FUNCTION int team_syev_impl(const Member& member, const MatRef<Unit>& A, int n, const WVec& w,
+                                          double* work) {
+  const SyevWork W(work, n);
+  if (n == 0) return ok;
+  tridiagonalize<Unit>(member, A, n, W);
+  // Finite check of the tridiagonal form (non-finite input propagates into it).
+  bool finite = true;
+  for (int i = 0; i < n; ++i)
+    finite = finite && perfex::math::isfinite(W.d[i]) && perfex::math::isfinite(W.e[i]);
+  form_q<Unit>(member, A, n, W);
+  if (!finite) return not_converged;
+  // QL iteration.
+  const int ts = member.team_size();
+  const int chunk = (n + ts - 1) / ts;
+  int status = ok;
+  if (ts == 1) {
+    int l = 0, iter = 0, lo = 0, hi = 0;
+    while (true) {
+      const int r = ql_next(W.d, W.e, W.cs, W.sn, n, l, iter, 30 * n, lo, hi);
+      if (r == 1) break;
+      if (r == 2) {
+        status = not_converged;
+        break;
+      }
+      apply_rotations<Unit>(A, 0, n, W.cs, W.sn, lo, hi);
+    }
+  } else {
+    Kokkos::single(Kokkos::PerTeam(member), [&]() {
+      W.info[0] = 0;  // l
+      W.info[1] = 0;  // iterations
+    });
+    while (true) {
+      Kokkos::single(Kokkos::PerTeam(member), [&]() {
+        int l = int(W.info[0]), iter = int(W.info[1]), lo = 0, hi = 0;
+        const int r = ql_next(W.d, W.e, W.cs, W.sn, n, l, iter, 30 * n, lo, hi);
+        W.info[0] = l;
+        W.info[1] = iter;
+        W.info[2] = r;
+        W.info[3] = lo;
+        W.info[4] = hi;
+      });
+      member.team_barrier();
+      const int r = int(W.info[2]), lo = int(W.info[3]), hi = int(W.info[4]);
+      if (r == 1) break;
+      if (r == 2) {
+        status = not_converged;
+        break;
+      }
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, ts), [&](int t) {
+        const int r0 = t * chunk, r1 = r0 + chunk < n ? r0 + chunk : n;
+        if (r0 < r1) apply_rotations<Unit>(A, r0, r1, W.cs, W.sn, lo, hi);
+      });
+      member.team_barrier();
+    }
+    member.team_barrier();
+  }
+  // Selection sort, ascending.
+  for (int i = 0; i + 1 < n; ++i) {
+    int kmin = i;
+    for (int k = i + 1; k < n; ++k)
+      if (W.d[k] < W.d[kmin]) kmin = k;
+    if (kmin != i) {
+      member.team_barrier();
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int r) {
+        const double t = A(r, i);
+        A(r, i) = A(r, kmin);
+        A(r, kmin) = t;
+      });
+      Kokkos::single(Kokkos::PerTeam(member), [&]() {
+        const double t = W.d[i];
+        W.d[i] = W.d[kmin];
+        W.d[kmin] = t;
+      });
+      member.team_barrier();
+    }
+  }
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int i) { w(i) = W.d[i]; });
+  member.team_barrier();
+  return status;
+}
+
+// A <- V diag(f(mu)) V^T (full symmetric), f(mu) = mu^power with power = -1/2 or 1/2, after the
+// guard mu <- max(mu, clip * max mu). V: eigenvectors (columns), w: eigenvalues ascending.
+template <bool UnitA, bool UnitV, class Member, class WVec>
+KOKKOS_INLINE_FUNCTION void compose(const Member& member, const MatRef<UnitA>& A, const MatRef<UnitV>& V, int n,
+                                    const WVec& w, double* f, double clip, bool inverse) {
+  const double mumax = w(n - 1);
+  const double floor_mu = clip * mumax;
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int k) {
+    const double mu = w(k) < floor_mu ? floor_mu : w(k);
+    const double r = perfex::math::sqrt(mu);
+    f[k] = inverse ? 1.0 / r : r;
+  });
+  member.team_barrier();
+  // Lower triangle: A(i, j) = sum_k V(i, k) f_k V(j, k), i >= j; then mirror.
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int j) {
+    if (UnitA && UnitV) {
+      double* a = A.ptr(0, j);
+      for (int i = j; i < n; ++i) a[i] = 0;
+      int k = 0;
+      for (; k + 4 <= n; k += 4) {
+        const double t0 = f[k] * V(j, k), t1 = f[k + 1] * V(j, k + 1), t2 = f[k + 2] * V(j, k + 2),
+                     t3 = f[k + 3] * V(j, k + 3);
+        const double* v0 = V.ptr(0, k);
+        const double* v1 = V.ptr(0, k + 1);
+        const double* v2 = V.ptr(0, k + 2);
+        const double* v3 = V.ptr(0, k + 3);
+        for (int i = j; i < n; ++i) a[i] += (t0 * v0[i] + t1 * v1[i]) + (t2 * v2[i] + t3 * v3[i]);
+      }
+      for (; k < n; ++k) {
+        const double t = f[k] * V(j, k);
+        const double* v = V.ptr(0, k);
+        for (int i = j; i < n; ++i) a[i] += t * v[i];
+      }
+    } else {
+      for (int i = j; i < n; ++i) {
+        double s = 0;
+        for (int k = 0; k < n; ++k) s += V(i, k) * f[k] * V(j, k);
+        A(i, j) = s;
+      }
+    }
+  });
+  member.team_barrier();
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int j) {
+    for (int i = 0; i < j; ++i) A(i, j) = A(j, i);
+  });
+  member.team_barrier();
+}
+
+template <class Member, class AView, class VView, class WVec, class Work>
+KOKKOS_INLINE_FUNCTION int matrix_function(const Member& member, const AView& A, const VView& V, const WVec& w,
+                                           const Work& work, double clip, bool inverse);
+
+}  // namespace detail
+
+// Symmetric eigendecomposition. A (n x n, full symmetric input; both triangles read) is
+// overwritten by the orthonormal eigenvectors (columns); w(0..n-1) gets the eigenvalues in
+// ascending order. work: contiguous rank-1 view with at least syev_work_size(n) doubles.
+// Returns ok or not_converged (same on every thread of the team).
+template <class Member, class AView, class WVec, class Work>
+KOKKOS_INLINE_FUNCTION int team_syev(const Member& member, const AView& A, const WVec& w, const Work& work) {
+  const int n = int(A.extent(0));
+  if (detail::unit_rows(A)) return detail::team_syev_impl<true>(member, detail::mat<true>(A), n, w, work.data());
+  return detail::team_syev_impl<false>(member, detail::mat<false>(A), n, w, work.data());
+}
+
+namespace detail {
+template <class Member, class AView, class VView, class WVec, class Work>
+KOKKOS_INLINE_FUNCTION int matrix_function(const Member& member, const AView& A, const VView& V, const WVec& w,
+                                           const Work& work, double clip, bool inverse) {
+  const int n = int(A.extent(0));
+  if (n == 0) return ok;
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int j) {
+    for (int i = 0; i < n; ++i) V(i, j) = A(i, j);
+  });
+  member.team_barrier();
+  const int st = team_syev(member, V, w, work);
+  if (st != ok) return st;
+  if (!(w(n - 1) > 0)) return not_positive_definite;
+  double* f = work.data();  // syev's work is free again: n doubles for f(mu)
+  const bool ua = unit_rows(A), uv = unit_rows(V);
+  if (ua && uv)
+    compose<true, true>(member, mat<true>(A), mat<true>(V), n, w, f, clip, inverse);
+  else
+    compose<false, false>(member, mat<false>(A), mat<false>(V), n, w, f, clip, inverse);
+  return ok;
+}
+}  // namespace detail
+
+// Matrix functions through team_syev. A (n x n, full symmetric) <- A^{-1/2} (team_inverse_sqrt)
+// or A^{1/2} (team_sqrt), symmetric, both triangles written.
+// Eigenvalue guard (gpu_specter GPU's policy, spec §6.4): mu <- max(mu, clip * max mu) before
+// the square root, clip = 1e-14 by default; so slightly indefinite or singular inputs give
+// finite results. Returns ok, not_converged (eigensolver), or not_positive_definite when the
+// largest eigenvalue is not > 0 (A unspecified then).
+// Scratch: V (n x n, rank 2), w (n; eigenvalues ascending on exit), work (syev_work_size(n),
+// contiguous).
+template <class Member, class AView, class VView, class WVec, class Work>
+KOKKOS_INLINE_FUNCTION int team_inverse_sqrt(const Member& member, const AView& A, const VView& V, const WVec& w,
+                                             const Work& work, double clip = 1e-14) {
+  return detail::matrix_function(member, A, V, w, work, clip, true);
+}
+
+template <class Member, class AView, class VView, class WVec, class Work>
+KOKKOS_INLINE_FUNCTION int team_sqrt(const Member& member, const AView& A, const VView& V, const WVec& w,
+                                     const Work& work, double clip = 1e-14) {
+  return detail::matrix_function(member, A, V, w, work, clip, false);
+}
+
+}  // namespace linalg
+}  // namespace perfex

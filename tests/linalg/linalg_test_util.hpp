@@ -1,0 +1,111 @@
+#pragma once
+// Host helpers of the [linalg] tests: reproducible symmetric test matrices with a chosen
+// spectrum, norms, and LAPACK references.
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace linalg_test {
+
+using HostMat = Kokkos::View<double***, Kokkos::LayoutLeft, Kokkos::HostSpace>;
+
+// Column-major n x n matrix in a std::vector.
+struct Dense {
+  int n = 0;
+  std::vector<double> a;
+  explicit Dense(int n_ = 0) : n(n_), a(std::size_t(n_) * n_, 0.0) {}
+  double& operator()(int i, int j) { return a[std::size_t(i) + std::size_t(j) * n]; }
+  double operator()(int i, int j) const { return a[std::size_t(i) + std::size_t(j) * n]; }
+};
+
+// Geometric spectrum from 1 down to 1/kappa.
+inline std::vector<double> geometric_spectrum(int n, double kappa) {
+  std::vector<double> lam(n);
+  for (int i = 0; i < n; ++i) lam[i] = n == 1 ? 1.0 : std::pow(kappa, -double(i) / (n - 1));
+  return lam;
+}
+
+// Q diag(lam) Q^T with Q a product of `nrefl` random Householder reflectors (dense, exactly
+// known spectrum up to rounding). Symmetric to the last bit.
+inline Dense symmetric_with_spectrum(const std::vector<double>& lam, std::uint32_t seed, int nrefl = 4) {
+  const int n = int(lam.size());
+  Dense H(n);
+  for (int i = 0; i < n; ++i) H(i, i) = lam[i];
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> g(0.0, 1.0);
+  std::vector<double> v(n), p(n);
+  for (int r = 0; r < nrefl && n > 1; ++r) {
+    double nv = 0;
+    for (auto& x : v) {
+      x = g(rng);
+      nv += x * x;
+    }
+    const double tau = 2.0 / nv;
+    // H <- (I - tau v v^T) H (I - tau v v^T) = H - v w^T - w v^T, w = p - (tau/2)(p.v) v, p = tau H v.
+    double pv = 0;
+    for (int i = 0; i < n; ++i) {
+      double s = 0;
+      for (int j = 0; j < n; ++j) s += H(i, j) * v[j];
+      p[i] = tau * s;
+      pv += p[i] * v[i];
+    }
+    for (int i = 0; i < n; ++i) p[i] -= 0.5 * tau * pv * v[i];
+    for (int j = 0; j < n; ++j)
+      for (int i = j; i < n; ++i) {
+        const double x = H(i, j) - v[i] * p[j] - p[i] * v[j];
+        H(i, j) = x;
+        H(j, i) = x;
+      }
+  }
+  return H;
+}
+
+inline Dense random_spd(int n, double kappa, std::uint32_t seed) {
+  return symmetric_with_spectrum(geometric_spectrum(n, kappa), seed);
+}
+
+inline void store(const HostMat& M, int b, const Dense& D) {
+  for (int j = 0; j < D.n; ++j)
+    for (int i = 0; i < D.n; ++i) M(i, j, b) = D(i, j);
+}
+
+inline Dense load(const HostMat& M, int b, int n) {
+  Dense D(n);
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < n; ++i) D(i, j) = M(i, j, b);
+  return D;
+}
+
+inline double norm_inf(const Dense& A) {
+  double m = 0;
+  for (int i = 0; i < A.n; ++i) {
+    double s = 0;
+    for (int j = 0; j < A.n; ++j) s += std::abs(A(i, j));
+    m = std::max(m, s);
+  }
+  return m;
+}
+
+inline double norm_fro(const Dense& A) {
+  double s = 0;
+  for (double x : A.a) s += x * x;
+  return std::sqrt(s);
+}
+
+inline double max_abs(const std::vector<double>& x) {
+  double m = 0;
+  for (double v : x) m = std::max(m, std::abs(v));
+  return m;
+}
+
+inline bool all_finite(const HostMat& M) {
+  for (std::size_t k = 0; k < M.size(); ++k)
+    if (!std::isfinite(M.data()[k])) return false;
+  return true;
+}
+
+}  // namespace linalg_test
