@@ -127,19 +127,13 @@ class FitsFile {
   static FitsFile open_readwrite(const std::string& path) { return FitsFile(path, Mode::readwrite); }
   static FitsFile create(const std::string& path) { return FitsFile(path, Mode::create); }
 
-  ~FitsFile() {
-    if (fptr_) {
-      int status = 0;
-      fits_close_file(fptr_, &status);
-      fits_clear_errmsg();
-    }
-  }
+  ~FitsFile() { close_quietly(); }
   FitsFile(const FitsFile&) = delete;
   FitsFile& operator=(const FitsFile&) = delete;
   FitsFile(FitsFile&& o) noexcept : fptr_(o.fptr_), path_(std::move(o.path_)) { o.fptr_ = nullptr; }
   FitsFile& operator=(FitsFile&& o) noexcept {
     if (this != &o) {
-      this->~FitsFile();
+      close_quietly();
       fptr_ = o.fptr_;
       path_ = std::move(o.path_);
       o.fptr_ = nullptr;
@@ -543,6 +537,14 @@ class FitsFile {
   }
 
  private:
+  void close_quietly() noexcept {
+    if (fptr_) {
+      int status = 0;
+      fits_close_file(fptr_, &status);
+      fits_clear_errmsg();
+      fptr_ = nullptr;
+    }
+  }
   fitsfile* handle_checked() const {
     if (!fptr_) throw Error("FITS file '" + path_ + "': not open");
     return fptr_;
