@@ -89,7 +89,7 @@ inline void set_mask(Frame& frame) {
       const std::size_t i = frame.index(f, k);
       std::uint32_t m = 0;
       if (frame.pixmask_fraction[i] > 0.5) m |= somebadpix;
-      if (frame.pixmask_fraction[i] >= 1.0) m |= allbadpix;
+      if (frame.pixmask_fraction[i] >= 1.0 - 1e-9) m |= allbadpix;  // a spot's sum is 1 to rounding
       const double c = frame.chi2pix[i];
       if (c > 5 * wave_median[static_cast<std::size_t>(k)] && c > 5 * fibre_median[static_cast<std::size_t>(f)]) m |= bad2dfit;
       frame.mask[i] = m;
