@@ -361,6 +361,16 @@ PERFEX_BACKEND_TEST_CASE("linalg: symmetric eigendecomposition", "[linalg]") {
     for (int i = 0; i < 50; ++i) lam[i] = std::sin(3.0 * i) * 100;
     check(symmetric_with_spectrum(lam, 5u), 1e-12);
   }
+  SECTION("huge and tiny scales") {
+    for (double scale : {1e200, 1e-200}) {
+      Dense H = random_spd(20, 1e3, 12u);
+      for (double& x : H.a) x *= scale;
+      const EigenCheck r = eigen_check<TestType>(H);
+      REQUIRE(r.status == pl::ok);
+      CHECK(r.orthogonality <= 1e-13);
+      CHECK(r.eig_vs_lapack <= 1e-12);
+    }
+  }
   SECTION("tridiagonal with tiny off-diagonals (graded)") {
     const int n = 30;
     Dense T(n);

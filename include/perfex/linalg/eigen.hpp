@@ -276,6 +276,27 @@ KOKKOS_INLINE_FUNCTION int team_syev_impl(const Member& member, const MatRef<Uni
                                           double* work) {
   const SyevWork W(work, n);
   if (n == 0) return ok;
+  // Matrices with entries far from 1 (|a| > 1e150 or < 1e-150) are scaled first so that the
+  // sums of squares of the reduction neither overflow nor underflow; others untouched.
+  double amax = 0;
+  Kokkos::parallel_reduce(
+      Kokkos::TeamThreadRange(member, 0, n),
+      [&](int j, double& m) {
+        for (int i = 0; i < n; ++i) {
+          const double a = perfex::math::abs(A(i, j));
+          if (a > m) m = a;
+        }
+      },
+      Kokkos::Max<double>(amax));
+  const bool rescale = perfex::math::isfinite(amax) && amax > 0 && (amax > 1e150 || amax < 1e-150);
+  if (rescale) {
+    member.team_barrier();
+    const double inv = 1.0 / amax;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int j) {
+      for (int i = 0; i < n; ++i) A(i, j) *= inv;
+    });
+    member.team_barrier();
+  }
   tridiagonalize<Unit>(member, A, n, W);
   // Finite check of the tridiagonal form (non-finite input propagates into it).
   bool finite = true;
@@ -348,7 +369,8 @@ KOKKOS_INLINE_FUNCTION int team_syev_impl(const Member& member, const MatRef<Uni
       member.team_barrier();
     }
   }
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int i) { w(i) = W.d[i]; });
+  const double wscale = rescale ? amax : 1.0;
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int i) { w(i) = W.d[i] * wscale; });
   member.team_barrier();
   return status;
 }
