@@ -1,0 +1,141 @@
+#include "perfex_test.hpp"
+
+#ifdef PERFEX_TEST_HAVE_IO
+#include <perfex/io/cli.hpp>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using perfex::io::cli::ExtractArgs;
+using perfex::io::cli::parse_extract_args;
+using perfex::io::cli::UsageError;
+using Args = std::vector<std::string>;
+
+Args with_files(Args extra) {
+  Args a{"-i", "img.fits", "-p", "psf.fits", "-o", "frame.fits"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+// The UsageError message for a bad command line ("" if it parses).
+std::string error_of(const Args& a, bool require_files = true) {
+  try {
+    parse_extract_args(a, require_files);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("cli: desi_extract_spectra options", "[io]") {
+  const ExtractArgs a = parse_extract_args(
+      Args{"-i", "img.fits", "--psf", "psf.fits", "--output=frame.fits", "-w", "5760,6760,0.8", "-s", "25", "-n",
+           "50", "--bundlesize", "25", "--nsubbundles=1", "--nwavestep", "40", "--wavepad-frac", "0.3",
+           "--pixpad-frac", "0.5", "--regularize", "1e-3", "--psferr", "0.04", "--decorrelate-fibers", "-m",
+           "model.fits", "--backend", "serial", "--threads", "3"});
+  CHECK(a.input == "img.fits");
+  CHECK(a.psf == "psf.fits");
+  CHECK(a.output == "frame.fits");
+  CHECK(a.model == "model.fits");
+  CHECK(a.options.model_image);
+  CHECK(a.options.wmin == 5760.0);
+  CHECK(a.options.wmax == 6760.0);
+  CHECK(a.options.dw == 0.8);
+  CHECK(a.options.specmin == 25);
+  CHECK(a.options.nspec == 50);
+  CHECK(a.options.bundlesize == 25);
+  CHECK(a.options.nsubbundles == 1);
+  CHECK(a.options.nwavestep == 40);
+  CHECK(a.options.wavepad_frac == 0.3);
+  CHECK(a.options.pixpad_frac == 0.5);
+  CHECK(a.options.regularize == 1e-3);
+  CHECK(a.options.psferr == 0.04);
+  CHECK(a.options.decorrelation == perfex::extract::Decorrelation::noise);
+  CHECK(a.backend == "serial");
+  CHECK(a.threads == 3);
+  CHECK_FALSE(a.help);
+
+  // Defaults: DESI production values, default backend, no model.
+  const ExtractArgs d = parse_extract_args(with_files({}));
+  const perfex::extract::ExtractionOptions o;
+  CHECK(d.options.nspec == o.nspec);
+  CHECK(d.options.nsubbundles == o.nsubbundles);
+  CHECK(d.options.decorrelation == perfex::extract::Decorrelation::signal);
+  CHECK_FALSE(d.options.model_image);
+  CHECK(d.backend == perfex::io::cli::default_backend());
+  CHECK(d.threads == 0);
+
+  // --help needs no files; the demo parses without files and collects its own options.
+  CHECK(parse_extract_args(Args{"--help"}).help);
+  std::vector<std::string> rest;
+  const ExtractArgs demo = parse_extract_args(Args{"--outdir", "out", "-n", "10", "--seed=3"}, false, {}, &rest);
+  CHECK(demo.options.nspec == 10);
+  CHECK(rest == Args{"--outdir", "out", "--seed=3"});
+  CHECK(perfex::io::cli::extract_options_help().find("--decorrelate-fibers") != std::string::npos);
+}
+
+TEST_CASE("cli: bad options name the option", "[io]") {
+  using Catch::Contains;
+  CHECK_THAT(error_of(Args{"-p", "psf.fits", "-o", "f.fits"}), Contains("-i/--input") && Contains("required"));
+  CHECK_THAT(error_of(Args{"-i", "i.fits", "-o", "f.fits"}), Contains("-p/--psf"));
+  CHECK_THAT(error_of(Args{"-i", "i.fits", "-p", "p.fits"}), Contains("-o/--output"));
+  CHECK_THAT(error_of(with_files({"-n", "abc"})), Contains("-n") && Contains("abc"));
+  CHECK_THAT(error_of(with_files({"--nspec", "0"})), Contains("--nspec") && Contains(">= 1"));
+  CHECK_THAT(error_of(with_files({"-s", "-3"})), Contains("-s"));
+  CHECK_THAT(error_of(with_files({"-n", "12x"})), Contains("-n"));
+  CHECK_THAT(error_of(with_files({"-n", "99999999999"})), Contains("-n"));
+  CHECK_THAT(error_of(with_files({"-w", "5760,6760"})), Contains("-w") && Contains("WMIN,WMAX,DW"));
+  CHECK_THAT(error_of(with_files({"-w", "5760,6760,0"})), Contains("-w") && Contains("DW"));
+  CHECK_THAT(error_of(with_files({"-w", "6760,5760,0.8"})), Contains("-w") && Contains("WMAX"));
+  CHECK_THAT(error_of(with_files({"-w", "a,b,c"})), Contains("-w"));
+  CHECK_THAT(error_of(with_files({"--wavelength", "5760,,0.8"})), Contains("--wavelength"));
+  CHECK_THAT(error_of(with_files({"--pixpad-frac", "1.5"})), Contains("--pixpad-frac") && Contains("[0, 1]"));
+  CHECK_THAT(error_of(with_files({"--wavepad-frac", "-0.1"})), Contains("--wavepad-frac"));
+  CHECK_THAT(error_of(with_files({"--regularize", "nan"})), Contains("--regularize"));
+  CHECK_THAT(error_of(with_files({"--psferr", "-1"})), Contains("--psferr"));
+  CHECK_THAT(error_of(with_files({"--bundlesize", "0"})), Contains("--bundlesize"));
+  CHECK_THAT(error_of(with_files({"--nsubbundles", "1.5"})), Contains("--nsubbundles"));
+  CHECK_THAT(error_of(with_files({"--nwavestep", ""})), Contains("--nwavestep"));
+  CHECK_THAT(error_of(with_files({"--backend", "fortran"})), Contains("--backend") && Contains("fortran"));
+  CHECK_THAT(error_of(with_files({"--threads", "0"})), Contains("--threads"));
+  CHECK_THAT(error_of(with_files({"--nspec"})), Contains("--nspec") && Contains("needs a value"));
+  CHECK_THAT(error_of(with_files({"--decorrelate-fibers=yes"})), Contains("--decorrelate-fibers"));
+  CHECK_THAT(error_of(with_files({"--frobnicate"})), Contains("--frobnicate") && Contains("unknown"));
+  CHECK_THAT(error_of(with_files({"stray"})), Contains("stray"));
+  CHECK_THAT(error_of(with_files({"-o", ""})), Contains("-o"));
+  // Every error is one line.
+  CHECK(error_of(with_files({"-w", "x"})).find('\n') == std::string::npos);
+}
+
+TEST_CASE("cli: summary line and progress bar", "[io]") {
+  perfex::io::cli::RunResult r;
+  r.frame.nspec = 50;
+  r.frame.nwave = 1251;
+  r.frame.npatches = 260;
+  r.frame.failed_patches = 0;
+  r.seconds = 2.0;
+  r.backend = "openmp";
+  r.threads = 2;
+  CHECK(perfex::io::cli::summary_line("perfex-extract", r) ==
+        "perfex-extract: 50 fibres x 1251 wavelengths, 260 patches in 2.00 s (130.0 patches/s), backend openmp, "
+        "threads 2, failed patches 0");
+
+  std::ostringstream quiet, shown;
+  perfex::io::cli::ProgressBar off(quiet, false), on(shown, true);
+  off.update(1, 4);
+  off.finish();
+  CHECK(quiet.str().empty());
+  auto cb = on.callback();
+  cb(1, 4);
+  cb(4, 4);
+  on.finish();
+  CHECK_THAT(shown.str(), Catch::Contains("4/4 patches") && Catch::Contains("patches/s"));
+  CHECK(shown.str().back() == '\n');
+}
+
+#endif  // PERFEX_TEST_HAVE_IO
