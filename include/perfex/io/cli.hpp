@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <sstream>
@@ -306,6 +307,8 @@ class KokkosSession {
  public:
   explicit KokkosSession(int threads) {
     if (Kokkos::is_initialized()) return;
+    // Unset OMP_PROC_BIND means "false" for OpenMP; saying so silences Kokkos' start-up warning.
+    setenv("OMP_PROC_BIND", "false", /*overwrite=*/0);
 #if KOKKOS_VERSION >= 30700
     Kokkos::InitializationSettings s;
     if (threads > 0) s.set_num_threads(threads);
@@ -417,7 +420,16 @@ inline RunResult run_extraction(const std::string& backend, const psf::GaussHerm
 
 // perfex-extract's whole job: read the PSF and the image, extract, write the frame (and the
 // model when asked). The options' nspec is clipped to the PSF's fibres after specmin.
+// Fails early (before a long extraction) when an output file's folder is not writable.
+inline void check_output_folder(const std::string& option, const std::string& path) {
+  const std::string folder = frame_fits_detail::folder_of(path);
+  if (access(folder.c_str(), W_OK) != 0)
+    throw Error("option " + option + ": cannot write " + path + ": folder " + folder + ": " + std::strerror(errno));
+}
+
 inline RunResult run_extract_files(const ExtractArgs& args, const extract::ProgressCallback& progress = {}) {
+  check_output_folder("-o/--output", args.output);
+  if (!args.model.empty()) check_output_folder("-m/--model", args.model);
   const psf::GaussHermitePsfData psf = read_psf(args.psf);
   const PreprocImage image = read_preproc(args.input);
   extract::ExtractionOptions options = args.options;
