@@ -1,0 +1,234 @@
+// Self-contained extraction tests on a synthetic DESI-like PSF and simulated images (no
+// ../shared needed): planning rules, accuracy against the truth, decomposition invariance,
+// reproducibility and every robustness case of the frame driver.
+#include "perfex_test.hpp"
+
+#include <perfex/extract/extract_frame.hpp>
+#include <perfex/extract/simulate.hpp>
+#include <perfex/psf/synthetic.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace {
+
+using perfex::extract::ExtractionOptions;
+using perfex::extract::Frame;
+
+// 10 fibres (two bundles of 5) of a synthetic PSF, 80 A of spectrum.
+struct Scene {
+  perfex::psf::GaussHermitePsfData psf;
+  perfex::extract::CcdImage image;
+  std::vector<double> truth_wave;    // bin centres of the truth, 0.8 A, 12 bins of margin each side
+  std::vector<double> truth_photons; // [nspec][truth bins] photons per bin
+  int margin = 12;
+};
+
+ExtractionOptions scene_options() {
+  ExtractionOptions o;
+  o.wmin = 6000.0;
+  o.wmax = 6079.2;
+  o.dw = 0.8;
+  o.specmin = 0;
+  o.nspec = 10;
+  o.bundlesize = 5;
+  o.nsubbundles = 2;
+  o.nwavestep = 25;
+  return o;
+}
+
+const Scene& scene() {
+  static Scene s = [] {
+    Scene sc;
+    perfex::psf::SyntheticPsfOptions po;
+    po.nfib = 10;
+    po.bundlesize = 5;
+    po.npix_x = 256;  // a CCD corner holding the ten traces keeps the test fast
+    po.npix_y = 1400;
+    sc.psf = perfex::psf::make_synthetic_psf(po);
+    const ExtractionOptions o = scene_options();
+    for (int i = -sc.margin; i < 100 + sc.margin; ++i) sc.truth_wave.push_back(o.wmin + 0.8 * i);
+    sc.truth_photons = perfex::extract::make_test_spectra(o.nspec, sc.truth_wave, 7u);
+    const perfex::psf::GaussHermitePsf<Kokkos::HostSpace> dpsf(sc.psf);
+    sc.image = perfex::extract::simulate_image(Kokkos::DefaultHostExecutionSpace(), dpsf, 0, o.nspec, sc.truth_wave,
+                                               sc.truth_photons, 3.0, 11u)
+                   .ccd;
+    return sc;
+  }();
+  return s;
+}
+
+template <class ExecSpace>
+Frame extract(const perfex::extract::CcdImage& image, const ExtractionOptions& o = scene_options()) {
+  return perfex::extract::extract_frame(ExecSpace(), scene().psf, image, o);
+}
+
+bool all_finite(const Frame& f) {
+  auto fin = [](const std::vector<double>& v) {
+    return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+  };
+  return fin(f.flux) && fin(f.ivar) && fin(f.resolution) && fin(f.chi2pix) && fin(f.pixmask_fraction);
+}
+
+// (flux - R * truth / dlambda) * sqrt(ivar) over interior bins, R from the stored band.
+std::vector<double> pulls(const Frame& f) {
+  const Scene& s = scene();
+  const int nd = f.ndiag, nt = static_cast<int>(s.truth_wave.size());
+  std::vector<double> out;
+  for (int fib = 0; fib < f.nspec; ++fib)
+    for (int k = nd; k < f.nwave - nd; ++k) {
+      double expect = 0;
+      for (int d = 0; d <= 2 * nd; ++d) {  // row k of R: R[k][c] = band[d'][c] with d' = k - c + nd
+        const int c = k + d - nd;
+        const int dd = k - c + nd;
+        expect += f.resolution[(static_cast<std::size_t>(fib) * (2 * nd + 1) + dd) * f.nwave + c] *
+                  s.truth_photons[static_cast<std::size_t>(fib) * nt + c + s.margin];
+      }
+      const double dl = f.wave[1] - f.wave[0];
+      out.push_back((f.flux[f.index(fib, k)] - expect / dl) * std::sqrt(f.ivar[f.index(fib, k)]));
+    }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("patch planning follows gpu_specter and specter's rules", "[extract]") {
+  using namespace perfex::extract;
+  CHECK(split_sizes(25, 5) == std::vector<int>{5, 5, 5, 5, 5});
+  CHECK(split_sizes(25, 4) == std::vector<int>{7, 6, 6, 6});
+  CHECK(split_sizes(8, 3) == std::vector<int>{3, 2, 3});
+  CHECK(split_sizes(3, 5) == std::vector<int>{1, 1, 1});
+  const auto wave = make_wavelength_grid(5760.0, 7620.0, 0.8);
+  REQUIRE(wave.size() == 2326);
+  CHECK(wave[1] - wave[0] == 0.8000000000001819);
+  CHECK(wave.back() == 7620.000000000423);
+  const auto full = make_padded_grid(wave, 0.8, 12, 50);
+  CHECK(full.size() == 2400);
+  CHECK(full[12] == wave[0]);
+  CHECK(gradient(wave)[100] == Approx(0.8).epsilon(1e-12));
+
+  ExtractionOptions o;
+  o.specmin = 3;  // not a multiple of the bundle size
+  o.nspec = 30;
+  const auto bundles = plan_bundles(o, 500);
+  REQUIRE(bundles.size() == 2);
+  CHECK(bundles[0].bundle_lo == 0);
+  CHECK(bundles[0].req_lo == 3);
+  CHECK(bundles[0].req_hi == 25);
+  CHECK(bundles[1].req_hi == 33);
+  CHECK(o.wavepad() == 12);
+  o.nspec = 600;
+  CHECK_THROWS_WITH(plan_bundles(o, 500), Catch::Contains("specmin/nspec"));
+}
+
+PERFEX_BACKEND_TEST_CASE("extraction of a simulated image: pulls against the truth", "[extract]") {
+  PERFEX_ONLY_SELECTED_BACKEND();
+  const Frame f = extract<TestType>(scene().image);
+  REQUIRE(f.failed_patches == 0);
+  REQUIRE(all_finite(f));
+  const auto p = pulls(f);
+  double sum = 0, sum2 = 0;
+  for (double x : p) {
+    sum += x;
+    sum2 += x * x;
+  }
+  const double mean = sum / double(p.size()), rms = std::sqrt(sum2 / double(p.size()));
+  INFO("pull mean " << mean << ", RMS " << rms << " over " << p.size() << " bins");
+  CHECK(rms == Approx(1.0).margin(0.05));
+  CHECK(std::abs(mean) < 0.1);
+  // Resolution rows rebuilt from the band sum to 1 up to the truncation at +-nd.
+  const int nd = f.ndiag;
+  const int k = f.nwave / 2;
+  double rowsum = 0;
+  for (int d = 0; d <= 2 * nd; ++d) rowsum += f.resolution[static_cast<std::size_t>(2 * nd - d) * f.nwave + k + d - nd];
+  CHECK(rowsum == Approx(1.0).margin(2e-3));
+}
+
+PERFEX_BACKEND_TEST_CASE("extraction does not depend on the patch decomposition", "[extract]") {
+  PERFEX_ONLY_SELECTED_BACKEND();
+  const Frame a = extract<TestType>(scene().image);
+  ExtractionOptions o = scene_options();
+  o.nsubbundles = 1;
+  o.nwavestep = 40;
+  const Frame b = extract<TestType>(scene().image, o);
+  double worst = 0;
+  for (std::size_t i = 0; i < a.flux.size(); ++i)
+    worst = std::max(worst, std::abs(a.flux[i] - b.flux[i]) / std::sqrt(1 / a.ivar[i] + 1 / b.ivar[i]));
+  INFO("max |dflux|/sigma between decompositions " << worst);
+  CHECK(worst < 0.1);
+}
+
+TEST_CASE("extraction is reproducible and identical on every CPU backend", "[extract]") {
+  const Frame a = extract<Kokkos::DefaultHostExecutionSpace>(scene().image);
+  const Frame b = extract<Kokkos::DefaultHostExecutionSpace>(scene().image);
+  CHECK(a.flux == b.flux);  // bitwise
+  CHECK(a.ivar == b.ivar);
+  CHECK(a.resolution == b.resolution);
+#if defined(KOKKOS_ENABLE_SERIAL) && defined(KOKKOS_ENABLE_OPENMP)
+  const Frame s = extract<Kokkos::Serial>(scene().image);
+  const Frame o = extract<Kokkos::OpenMP>(scene().image);
+  for (std::size_t i = 0; i < s.flux.size(); ++i) {
+    CHECK(std::abs(s.flux[i] - o.flux[i]) <= 1e-12 * std::abs(s.flux[i]) + 1e-300);
+    CHECK(std::abs(s.ivar[i] - o.ivar[i]) <= 1e-12 * std::abs(s.ivar[i]) + 1e-300);
+  }
+#endif
+}
+
+PERFEX_BACKEND_TEST_CASE("masked, non-finite and overflowing pixels never produce NaN", "[extract]") {
+  PERFEX_ONLY_SELECTED_BACKEND();
+  const Frame clean = extract<TestType>(scene().image);
+  const ExtractionOptions o = scene_options();
+
+  SECTION("a fully masked region gives flux 0 and ivar 0") {
+    auto img = scene().image;
+    std::fill(img.ivar.begin(), img.ivar.end(), 0.0);
+    const Frame f = extract<TestType>(img);
+    REQUIRE(all_finite(f));
+    CHECK(std::all_of(f.ivar.begin(), f.ivar.end(), [](double v) { return v == 0; }));
+    CHECK(std::all_of(f.flux.begin(), f.flux.end(), [](double v) { return v == 0; }));
+    CHECK(std::all_of(f.pixmask_fraction.begin(), f.pixmask_fraction.end(), [](double v) { return v > 0.999; }));
+    CHECK((f.mask[0] & perfex::extract::allbadpix) != 0);
+  }
+  SECTION("NaN and Inf pixels are masked and counted") {
+    auto img = scene().image;
+    img.pixels[static_cast<std::size_t>(img.ncols) * 1000 + 120] = std::nan("");
+    img.ivar[static_cast<std::size_t>(img.ncols) * 1001 + 121] = INFINITY;
+    const Frame f = extract<TestType>(img);
+    CHECK(f.nonfinite_pixels == 2);
+    CHECK(all_finite(f));
+    CHECK_FALSE(f.warnings.empty());
+  }
+  SECTION("an overflowing patch fails alone: flux and ivar 0 there, reported, the rest intact") {
+    auto img = scene().image;
+    // A pixel on fibre 7's trace in the middle of the range: only that sub-bundle's patch sees it.
+    perfex::psf::GaussHermitePsf<Kokkos::HostSpace> dpsf(scene().psf);
+    Kokkos::View<double*, Kokkos::HostSpace> w("w", 1);
+    w(0) = 6040.0;
+    Kokkos::View<double**, Kokkos::HostSpace> x("x", 1, 1), y("y", 1, 1);
+    perfex::psf::evaluate_traces(Kokkos::DefaultHostExecutionSpace(), dpsf, 7, 1, Kokkos::View<const double*, Kokkos::HostSpace>(w), x, y);
+    const std::size_t pix = static_cast<std::size_t>(std::lround(y(0, 0))) * img.ncols + static_cast<std::size_t>(std::lround(x(0, 0)));
+    img.pixels[pix] = 1e308;
+    img.ivar[pix] = 1e10;
+    const Frame f = extract<TestType>(img);
+    CHECK(f.failed_patches >= 1);
+    REQUIRE(f.warnings.size() == static_cast<std::size_t>(f.failed_patches));
+    CHECK_THAT(f.warnings[0], Catch::Contains("fibres"));
+    CHECK(all_finite(f));
+    int zeroed = 0, intact = 0;
+    for (std::size_t i = 0; i < f.flux.size(); ++i) {
+      if (f.ivar[i] == 0 && f.flux[i] == 0) ++zeroed;
+      if (f.flux[i] == clean.flux[i] && f.ivar[i] == clean.ivar[i]) ++intact;
+    }
+    CHECK(zeroed > 0);
+    CHECK(zeroed + intact == static_cast<int>(f.flux.size()));
+  }
+  SECTION("wavelengths running off the CCD and outside the PSF domain") {
+    ExtractionOptions off = o;
+    off.wmin = 5480.0;  // below the PSF domain (5543) and below row 0
+    off.wmax = 5600.0;
+    const Frame f = extract<TestType>(scene().image, off);
+    CHECK(all_finite(f));
+    CHECK(f.failed_patches == 0);
+    CHECK(f.ivar[f.index(0, 0)] == 0);  // 5480 A lands far below the CCD
+  }
+}
