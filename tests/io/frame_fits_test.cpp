@@ -428,6 +428,37 @@ TEST_CASE("frame FITS: errors name the file and the HDU", "[io]") {
   CHECK_THROWS_WITH(perfex::io::read_frame(partial), Catch::Contains(partial) && Catch::Contains("RESOLUTION"));
 }
 
+TEST_CASE("frame FITS: frames of other writers read with defaults", "[io]") {
+  TempDir dir;
+  const std::string path = dir.file("foreign.fits");
+  const auto fr = small_frame();
+  perfex::io::write_frame(path, fr, {});
+  {
+    int status = 0, type = 0;
+    fitsfile* f = nullptr;
+    fits_open_file(&f, path.c_str(), READWRITE, &status);
+    for (const char* key : {"GRIDWMIN", "GRIDWMAX", "GRIDDW", "BUNDSIZE", "NSUBBUND", "DECORR", "NDIAG", "NPATCH",
+                            "SPECMIN", "EXTTIME", "NNONFIN"})
+      fits_delete_key(f, key, &status);
+    fits_movnam_hdu(f, ANY_HDU, const_cast<char*>("PIXMASK_FRACTION"), 0, &status);
+    fits_delete_hdu(f, &type, &status);
+    fits_close_file(f, &status);
+    REQUIRE(status == 0);
+  }
+  const auto back = perfex::io::read_frame(path);
+  const perfex::extract::ExtractionOptions defaults;
+  CHECK(back.nspec == fr.nspec);
+  CHECK(back.nwave == fr.nwave);
+  CHECK(back.ndiag == fr.ndiag);  // from the RESOLUTION shape
+  CHECK(back.specmin == 0);
+  CHECK(back.options.dw == 0.8);  // WAVESTEP
+  CHECK(back.options.bundlesize == defaults.bundlesize);
+  CHECK(back.options.decorrelation == defaults.decorrelation);
+  CHECK(back.options.psferr == 0.01);
+  CHECK(back.pixmask_fraction == std::vector<double>(fr.flux.size(), 0.0));
+  CHECK(back.wave == fr.wave);
+}
+
 TEST_CASE("frame FITS: model image", "[io]") {
   TempDir dir;
   auto fr = small_frame();

@@ -304,64 +304,85 @@ inline void write_model(const std::string& path, const extract::Frame& frame, co
 }
 
 inline extract::Frame read_frame(const std::string& path) {
+  // Everything write_frame writes. Frames from other writers (desispec, gpu_specter) read too:
+  // the shapes come from the images, missing settings keep their defaults, a missing
+  // PIXMASK_FRACTION (or CHI2PIX) HDU reads as zeros.
   FitsFile in(path, FitsFile::Mode::read);
   extract::Frame fr;
   in.move_to("FLUX");
-  fr.nspec = in.read_key<int>("NSPEC");
-  fr.specmin = in.read_key<int>("SPECMIN");
-  fr.ndiag = in.read_key<int>("NDIAG");
+  auto flux = in.read_image<double>();
+  if (flux.axes.size() != 2) in.fail(0, "FLUX is not a 2-D [NSPEC][NWAVE] image");
+  fr.nwave = static_cast<int>(flux.axes[0]);
+  fr.nspec = static_cast<int>(flux.axes[1]);
+  fr.flux = std::move(flux.data);
+  if (auto n = in.read_key_optional<int>("NSPEC"); n && *n != fr.nspec)
+    in.fail(0, "keyword NSPEC = " + std::to_string(*n) + " does not match the image's " + std::to_string(fr.nspec) +
+                   " spectra");
+  fr.specmin = in.read_key_optional<int>("SPECMIN").value_or(0);
   auto& o = fr.options;
-  o.wmin = in.read_key<double>("GRIDWMIN");
-  o.wmax = in.read_key<double>("GRIDWMAX");
-  o.dw = in.read_key<double>("GRIDDW");
   o.specmin = fr.specmin;
   o.nspec = fr.nspec;
-  o.bundlesize = in.read_key<int>("BUNDSIZE");
-  o.nsubbundles = in.read_key<int>("NSUBBUND");
-  o.nwavestep = in.read_key<int>("NWAVSTEP");
-  o.wavepad0 = in.read_key<int>("WAVEPAD0");
-  o.wavepad_frac = in.read_key<double>("WAVEPADF");
-  o.pixpad_frac = in.read_key<double>("PIXPADF");
-  o.regularize = in.read_key<double>("REGULARI");
-  o.psferr = in.read_key<double>("PSFERR");
-  const std::string decorr = in.read_key<std::string>("DECORR");
-  if (decorr == "signal")
-    o.decorrelation = extract::Decorrelation::signal;
-  else if (decorr == "noise")
-    o.decorrelation = extract::Decorrelation::noise;
-  else
-    in.fail(0, "keyword 'DECORR' has the unknown value '" + decorr + "'");
-  o.eigen_clip = in.read_key<double>("EIGCLIP");
+  auto opt_d = [&](const char* key, double& v) { v = in.read_key_optional<double>(key).value_or(v); };
+  auto opt_i = [&](const char* key, int& v) { v = in.read_key_optional<int>(key).value_or(v); };
+  opt_d("GRIDWMIN", o.wmin);
+  opt_d("GRIDWMAX", o.wmax);
+  if (!in.read_key_optional<double>("GRIDDW")) opt_d("WAVESTEP", o.dw);
+  opt_d("GRIDDW", o.dw);
+  opt_i("BUNDSIZE", o.bundlesize);
+  opt_i("NSUBBUND", o.nsubbundles);
+  opt_i("NWAVSTEP", o.nwavestep);
+  opt_i("WAVEPAD0", o.wavepad0);
+  opt_d("WAVEPADF", o.wavepad_frac);
+  opt_d("PIXPADF", o.pixpad_frac);
+  opt_d("REGULARI", o.regularize);
+  opt_d("PSFERR", o.psferr);
+  if (auto decorr = in.read_key_optional<std::string>("DECORR")) {
+    if (*decorr == "signal")
+      o.decorrelation = extract::Decorrelation::signal;
+    else if (*decorr == "noise")
+      o.decorrelation = extract::Decorrelation::noise;
+    else
+      in.fail(0, "keyword 'DECORR' has the unknown value '" + *decorr + "'");
+  }
+  opt_d("EIGCLIP", o.eigen_clip);
   o.model_image = in.read_key_optional<bool>("MODELIMG").value_or(false);
-  o.batch_patches = in.read_key_optional<int>("BATCHPAT").value_or(0);
-  fr.npatches = in.read_key<int>("NPATCH");
-  fr.failed_patches = in.read_key<int>("NFAILPAT");
-  fr.nonfinite_pixels = in.read_key<long long>("NNONFIN");
-  fr.seconds = in.read_key<double>("EXTTIME");
+  opt_i("BATCHPAT", o.batch_patches);
+  opt_i("NPATCH", fr.npatches);
+  opt_i("NFAILPAT", fr.failed_patches);
+  fr.nonfinite_pixels = in.read_key_optional<long long>("NNONFIN").value_or(0);
+  opt_d("EXTTIME", fr.seconds);
 
-  auto flux = in.read_image<double>();
-  if (flux.axes.size() != 2 || flux.axes[1] != fr.nspec) in.fail(0, "FLUX is not an [NSPEC][NWAVE] image");
-  fr.nwave = static_cast<int>(flux.axes[0]);
-  const long nspec = fr.nspec, K = fr.nwave, nband = 2 * fr.ndiag + 1;
-  fr.flux = std::move(flux.data);
-
+  const long nspec = fr.nspec, K = fr.nwave;
+  auto shape_text = [](const std::vector<long>& axes) {
+    std::string t;
+    for (long n : axes) t += (t.empty() ? "" : "x") + std::to_string(n);
+    return t.empty() ? std::string("(none)") : t;
+  };
   auto read = [&](const std::string& name, const std::vector<long>& axes, auto tag) {
     using T = decltype(tag);
     auto img = in.read_image<T>(name);
-    if (img.axes != axes) {
-      std::string got, want;
-      for (long n : img.axes) got += (got.empty() ? "" : "x") + std::to_string(n);
-      for (long n : axes) want += (want.empty() ? "" : "x") + std::to_string(n);
-      in.fail(0, "image axes " + (got.empty() ? std::string("(none)") : got) + " (NAXIS1 first), expected " + want);
-    }
+    if (img.axes != axes)
+      in.fail(0, "image axes " + shape_text(img.axes) + " (NAXIS1 first), expected " + shape_text(axes));
     return std::move(img.data);
   };
   fr.ivar = read("IVAR", {K, nspec}, double{});
   fr.mask = read("MASK", {K, nspec}, std::uint32_t{});
   fr.wave = read("WAVELENGTH", {K}, double{});
-  fr.resolution = read("RESOLUTION", {K, nband, nspec}, double{});
-  fr.chi2pix = read("CHI2PIX", {K, nspec}, double{});
-  fr.pixmask_fraction = read("PIXMASK_FRACTION", {K, nspec}, double{});
+  {
+    auto res = in.read_image<double>("RESOLUTION");
+    if (res.axes.size() != 3 || res.axes[0] != K || res.axes[2] != nspec || res.axes[1] % 2 != 1)
+      in.fail(0, "image axes " + shape_text(res.axes) + " (NAXIS1 first), expected " + std::to_string(K) +
+                     "x(2*NDIAG+1)x" + std::to_string(nspec));
+    fr.ndiag = static_cast<int>((res.axes[1] - 1) / 2);
+    if (auto nd = in.read_key_optional<int>("NDIAG"); nd && *nd != fr.ndiag)
+      in.fail(0, "keyword NDIAG = " + std::to_string(*nd) + " does not match the image's " +
+                     std::to_string(res.axes[1]) + " diagonals");
+    fr.resolution = std::move(res.data);
+  }
+  const std::size_t n = static_cast<std::size_t>(nspec) * static_cast<std::size_t>(K);
+  fr.chi2pix = in.has_hdu("CHI2PIX") ? read("CHI2PIX", {K, nspec}, double{}) : std::vector<double>(n, 0.0);
+  fr.pixmask_fraction = in.has_hdu("PIXMASK_FRACTION") ? read("PIXMASK_FRACTION", {K, nspec}, double{})
+                                                       : std::vector<double>(n, 0.0);
   return fr;
 }
 
