@@ -131,6 +131,8 @@ TEST_CASE("cli: summary line and progress bar", "[io]") {
   off.finish();
   CHECK(quiet.str().empty());
   auto cb = on.callback();
+  cb(0, 0);  // extraction starts: nothing drawn
+  CHECK(shown.str().empty());
   cb(1, 4);
   cb(4, 4);
   on.finish();

@@ -356,7 +356,9 @@ class ProgressBar {
   ProgressBar(std::ostream& out, bool enabled) : out_(out), enabled_(enabled), start_(clock::now()) {}
   static bool stderr_is_terminal() { return isatty(fileno(stderr)) != 0; }
 
+  // (0, 0) marks the start of the extraction (run_extraction sends it): the clock restarts.
   void update(int done, int total) {
+    if (done == 0 && total == 0) start_ = clock::now();
     if (!enabled_ || total <= 0) return;
     const auto now = clock::now();
     if (drawn_ && done < total && now - last_ < std::chrono::milliseconds(100)) return;
@@ -403,12 +405,14 @@ struct RunResult {
   double seconds = 0;  // extraction only (not I/O)
 };
 
-// Extracts `image` with `psf` on the named backend.
+// Extracts `image` with `psf` on the named backend. progress(0, 0) is called once when the
+// extraction starts, then extract_frame's (done, total) after each batch of patches.
 inline RunResult run_extraction(const std::string& backend, const psf::GaussHermitePsfData& psf,
                                 const extract::CcdImage& image, const extract::ExtractionOptions& options,
                                 const extract::ProgressCallback& progress = {}) {
   RunResult r;
   r.backend = backend;
+  if (progress) progress(0, 0);
   const auto t0 = std::chrono::steady_clock::now();
   r.frame = with_backend(backend, [&](const auto& exec) {
     r.threads = perfex::concurrency(exec);
