@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Installs everything perfex needs on Debian 12 and builds Kokkos + Kokkos Kernels 3.4.1
 # (Serial + OpenMP, C++17) from Debian's own trilinos source package into a cache prefix
-# outside the clone, so later clones and CI runs reuse it. Idempotent.
+# outside the clone, so later clones and CI runs reuse it. Where nvcc is found (PATH or
+# /usr/local/cuda/bin) it also builds a Serial + CUDA Kokkos (Ampere, sm_80) from a patched
+# copy of the same source (scripts/patches/kokkos-3.4.1-cuda13.patch). Idempotent.
 #
 # Environment:
 #   PERFEX_DEPS_DIR   cache folder (default: ~/.cache/perfex)
+#   PERFEX_CUDA=OFF   never build the CUDA Kokkos
 #   Kokkos_ROOT / CMAKE_PREFIX_PATH   a user's own Kokkos (3.4 .. 4.x): nothing is built
-# Prints the Kokkos prefix to use as the last line of stdout ("KOKKOS_PREFIX=...").
+# Prints "KOKKOS_CUDA_PREFIX=..." when the CUDA Kokkos is there, and the Kokkos prefix to
+# use as the last line of stdout ("KOKKOS_PREFIX=...").
 set -euo pipefail
 
 deps_dir=${PERFEX_DEPS_DIR:-${HOME}/.cache/perfex}
@@ -18,7 +22,7 @@ sudo_cmd=()
 
 # ---- Debian packages --------------------------------------------------------------------
 packages=(g++ cmake make pkg-config catch2 libbenchmark-dev libcfitsio-dev liblapack-dev
-          libblas-dev dpkg-dev xz-utils ca-certificates)
+          libblas-dev dpkg-dev xz-utils ca-certificates patch)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -104,26 +108,31 @@ PY
   rm -rf "${src_dir}.tmp"
 }
 
-# build_kokkos NAME KOKKOS_CMAKE_ARGS...  → installs into ${deps_dir}/NAME
+# build_kokkos NAME SRC KEY CXX KOKKOS_CMAKE_ARGS...  → installs into ${deps_dir}/NAME from
+# SRC/kokkos and SRC/kokkos-kernels, compiled by CXX (empty: CMake's default); KEY (written
+# into the stamp) names what the build depends on beyond NAME, so a changed patch rebuilds.
 build_kokkos() {
-  local name=$1; shift
+  local name=$1 src=$2 key=$3 cxx=$4; shift 4
   local prefix="${deps_dir}/${name}"
   local stamp="${prefix}/.perfex-complete"
-  if [ -f "$stamp" ]; then log "reusing ${prefix}"; return 0; fi
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ]; then log "reusing ${prefix}"; return 0; fi
   fetch_trilinos_source
+  local cxx_args=()
+  [ -z "$cxx" ] || cxx_args=(-DCMAKE_CXX_COMPILER="$cxx")
   local jobs
   jobs=$(nproc)
   local build="${deps_dir}/build-${name}"
   rm -rf "$build" "$prefix"
   log "building Kokkos 3.4.1 (${name}) into ${prefix}"
-  cmake -S "${src_dir}/kokkos" -B "$build/kokkos" -DCMAKE_BUILD_TYPE=Release \
+  local t0=$SECONDS
+  cmake -S "${src}/kokkos" -B "$build/kokkos" -DCMAKE_BUILD_TYPE=Release "${cxx_args[@]}" \
         -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_CXX_STANDARD=17 -DCMAKE_CXX_EXTENSIONS=OFF \
         -DKokkos_ENABLE_SERIAL=ON -DBUILD_SHARED_LIBS=ON "$@" >"$build.log" 2>&1 \
     || { tail -n 40 "$build.log" >&2; exit 1; }
   cmake --build "$build/kokkos" -j "$jobs" >>"$build.log" 2>&1 && cmake --install "$build/kokkos" >>"$build.log" 2>&1 \
     || { tail -n 40 "$build.log" >&2; exit 1; }
   log "installing Kokkos Kernels 3.4.1 (${name}) headers and CMake package"
-  cmake -S "${src_dir}/kokkos-kernels" -B "$build/kk" -DCMAKE_BUILD_TYPE=Release \
+  cmake -S "${src}/kokkos-kernels" -B "$build/kk" -DCMAKE_BUILD_TYPE=Release "${cxx_args[@]}" \
         -DCMAKE_INSTALL_PREFIX="$prefix" -DKokkos_ROOT="$prefix" -DCMAKE_CXX_EXTENSIONS=OFF \
         -DKokkosKernels_INST_DOUBLE=OFF -DKokkosKernels_INST_FLOAT=OFF \
         -DKokkosKernels_INST_ORDINAL_INT=OFF -DKokkosKernels_INST_OFFSET_INT=OFF \
@@ -136,9 +145,35 @@ build_kokkos() {
   cmake --build "$build/kk" -j "$jobs" >>"$build.log" 2>&1 && cmake --install "$build/kk" >>"$build.log" 2>&1 \
     || { tail -n 40 "$build.log" >&2; exit 1; }
   rm -rf "$build"
-  touch "$stamp"
+  log "built ${name} in $((SECONDS - t0)) s"
+  printf '%s' "$key" >"$stamp"
 }
 
-build_kokkos kokkos-3.4.1-openmp -DKokkos_ENABLE_OPENMP=ON
+build_kokkos kokkos-3.4.1-openmp "${src_dir}" "" "" -DKokkos_ENABLE_OPENMP=ON
+
+# ---- CUDA: Serial + CUDA Kokkos from a patched copy of the source ------------------------
+find_nvcc() {
+  command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; } || true
+}
+patch_file="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/patches/kokkos-3.4.1-cuda13.patch"
+nvcc=$(find_nvcc)
+if [ "${PERFEX_CUDA:-ON}" != "OFF" ] && [ -n "$nvcc" ]; then
+  # nvcc_wrapper calls the nvcc on PATH.
+  export PATH="$(dirname "$nvcc"):${PATH}"
+  patch_sum=$(sha256sum "$patch_file" | cut -c1-16)
+  cuda_src="${deps_dir}/src-cuda"
+  if [ "$(cat "${cuda_src}/.perfex-patch" 2>/dev/null)" != "$patch_sum" ]; then
+    log "patching a copy of the Kokkos source for CUDA 13 ($(basename "$patch_file"))"
+    fetch_trilinos_source
+    rm -rf "$cuda_src" && mkdir -p "$cuda_src"
+    cp -r "${src_dir}/kokkos" "${src_dir}/kokkos-kernels" "$cuda_src/"
+    patch -s -p1 -d "${cuda_src}/kokkos" <"$patch_file"
+    printf '%s' "$patch_sum" >"${cuda_src}/.perfex-patch"
+  fi
+  build_kokkos kokkos-3.4.1-cuda "$cuda_src" "patch ${patch_sum}" "${cuda_src}/kokkos/bin/nvcc_wrapper" \
+    -DKokkos_ENABLE_CUDA=ON \
+    -DKokkos_ENABLE_CUDA_LAMBDA=ON -DKokkos_ARCH_AMPERE80=ON
+  echo "KOKKOS_CUDA_PREFIX=${deps_dir}/kokkos-3.4.1-cuda"
+fi
 
 echo "KOKKOS_PREFIX=${deps_dir}/kokkos-3.4.1-openmp"
