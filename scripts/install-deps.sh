@@ -108,72 +108,32 @@ PY
   rm -rf "${src_dir}.tmp"
 }
 
-# build_kokkos NAME SRC KEY CXX KOKKOS_CMAKE_ARGS...  → installs into ${deps_dir}/NAME from
-# SRC/kokkos and SRC/kokkos-kernels, compiled by CXX (empty: CMake's default); KEY (written
-# into the stamp) names what the build depends on beyond NAME, so a changed patch rebuilds.
-build_kokkos() {
-  local name=$1 src=$2 key=$3 cxx=$4; shift 4
-  local prefix="${deps_dir}/${name}"
-  local stamp="${prefix}/.perfex-complete"
-  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ]; then log "reusing ${prefix}"; return 0; fi
+# shellcheck source=lib/kokkos.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/kokkos.sh"
+jobs=$(nproc)
+
+openmp_prefix="${deps_dir}/kokkos-3.4.1-openmp"
+if ! kokkos_built "$openmp_prefix" ""; then
   fetch_trilinos_source
-  local cxx_args=()
-  [ -z "$cxx" ] || cxx_args=(-DCMAKE_CXX_COMPILER="$cxx")
-  local jobs
-  jobs=$(nproc)
-  local build="${deps_dir}/build-${name}"
-  rm -rf "$build" "$prefix"
-  log "building Kokkos 3.4.1 (${name}) into ${prefix}"
-  local t0=$SECONDS
-  cmake -S "${src}/kokkos" -B "$build/kokkos" -DCMAKE_BUILD_TYPE=Release "${cxx_args[@]}" \
-        -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_CXX_STANDARD=17 -DCMAKE_CXX_EXTENSIONS=OFF \
-        -DKokkos_ENABLE_SERIAL=ON -DBUILD_SHARED_LIBS=ON "$@" >"$build.log" 2>&1 \
-    || { tail -n 40 "$build.log" >&2; exit 1; }
-  cmake --build "$build/kokkos" -j "$jobs" >>"$build.log" 2>&1 && cmake --install "$build/kokkos" >>"$build.log" 2>&1 \
-    || { tail -n 40 "$build.log" >&2; exit 1; }
-  log "installing Kokkos Kernels 3.4.1 (${name}) headers and CMake package"
-  cmake -S "${src}/kokkos-kernels" -B "$build/kk" -DCMAKE_BUILD_TYPE=Release "${cxx_args[@]}" \
-        -DCMAKE_INSTALL_PREFIX="$prefix" -DKokkos_ROOT="$prefix" -DCMAKE_CXX_EXTENSIONS=OFF \
-        -DKokkosKernels_INST_DOUBLE=OFF -DKokkosKernels_INST_FLOAT=OFF \
-        -DKokkosKernels_INST_ORDINAL_INT=OFF -DKokkosKernels_INST_OFFSET_INT=OFF \
-        -DKokkosKernels_INST_OFFSET_SIZE_T=OFF -DKokkosKernels_INST_LAYOUTLEFT=OFF \
-        -DKokkosKernels_INST_EXECSPACE_OPENMP=OFF -DKokkosKernels_INST_EXECSPACE_SERIAL=OFF \
-        -DKokkosKernels_INST_MEMSPACE_HOSTSPACE=OFF -DKokkosKernels_ENABLE_TESTS=OFF \
-        -DKokkosKernels_ENABLE_TPL_BLAS=OFF -DKokkosKernels_ENABLE_TPL_CUBLAS=OFF \
-        -DKokkosKernels_ENABLE_TPL_CUSPARSE=OFF -DBUILD_SHARED_LIBS=ON >>"$build.log" 2>&1 \
-    || { tail -n 40 "$build.log" >&2; exit 1; }
-  cmake --build "$build/kk" -j "$jobs" >>"$build.log" 2>&1 && cmake --install "$build/kk" >>"$build.log" 2>&1 \
-    || { tail -n 40 "$build.log" >&2; exit 1; }
-  rm -rf "$build"
-  log "built ${name} in $((SECONDS - t0)) s"
-  printf '%s' "$key" >"$stamp"
-}
+  build_kokkos "$openmp_prefix" "$src_dir" "" "" "$jobs" -DKokkos_ENABLE_OPENMP=ON || exit 1
+fi
 
-build_kokkos kokkos-3.4.1-openmp "${src_dir}" "" "" -DKokkos_ENABLE_OPENMP=ON
-
-# ---- CUDA: Serial + CUDA Kokkos from a patched copy of the source ------------------------
-find_nvcc() {
-  command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; } || true
-}
-patch_file="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/patches/kokkos-3.4.1-cuda13.patch"
+# ---- CUDA: Serial + CUDA Kokkos (Ampere) from a patched copy of the source ----------------
 nvcc=$(find_nvcc)
 if [ "${PERFEX_CUDA:-ON}" != "OFF" ] && [ -n "$nvcc" ]; then
   # nvcc_wrapper calls the nvcc on PATH.
   export PATH="$(dirname "$nvcc"):${PATH}"
-  patch_sum=$(sha256sum "$patch_file" | cut -c1-16)
+  patch_file="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/patches/kokkos-3.4.1-cuda13.patch"
   cuda_src="${deps_dir}/src-cuda"
-  if [ "$(cat "${cuda_src}/.perfex-patch" 2>/dev/null)" != "$patch_sum" ]; then
-    log "patching a copy of the Kokkos source for CUDA 13 ($(basename "$patch_file"))"
+  cuda_prefix="${deps_dir}/kokkos-3.4.1-cuda"
+  key="patch $(sha256sum "$patch_file" | cut -c1-16)"
+  if ! kokkos_built "$cuda_prefix" "$key"; then
     fetch_trilinos_source
-    rm -rf "$cuda_src" && mkdir -p "$cuda_src"
-    cp -r "${src_dir}/kokkos" "${src_dir}/kokkos-kernels" "$cuda_src/"
-    patch -s -p1 -d "${cuda_src}/kokkos" <"$patch_file"
-    printf '%s' "$patch_sum" >"${cuda_src}/.perfex-patch"
+    patch_kokkos_source "$src_dir" "$cuda_src" "$patch_file"
+    build_kokkos "$cuda_prefix" "$cuda_src" "$key" "${cuda_src}/kokkos/bin/nvcc_wrapper" "$jobs" \
+      -DKokkos_ENABLE_CUDA=ON -DKokkos_ENABLE_CUDA_LAMBDA=ON -DKokkos_ARCH_AMPERE80=ON || exit 1
   fi
-  build_kokkos kokkos-3.4.1-cuda "$cuda_src" "patch ${patch_sum}" "${cuda_src}/kokkos/bin/nvcc_wrapper" \
-    -DKokkos_ENABLE_CUDA=ON \
-    -DKokkos_ENABLE_CUDA_LAMBDA=ON -DKokkos_ARCH_AMPERE80=ON
-  echo "KOKKOS_CUDA_PREFIX=${deps_dir}/kokkos-3.4.1-cuda"
+  echo "KOKKOS_CUDA_PREFIX=${cuda_prefix}"
 fi
 
-echo "KOKKOS_PREFIX=${deps_dir}/kokkos-3.4.1-openmp"
+echo "KOKKOS_PREFIX=${openmp_prefix}"

@@ -1,0 +1,65 @@
+# Sourced by install-deps.sh and gpu-run.sh: builds Kokkos + Kokkos Kernels 3.4.1 from a
+# source folder holding kokkos/ and kokkos-kernels/ (Debian's trilinos source, or a copy of
+# it carried to a machine without network).
+
+kokkos_log() { echo "[perfex-deps] $*" >&2; }
+
+# kokkos_built PREFIX KEY: whether PREFIX holds a complete build made with KEY.
+kokkos_built() {
+  [ -f "$1/.perfex-complete" ] && [ "$(cat "$1/.perfex-complete")" = "$2" ]
+}
+
+# build_kokkos PREFIX SRC KEY CXX JOBS KOKKOS_CMAKE_ARGS...  → installs into PREFIX, compiled
+# by CXX (empty: CMake's default) with JOBS parallel jobs; KEY (written into the stamp) names
+# what the build depends on beyond PREFIX, so a changed patch rebuilds. Kokkos Kernels is
+# installed with explicit instantiation off: perfex only uses its header-only batched
+# routines.
+build_kokkos() {
+  local prefix=$1 src=$2 key=$3 cxx=$4 jobs=$5; shift 5
+  if kokkos_built "$prefix" "$key"; then kokkos_log "reusing ${prefix}"; return 0; fi
+  local cxx_args=()
+  [ -z "$cxx" ] || cxx_args=(-DCMAKE_CXX_COMPILER="$cxx")
+  local build="${prefix}.build" logf="${prefix}.log" t0=$SECONDS
+  rm -rf "$build" "$prefix"
+  kokkos_log "building Kokkos 3.4.1 into ${prefix} (log: ${logf})"
+  cmake -S "${src}/kokkos" -B "$build/kokkos" -DCMAKE_BUILD_TYPE=Release "${cxx_args[@]}" \
+        -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_CXX_STANDARD=17 -DCMAKE_CXX_EXTENSIONS=OFF \
+        -DKokkos_ENABLE_SERIAL=ON -DBUILD_SHARED_LIBS=ON "$@" >"$logf" 2>&1 \
+    || { tail -n 40 "$logf" >&2; return 1; }
+  cmake --build "$build/kokkos" -j "$jobs" >>"$logf" 2>&1 && cmake --install "$build/kokkos" >>"$logf" 2>&1 \
+    || { tail -n 40 "$logf" >&2; return 1; }
+  kokkos_log "installing Kokkos Kernels 3.4.1 headers and CMake package into ${prefix}"
+  cmake -S "${src}/kokkos-kernels" -B "$build/kk" -DCMAKE_BUILD_TYPE=Release "${cxx_args[@]}" \
+        -DCMAKE_INSTALL_PREFIX="$prefix" -DKokkos_ROOT="$prefix" -DCMAKE_CXX_EXTENSIONS=OFF \
+        -DKokkosKernels_INST_DOUBLE=OFF -DKokkosKernels_INST_FLOAT=OFF \
+        -DKokkosKernels_INST_ORDINAL_INT=OFF -DKokkosKernels_INST_OFFSET_INT=OFF \
+        -DKokkosKernels_INST_OFFSET_SIZE_T=OFF -DKokkosKernels_INST_LAYOUTLEFT=OFF \
+        -DKokkosKernels_INST_EXECSPACE_OPENMP=OFF -DKokkosKernels_INST_EXECSPACE_SERIAL=OFF \
+        -DKokkosKernels_INST_MEMSPACE_HOSTSPACE=OFF -DKokkosKernels_ENABLE_TESTS=OFF \
+        -DKokkosKernels_ENABLE_TPL_BLAS=OFF -DKokkosKernels_ENABLE_TPL_CUBLAS=OFF \
+        -DKokkosKernels_ENABLE_TPL_CUSPARSE=OFF -DBUILD_SHARED_LIBS=ON >>"$logf" 2>&1 \
+    || { tail -n 40 "$logf" >&2; return 1; }
+  cmake --build "$build/kk" -j "$jobs" >>"$logf" 2>&1 && cmake --install "$build/kk" >>"$logf" 2>&1 \
+    || { tail -n 40 "$logf" >&2; return 1; }
+  rm -rf "$build"
+  kokkos_log "built ${prefix} in $((SECONDS - t0)) s"
+  printf '%s' "$key" >"${prefix}/.perfex-complete"
+}
+
+# find_nvcc: path of nvcc (PATH, then /usr/local/cuda/bin), or nothing.
+find_nvcc() {
+  command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; } || true
+}
+
+# patch_kokkos_source SRC DEST PATCH: DEST/{kokkos,kokkos-kernels} = SRC's with PATCH applied
+# to kokkos (redone only when the patch changed; DEST/.perfex-patch holds its checksum).
+patch_kokkos_source() {
+  local src=$1 dest=$2 patch_file=$3 sum
+  sum=$(sha256sum "$patch_file" | cut -c1-16)
+  [ "$(cat "${dest}/.perfex-patch" 2>/dev/null)" = "$sum" ] && return 0
+  kokkos_log "patching a copy of the Kokkos source ($(basename "$patch_file"))"
+  rm -rf "$dest" && mkdir -p "$dest"
+  cp -r "${src}/kokkos" "${src}/kokkos-kernels" "$dest/"
+  patch -s -p1 -d "${dest}/kokkos" <"$patch_file"
+  printf '%s' "$sum" >"${dest}/.perfex-patch"
+}
