@@ -1,5 +1,6 @@
 // perfex::linalg benchmarks: portable team kernels vs the host LAPACK (one matrix per
-// RangePolicy index), per size (74, 444, 518) and batch size, on every enabled host backend.
+// RangePolicy index), per size (74, 444, 518) and batch size, on every enabled backend (the
+// LAPACK variants on host backends only).
 // Names: linalg/<op>/<portable|lapack>/<backend>, arguments n/batch.
 // Flop models (counter GFLOP/s): Cholesky n^3/3; solve 2n^2 (one right-hand side);
 // inverse diagonal blocks (bs = 74, all n/74 blocks): portable sum_I (n - I bs)^2 bs +
@@ -116,6 +117,9 @@ struct LapackInverseSqrt {
 #endif
 
 template <class Exec>
+constexpr bool host_exec = Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible;
+
+template <class Exec>
 void run(benchmark::State& state, Op op, pl::Backend backend) {
   const int n = int(state.range(0));
   const int nbatch = int(state.range(1));
@@ -144,20 +148,24 @@ void run(benchmark::State& state, Op op, pl::Backend backend) {
         case Op::syev: pl::batched_syev(exec, A, w, status, backend); break;
         case Op::inverse_diag_blocks:
 #if PERFEX_HAVE_LAPACK
-          if (lapack) {
-            Kokkos::parallel_for("perfex::bench::lapack_inverse_blocks", Kokkos::RangePolicy<Exec>(exec, 0, nbatch),
-                                 LapackInverseBlocks<Exec>{L, V, C, bs});
-            break;
+          if constexpr (host_exec<Exec>) {
+            if (lapack) {
+              Kokkos::parallel_for("perfex::bench::lapack_inverse_blocks", Kokkos::RangePolicy<Exec>(exec, 0, nbatch),
+                                   LapackInverseBlocks<Exec>{L, V, C, bs});
+              break;
+            }
           }
 #endif
           pl::batched_cholesky_inverse_diag_blocks(exec, L, bs, C);
           break;
         case Op::inverse_sqrt:
 #if PERFEX_HAVE_LAPACK
-          if (lapack) {
-            Kokkos::parallel_for("perfex::bench::lapack_inverse_sqrt", Kokkos::RangePolicy<Exec>(exec, 0, nbatch),
-                                 LapackInverseSqrt<Exec>{A, V, w});
-            break;
+          if constexpr (host_exec<Exec>) {
+            if (lapack) {
+              Kokkos::parallel_for("perfex::bench::lapack_inverse_sqrt", Kokkos::RangePolicy<Exec>(exec, 0, nbatch),
+                                   LapackInverseSqrt<Exec>{A, V, w});
+              break;
+            }
           }
 #endif
           Kokkos::TeamPolicy<Exec> policy(exec, nbatch, Kokkos::AUTO);
@@ -190,9 +198,7 @@ void register_backend() {
   const bool smoke = perfex_bench::smoke();
   for (Op op : {Op::cholesky, Op::solve, Op::inverse_diag_blocks, Op::syev, Op::inverse_sqrt}) {
     for (pl::Backend be : {pl::Backend::portable, pl::Backend::lapack}) {
-#if !PERFEX_HAVE_LAPACK
-      if (be == pl::Backend::lapack) continue;
-#endif
+      if (be == pl::Backend::lapack && (!PERFEX_HAVE_LAPACK || !host_exec<Exec>)) continue;
       const std::string name =
           std::string("linalg/") + op_name(op) + (be == pl::Backend::lapack ? "/lapack/" : "/portable/") + backend;
       auto* b = benchmark::RegisterBenchmark(name.c_str(), run<Exec>, op, be)->UseManualTime()->Unit(
@@ -212,6 +218,9 @@ const bool registered = []() {
 #endif
 #ifdef KOKKOS_ENABLE_OPENMP
   register_backend<Kokkos::OpenMP>();
+#endif
+#ifdef KOKKOS_ENABLE_CUDA
+  register_backend<Kokkos::Cuda>();
 #endif
   return true;
 }();
