@@ -43,8 +43,8 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-mkdir -p "$carry"
-carry=$(cd "$carry" && pwd)
+[ "$pack" = 0 ] || mkdir -p "$carry"
+carry=$(cd "$carry" 2>/dev/null && pwd || echo "$carry")
 
 # ---- --pack: on a machine with scripts/install-deps.sh's cache ---------------------------
 if [ "$pack" = 1 ]; then
