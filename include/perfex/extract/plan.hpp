@@ -22,6 +22,7 @@ struct PatchDesc {
   int nkeep = 0;      // kept (core) wavelengths, <= nwavestep
   int row0 = 0, row1 = 0, col0 = 0, col1 = 0;  // pixel window, half-open, clipped to the CCD
   int out_fibre0 = 0; // frame row (fibre - specmin) of the first kept fibre
+  int band = 0;       // half-bandwidth of the normal matrix, unknowns wavelength-major (set on the device)
 };
 
 struct SubBundle {

@@ -9,6 +9,7 @@
 // PERFEX_HAVE_LAPACK; otherwise it throws perfex::Error.
 #include <perfex/config.hpp>
 #include <perfex/error.hpp>
+#include <perfex/linalg/band_cholesky.hpp>
 #include <perfex/linalg/cholesky.hpp>
 #include <perfex/linalg/eigen.hpp>
 #include <perfex/linalg/lapack.hpp>
@@ -90,7 +91,63 @@ struct BatchedInverseDiagBlocks {
   }
 };
 
+template <class ExecSpace, class A3, class S1>
+struct BatchedBandCholesky {
+  A3 AB;
+  S1 status;
+  KOKKOS_INLINE_FUNCTION void operator()(const Member<ExecSpace>& member) const {
+    const int b = member.league_rank();
+    const int st = team_band_cholesky(member, Kokkos::subview(AB, Kokkos::ALL(), Kokkos::ALL(), b));
+    Kokkos::single(Kokkos::PerTeam(member), [&]() { status(b) = st; });
+  }
+};
+
+template <class ExecSpace, class L3, class B2>
+struct BatchedBandCholeskySolve {
+  L3 L;
+  B2 x;
+  KOKKOS_INLINE_FUNCTION void operator()(const Member<ExecSpace>& member) const {
+    const int b = member.league_rank();
+    team_band_cholesky_solve(member, Kokkos::subview(L, Kokkos::ALL(), Kokkos::ALL(), b),
+                             Kokkos::subview(x, Kokkos::ALL(), b));
+  }
+};
+
+template <class ExecSpace, class L3, class C4>
+struct BatchedBandInverseStridedBlocks {
+  L3 L;
+  C4 C;
+  int n, stride, count, first;
+  KOKKOS_INLINE_FUNCTION void operator()(const Member<ExecSpace>& member) const {
+    const int b = member.league_rank();
+    ScratchMatrix<ExecSpace> work(member.team_scratch(1), n, count);
+    auto Lb = Kokkos::subview(L, Kokkos::ALL(), Kokkos::ALL(), b);
+    for (int blk = 0; blk < int(C.extent(2)); ++blk)
+      team_band_cholesky_inverse_strided_block(member, Lb, first + blk, stride, count,
+                                               Kokkos::subview(C, Kokkos::ALL(), Kokkos::ALL(), blk, b), work);
+  }
+};
+
 #if PERFEX_HAVE_LAPACK
+template <class A3, class S1>
+struct LapackBandCholesky {
+  A3 AB;
+  S1 status;
+  void operator()(int b) const {
+    const int n = int(AB.extent(1)), kd = int(AB.extent(0)) - 1;
+    const int info = lapack::pbtrf(n, kd, &AB(0, 0, b), int(AB.stride(1)));
+    status(b) = info == 0 ? ok : not_positive_definite;
+  }
+};
+template <class L3, class B2>
+struct LapackBandCholeskySolve {
+  L3 L;
+  B2 x;
+  void operator()(int b) const {
+    const int n = int(L.extent(1)), kd = int(L.extent(0)) - 1;
+    lapack::pbtrs(n, kd, 1, &L(0, 0, b), int(L.stride(1)), &x(0, b), n > 0 ? n : 1);
+  }
+};
 template <class A3, class S1>
 struct LapackCholesky {
   A3 A;
@@ -220,6 +277,64 @@ void batched_cholesky_inverse_diag_blocks(const ExecSpace& exec, const L3& L, in
   policy.set_scratch_size(1, Kokkos::PerTeam(detail::ScratchMatrix<ExecSpace>::shmem_size(n, bs)));
   Kokkos::parallel_for("perfex::linalg::batched_cholesky_inverse_diag_blocks", policy,
                        detail::BatchedInverseDiagBlocks<ExecSpace, L3, C4>{L, C, n, bs, first_block, nblocks});
+}
+
+// Band Cholesky factor of every lower band AB(:, :, b) ((kd+1) x n, AB(d, j, b) = A(j+d, j))
+// in place; status(b) = ok or not_positive_definite. Backend::lapack runs dpbtrf.
+template <class ExecSpace, class A3, class S1>
+void batched_band_cholesky(const ExecSpace& exec, const A3& AB, const S1& status, Backend backend = Backend::portable) {
+  const int nbatch = int(AB.extent(2));
+  if (backend == Backend::lapack) {
+    detail::require_lapack_usable<ExecSpace>("perfex::linalg::batched_band_cholesky", AB);
+#if PERFEX_HAVE_LAPACK
+    if constexpr (detail::host_exec<ExecSpace>())
+      Kokkos::parallel_for("perfex::linalg::batched_band_cholesky_lapack",
+                           Kokkos::RangePolicy<ExecSpace>(exec, 0, nbatch),
+                           detail::LapackBandCholesky<A3, S1>{AB, status});
+#endif
+    return;
+  }
+  Kokkos::parallel_for("perfex::linalg::batched_band_cholesky",
+                       Kokkos::TeamPolicy<ExecSpace>(exec, nbatch, Kokkos::AUTO),
+                       detail::BatchedBandCholesky<ExecSpace, A3, S1>{AB, status});
+}
+
+// x(:, k) <- H_k^{-1} x(:, k) with the band factors L(:, :, k) of batched_band_cholesky.
+template <class ExecSpace, class L3, class B2>
+void batched_band_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& x, Backend backend = Backend::portable) {
+  const int nbatch = int(L.extent(2));
+  if (backend == Backend::lapack) {
+    detail::require_lapack_usable<ExecSpace>("perfex::linalg::batched_band_cholesky_solve", L);
+    if (x.extent(0) > 1 && x.stride(0) != 1)
+      throw Error("perfex::linalg::batched_band_cholesky_solve: Backend::lapack needs a LayoutLeft x");
+#if PERFEX_HAVE_LAPACK
+    if constexpr (detail::host_exec<ExecSpace>())
+      Kokkos::parallel_for("perfex::linalg::batched_band_cholesky_solve_lapack",
+                           Kokkos::RangePolicy<ExecSpace>(exec, 0, nbatch),
+                           detail::LapackBandCholeskySolve<L3, B2>{L, x});
+#endif
+    return;
+  }
+  Kokkos::parallel_for("perfex::linalg::batched_band_cholesky_solve",
+                       Kokkos::TeamPolicy<ExecSpace>(exec, nbatch, Kokkos::AUTO),
+                       detail::BatchedBandCholeskySolve<ExecSpace, L3, B2>{L, x});
+}
+
+// Strided blocks of H_k^{-1} from the band factors L(:, :, k): C(a, c, blk, k) = H_k^{-1}(i_a, i_c)
+// with i_a = first + blk + a * stride, a < count = C.extent(0) (block blk of a "stride-interleaved"
+// unknown ordering, e.g. fibre blk of a wavelength-major patch). C: (count, count, nblocks, batch).
+// Scratch: n * count doubles per team (level-1 team scratch). Portable kernel only.
+template <class ExecSpace, class L3, class C4>
+void batched_band_cholesky_inverse_strided_blocks(const ExecSpace& exec, const L3& L, int stride, const C4& C,
+                                                  int first = 0) {
+  const int n = int(L.extent(1)), nbatch = int(L.extent(2));
+  const int count = int(C.extent(0)), nblocks = int(C.extent(2));
+  if (stride <= 0 || count <= 0 || first < 0 || first + nblocks - 1 + (count - 1) * stride >= n)
+    throw Error("perfex::linalg::batched_band_cholesky_inverse_strided_blocks: blocks exceed the matrix size");
+  Kokkos::TeamPolicy<ExecSpace> policy(exec, nbatch, Kokkos::AUTO);
+  policy.set_scratch_size(1, Kokkos::PerTeam(detail::ScratchMatrix<ExecSpace>::shmem_size(n, count)));
+  Kokkos::parallel_for("perfex::linalg::batched_band_cholesky_inverse_strided_blocks", policy,
+                       detail::BatchedBandInverseStridedBlocks<ExecSpace, L3, C4>{L, C, n, stride, count, first});
 }
 
 }  // namespace linalg
