@@ -170,21 +170,25 @@ Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_d
   PatchResults<Mem> results;
   int done = 0;
   for (const auto& bundle : bundles) {
-    const int nb = bundle.bundle_hi - bundle.bundle_lo;
-    Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots("perfex::spots", nb, fullwave.size(), ny, nx);
+    // Spots of the solved fibres only: the requested ones and their padding neighbours.
+    const auto pad_lo = [&](const SubBundle& sub) { return sub.first > bundle.bundle_lo ? sub.first - 1 : sub.first; };
+    const auto pad_hi = [&](const SubBundle& sub) {
+      return sub.first + sub.count < bundle.bundle_hi ? sub.first + sub.count + 1 : sub.first + sub.count;
+    };
+    const int spot_lo = pad_lo(bundle.subbundles.front()), nb = pad_hi(bundle.subbundles.back()) - spot_lo;
+    Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots(uninitialized("perfex::spots"), nb, fullwave.size(), ny, nx);
     Kokkos::View<int**, Mem> xcorner("perfex::xcorner", nb, fullwave.size()), ycorner("perfex::ycorner", nb, fullwave.size());
-    psf::compute_spots(exec, psf, bundle.bundle_lo, nb, Kokkos::View<const double*, Mem>(dfullwave), spots, xcorner, ycorner);
+    psf::compute_spots(exec, psf, spot_lo, nb, Kokkos::View<const double*, Mem>(dfullwave), spots, xcorner, ycorner);
     auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), xcorner);
     auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ycorner);
 
     std::vector<PatchDesc> plan;
     int maxpix = 0;
     for (const auto& sub : bundle.subbundles) {
-      const int padlo = sub.first > bundle.bundle_lo ? sub.first - 1 : sub.first;
-      const int padhi = sub.first + sub.count < bundle.bundle_hi ? sub.first + sub.count + 1 : sub.first + sub.count;
+      const int padlo = pad_lo(sub), padhi = pad_hi(sub);
       for (int k0 = 0; k0 < nwave; k0 += nwavestep) {
         PatchDesc p;
-        p.fib0 = padlo - bundle.bundle_lo;
+        p.fib0 = padlo - spot_lo;
         p.nfib = padhi - padlo;
         p.keep0 = sub.first - padlo;
         p.nkeepfib = sub.count;
