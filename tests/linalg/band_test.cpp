@@ -14,13 +14,7 @@ namespace pl = perfex::linalg;
 namespace {
 
 template <class Exec>
-using Mat3 = Kokkos::View<double***, Kokkos::LayoutLeft, typename Exec::memory_space>;
-template <class Exec>
-using Vecs = Kokkos::View<double**, Kokkos::LayoutLeft, typename Exec::memory_space>;
-template <class Exec>
 using Blocks = Kokkos::View<double****, Kokkos::LayoutLeft, typename Exec::memory_space>;
-template <class Exec>
-using Status = Kokkos::View<int*, typename Exec::memory_space>;
 
 // Symmetric band matrix with half-bandwidth kd, uniform off-diagonals and a diagonal
 // (1 + margin) times the row's off-diagonal sum: positive definite, conditioning set by margin.
@@ -74,20 +68,6 @@ inline HostMat to_band(const std::vector<Dense>& A, int kd) {
   return B;
 }
 
-template <class V>
-auto host_copy(const V& d) {
-  auto h = Kokkos::create_mirror(d);
-  Kokkos::deep_copy(h, d);
-  return h;
-}
-
-template <class Exec>
-Mat3<Exec> device_copy(const HostMat& h) {
-  Mat3<Exec> d("perfex::test::band", h.extent(0), h.extent(1), h.extent(2));
-  Kokkos::deep_copy(d, h);
-  return d;
-}
-
 }  // namespace
 
 PERFEX_BACKEND_TEST_CASE("linalg: band Cholesky, solve and strided inverse blocks equal the dense results",
@@ -109,17 +89,17 @@ PERFEX_BACKEND_TEST_CASE("linalg: band Cholesky, solve and strided inverse block
     for (int b = 0; b < nb; ++b) store(dense, b, A[b]);
 
     // Dense oracle: factor, solve of ones, and the whole inverse column by column.
-    auto L = device_copy<Exec>(dense);
-    Status<Exec> sd("sd", nb);
+    auto L = to_device<Exec>(dense);
+    DevStatus<Exec> sd("sd", nb);
     pl::batched_cholesky(Exec(), L, sd);
-    Vecs<Exec> xd("xd", c.n, nb);
+    DevVecs<Exec> xd("xd", c.n, nb);
     Kokkos::deep_copy(xd, 1.0);
     pl::batched_cholesky_solve(Exec(), L, xd);
 
-    auto LB = device_copy<Exec>(to_band(A, c.kd));
-    Status<Exec> sb("sb", nb);
+    auto LB = to_device<Exec>(to_band(A, c.kd));
+    DevStatus<Exec> sb("sb", nb);
     pl::batched_band_cholesky(Exec(), LB, sb);
-    Vecs<Exec> xb("xb", c.n, nb);
+    DevVecs<Exec> xb("xb", c.n, nb);
     Kokkos::deep_copy(xb, 1.0);
     pl::batched_band_cholesky_solve(Exec(), LB, xb);
     const int nblocks = c.stride;
@@ -127,8 +107,8 @@ PERFEX_BACKEND_TEST_CASE("linalg: band Cholesky, solve and strided inverse block
     pl::batched_band_cholesky_inverse_strided_blocks(Exec(), LB, c.stride, C);
     Exec().fence();
 
-    auto Lh = host_copy(L), LBh = host_copy(LB), xdh = host_copy(xd), xbh = host_copy(xb), Ch = host_copy(C);
-    auto sdh = host_copy(sd), sbh = host_copy(sb);
+    auto Lh = to_host(L), LBh = to_host(LB), xdh = to_host(xd), xbh = to_host(xb), Ch = to_host(C);
+    auto sdh = to_host(sd), sbh = to_host(sb);
     for (int b = 0; b < nb; ++b) {
       REQUIRE(sdh(b) == pl::ok);
       REQUIRE(sbh(b) == pl::ok);
@@ -165,20 +145,20 @@ PERFEX_BACKEND_TEST_CASE("linalg: band Cholesky reports indefinite and non-finit
   for (int b = 0; b < 3; ++b) A.push_back(random_band_spd(n, kd, 0.5, 77u + b));
   A[0](17, 17) = -1.0;
   A[2](3, 2) = A[2](2, 3) = std::numeric_limits<double>::quiet_NaN();
-  auto LB = device_copy<Exec>(to_band(A, kd));
-  Status<Exec> st("st", 3);
+  auto LB = to_device<Exec>(to_band(A, kd));
+  DevStatus<Exec> st("st", 3);
   pl::batched_band_cholesky(Exec(), LB, st);
   Exec().fence();
-  auto sh = host_copy(st);
+  auto sh = to_host(st);
   CHECK(sh(0) == pl::not_positive_definite);
   CHECK(sh(1) == pl::ok);
   CHECK(sh(2) == pl::not_positive_definite);
   std::vector<Dense> good{A[1]};
-  auto ref = device_copy<Exec>(to_band(good, kd));
-  Status<Exec> s1("s1", 1);
+  auto ref = to_device<Exec>(to_band(good, kd));
+  DevStatus<Exec> s1("s1", 1);
   pl::batched_band_cholesky(Exec(), ref, s1);
   Exec().fence();
-  auto LBh = host_copy(LB), refh = host_copy(ref);
+  auto LBh = to_host(LB), refh = to_host(ref);
   for (int j = 0; j < n; ++j)
     for (int d = 0; d <= kd; ++d) CHECK(LBh(d, j, 1) == refh(d, j, 0));
 }
@@ -195,11 +175,11 @@ PERFEX_BACKEND_TEST_CASE("linalg: LAPACK dpbtrf/dpbtrs backend of the band front
     for (int b = 0; b < nb; ++b) A.push_back(random_band_spd(n, kd, 1e-2, 300u + b));
     A[1](50, 50) = -5.0;
     const HostMat band = to_band(A, kd);
-    auto P = device_copy<Exec>(band), Q = device_copy<Exec>(band);
-    Status<Exec> sp("sp", nb), sq("sq", nb);
+    auto P = to_device<Exec>(band), Q = to_device<Exec>(band);
+    DevStatus<Exec> sp("sp", nb), sq("sq", nb);
     pl::batched_band_cholesky(Exec(), P, sp);
     pl::batched_band_cholesky(Exec(), Q, sq, pl::Backend::lapack);
-    Vecs<Exec> xp("xp", n, nb), xq("xq", n, nb);
+    DevVecs<Exec> xp("xp", n, nb), xq("xq", n, nb);
     Kokkos::deep_copy(xp, 1.0);
     Kokkos::deep_copy(xq, 1.0);
     pl::batched_band_cholesky_solve(Exec(), P, xp);
@@ -223,10 +203,10 @@ namespace {
 // Every band kernel on one matrix, for comparing team sizes.
 template <class Exec>
 struct BandKernels {
-  Mat3<Exec> L;
-  Vecs<Exec> x, work;
+  DevMat<Exec> L;
+  DevVecs<Exec> x, work;
   Blocks<Exec> C;
-  Status<Exec> st;
+  DevStatus<Exec> st;
   int stride;
   KOKKOS_INLINE_FUNCTION void operator()(const typename Kokkos::TeamPolicy<Exec>::member_type& m) const {
     auto Lb = Kokkos::subview(L, Kokkos::ALL(), Kokkos::ALL(), 0);
@@ -241,16 +221,16 @@ struct BandKernels {
 template <class Exec>
 std::vector<double> band_kernels(const HostMat& band, int stride, int count, int team_size) {
   const int n = int(band.extent(1));
-  BandKernels<Exec> f{device_copy<Exec>(band), Vecs<Exec>("x", n, 1), Vecs<Exec>("work", n, count),
-                      Blocks<Exec>("C", count, count, 1, 1), Status<Exec>("st", 1), stride};
+  BandKernels<Exec> f{to_device<Exec>(band), DevVecs<Exec>("x", n, 1), DevVecs<Exec>("work", n, count),
+                      Blocks<Exec>("C", count, count, 1, 1), DevStatus<Exec>("st", 1), stride};
   Kokkos::deep_copy(f.x, 1.0);
   Kokkos::parallel_for("perfex::test::band_kernels", Kokkos::TeamPolicy<Exec>(Exec(), 1, team_size), f);
   Exec().fence();
-  REQUIRE(host_copy(f.st)(0) == pl::ok);
+  REQUIRE(to_host(f.st)(0) == pl::ok);
   std::vector<double> out;
-  auto L = host_copy(f.L);
-  auto x = host_copy(f.x);
-  auto C = host_copy(f.C);
+  auto L = to_host(f.L);
+  auto x = to_host(f.x);
+  auto C = to_host(f.C);
   out.insert(out.end(), L.data(), L.data() + L.size());
   out.insert(out.end(), C.data(), C.data() + C.size());
   out.insert(out.end(), x.data(), x.data() + x.size());

@@ -17,27 +17,6 @@ namespace pl = perfex::linalg;
 
 namespace {
 
-template <class ExecSpace>
-using DevMat = Kokkos::View<double***, Kokkos::LayoutLeft, typename ExecSpace::memory_space>;
-template <class ExecSpace>
-using DevVecs = Kokkos::View<double**, Kokkos::LayoutLeft, typename ExecSpace::memory_space>;
-template <class ExecSpace>
-using DevStatus = Kokkos::View<int*, typename ExecSpace::memory_space>;
-
-template <class ExecSpace>
-DevMat<ExecSpace> to_device(const HostMat& h) {
-  DevMat<ExecSpace> d("perfex::test::A", h.extent(0), h.extent(1), h.extent(2));
-  Kokkos::deep_copy(d, h);
-  return d;
-}
-
-template <class V>
-auto to_host(const V& d) {
-  auto h = Kokkos::create_mirror(d);
-  Kokkos::deep_copy(h, d);
-  return h;
-}
-
 // Factor + solve a batch of SPD matrices; returns the worst scaled residual
 // ||H x - b||_inf / (||H||_inf ||x||_inf) divided by n (to compare with 1e-15).
 template <class ExecSpace>

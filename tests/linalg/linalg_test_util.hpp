@@ -80,6 +80,27 @@ inline Dense load(const HostMat& M, int b, int n) {
   return D;
 }
 
+template <class ExecSpace>
+using DevMat = Kokkos::View<double***, Kokkos::LayoutLeft, typename ExecSpace::memory_space>;
+template <class ExecSpace>
+using DevVecs = Kokkos::View<double**, Kokkos::LayoutLeft, typename ExecSpace::memory_space>;
+template <class ExecSpace>
+using DevStatus = Kokkos::View<int*, typename ExecSpace::memory_space>;
+
+template <class ExecSpace>
+DevMat<ExecSpace> to_device(const HostMat& h) {
+  DevMat<ExecSpace> d("perfex::test::A", h.extent(0), h.extent(1), h.extent(2));
+  Kokkos::deep_copy(d, h);
+  return d;
+}
+
+template <class V>
+auto to_host(const V& d) {
+  auto h = Kokkos::create_mirror(d);
+  Kokkos::deep_copy(h, d);
+  return h;
+}
+
 inline double norm_inf(const Dense& A) {
   double m = 0;
   for (int i = 0; i < A.n; ++i) {

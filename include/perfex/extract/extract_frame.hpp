@@ -240,7 +240,10 @@ Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_d
     for (int first = 0; first < npatch; first += batch) {
       const int count = std::min(batch, npatch - first);
       solver.patches = Kokkos::subview(dplan, Kokkos::make_pair(first, first + count));
-      Kokkos::parallel_for("perfex::extract::solve_patches", Kokkos::TeamPolicy<ExecSpace>(exec, count, Kokkos::AUTO), solver);
+      // Dynamic: patches at the CCD edges and the last wavelength step are smaller.
+      Kokkos::parallel_for("perfex::extract::solve_patches",
+                           Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>(exec, count, Kokkos::AUTO),
+                           solver);
       Kokkos::deep_copy(exec, hflux, results.flux);
       Kokkos::deep_copy(exec, hivar, results.ivar);
       Kokkos::deep_copy(exec, hchi, results.chi2pix);
