@@ -74,6 +74,8 @@ template <class ExecSpace>
 struct PatchBatch {
   using Mem = typename ExecSpace::memory_space;
   std::vector<ex::PatchDesc> plan;
+  Kokkos::View<int**, Kokkos::HostSpace> xcorner, ycorner;  // spot corners (bundle fibre, padded λ)
+  int nwt = 0, nx = 0, ny = 0;                              // wavelengths per fibre, spot size
   ex::PatchSolver<ExecSpace, Mem> solver;
 };
 
@@ -99,10 +101,14 @@ PatchBatch<ExecSpace> make_patch_batch(const ExecSpace& exec, int npatches) {
   Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots("perfex::bench::spots", nb, K, psf.ny(), psf.nx());
   Kokkos::View<int**, Mem> xc("perfex::bench::xcorner", nb, K), yc("perfex::bench::ycorner", nb, K);
   perfex::psf::compute_spots(exec, psf, bundle.bundle_lo, nb, Kokkos::View<const double*, Mem>(dwave), spots, xc, yc);
-  auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), xc);
-  auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), yc);
-
   PatchBatch<ExecSpace> batch;
+  batch.xcorner = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), xc);
+  batch.ycorner = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), yc);
+  batch.nwt = nwt;
+  batch.nx = psf.nx();
+  batch.ny = psf.ny();
+  const auto& hx = batch.xcorner;
+  const auto& hy = batch.ycorner;
   const int nsub = static_cast<int>(bundle.subbundles.size());
   const int k_first = 300;  // 6000 Å, the reference data's middle patch
   int maxpix = 0, maxsub = 0;
@@ -159,14 +165,13 @@ struct NormalEquations {
 
 // ---- end of PatchSolver internals -------------------------------------------------------
 
-// Flops of the normal equations of these patches (model in the file comment), from the spot
-// corners of the solver.
+// Flops of the normal equations of these patches (model in the file comment), from their
+// spot corners.
 template <class ExecSpace>
 double normal_equation_flops(const PatchBatch<ExecSpace>& batch) {
-  auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), batch.solver.xcorner);
-  auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), batch.solver.ycorner);
-  const int ny = static_cast<int>(batch.solver.spots.extent(2)), nx = static_cast<int>(batch.solver.spots.extent(3));
-  const int nwt = batch.solver.nwt;
+  const auto& hx = batch.xcorner;
+  const auto& hy = batch.ycorner;
+  const int nx = batch.nx, ny = batch.ny, nwt = batch.nwt;
   auto overlap = [](int a0, int b0, int len, int lo, int hi) {  // of [a0, a0+len) ∩ [b0, b0+len) ∩ [lo, hi)
     return std::max(0, std::min({a0 + len, b0 + len, hi}) - std::max({a0, b0, lo}));
   };
@@ -205,7 +210,7 @@ void patches(benchmark::State& state, Stage stage) {
   }
   double flops = 0, fibre_wavelengths = 0;
   for (const ex::PatchDesc& p : batch.plan) {
-    flops += perfex_bench::flops::patch_linalg(p.nfib, p.keep0, p.nkeepfib, batch.solver.nwt);
+    flops += perfex_bench::flops::patch_linalg(p.nfib, p.keep0, p.nkeepfib, batch.nwt);
     fibre_wavelengths += double(p.nkeepfib) * p.nkeep;
   }
   if (stage == Stage::normal_equations) flops = normal_equation_flops(batch);
