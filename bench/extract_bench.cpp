@@ -42,16 +42,6 @@ ex::CcdImage bench_image() {
   return image;
 }
 
-// Solved fibres of a sub-bundle: its own plus one padding fibre on each side inside the
-// physical bundle (extract_frame's rule, spec §5.3).
-struct SolvedFibres {
-  int lo, hi;
-};
-SolvedFibres solved_fibres(const ex::BundlePlan& bundle, const ex::SubBundle& sub) {
-  return {sub.first > bundle.bundle_lo ? sub.first - 1 : sub.first,
-          sub.first + sub.count < bundle.bundle_hi ? sub.first + sub.count + 1 : sub.first + sub.count};
-}
-
 // Flops of a whole extraction with these options (patch_linalg summed over its patches).
 double extraction_flops(const ex::ExtractionOptions& opt, int psf_nfib, int nwave) {
   const int nwt = opt.nwavestep + 2 * opt.wavepad();

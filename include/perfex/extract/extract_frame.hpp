@@ -171,47 +171,29 @@ Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_d
   int done = 0;
   for (const auto& bundle : bundles) {
     // Spots of the solved fibres only: the requested ones and their padding neighbours.
-    const auto pad_lo = [&](const SubBundle& sub) { return sub.first > bundle.bundle_lo ? sub.first - 1 : sub.first; };
-    const auto pad_hi = [&](const SubBundle& sub) {
-      return sub.first + sub.count < bundle.bundle_hi ? sub.first + sub.count + 1 : sub.first + sub.count;
-    };
-    const int spot_lo = pad_lo(bundle.subbundles.front()), nb = pad_hi(bundle.subbundles.back()) - spot_lo;
+    const FibreRange spot_range = spot_fibres(bundle);
+    const int nb = spot_range.hi - spot_range.lo;
     Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots(uninitialized("perfex::spots"), nb, fullwave.size(), ny, nx);
     Kokkos::View<int**, Mem> xcorner("perfex::xcorner", nb, fullwave.size()), ycorner("perfex::ycorner", nb, fullwave.size());
-    psf::compute_spots(exec, psf, spot_lo, nb, Kokkos::View<const double*, Mem>(dfullwave), spots, xcorner, ycorner);
+    psf::compute_spots(exec, psf, spot_range.lo, nb, Kokkos::View<const double*, Mem>(dfullwave), spots, xcorner, ycorner);
     auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), xcorner);
     auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ycorner);
 
-    std::vector<PatchDesc> plan;
+    const std::vector<PatchDesc> plan = plan_patches(bundle, opt, nwave, nx, ny, ncols, nrows,
+                                                     [&](int f, int k) { return hx(f, k); },
+                                                     [&](int f, int k) { return hy(f, k); });
     int maxpix = 0;
-    for (const auto& sub : bundle.subbundles) {
-      const int padlo = pad_lo(sub), padhi = pad_hi(sub);
-      for (int k0 = 0; k0 < nwave; k0 += nwavestep) {
-        PatchDesc p;
-        p.fib0 = padlo - spot_lo;
-        p.nfib = padhi - padlo;
-        p.keep0 = sub.first - padlo;
-        p.nkeepfib = sub.count;
-        p.kf0 = k0;
-        p.nkeep = std::min(nwavestep, nwave - k0);
-        p.out_fibre0 = sub.first - opt.specmin;
-        set_patch_window(p, nwt, wavepad, nwavestep, nx, ny, opt.pixpad_frac, ncols, nrows,
-                         [&](int f, int k) { return hx(f, k); }, [&](int f, int k) { return hy(f, k); });
-        maxpix = std::max(maxpix, (p.row1 - p.row0) * (p.col1 - p.col0));
-        plan.push_back(p);
-      }
-    }
-
+    for (const PatchDesc& p : plan) maxpix = std::max(maxpix, (p.row1 - p.row0) * (p.col1 - p.col0));
     Kokkos::View<PatchDesc*, Mem> dplan("perfex::patches", plan.size());
     Kokkos::deep_copy(exec, dplan, Kokkos::View<const PatchDesc*, Kokkos::HostSpace>(plan.data(), plan.size()));
     const int npatch = static_cast<int>(plan.size());
-    Kokkos::parallel_for("perfex::extract::patch_bandwidth", Kokkos::TeamPolicy<ExecSpace>(exec, npatch, Kokkos::AUTO),
-                         PatchBandwidth<ExecSpace, Mem>{xcorner, ycorner, dplan, nwt, ny, nx});
-    int band = 0;
-    Kokkos::parallel_reduce(
-        "perfex::extract::max_bandwidth", Kokkos::RangePolicy<ExecSpace>(exec, 0, npatch),
-        KOKKOS_LAMBDA(int i, int& widest) { widest = widest < dplan(i).band ? dplan(i).band : widest; },
-        Kokkos::Max<int>(band));
+    const int band = measure_bandwidths(exec, Kokkos::View<const int**, Mem>(xcorner),
+                                        Kokkos::View<const int**, Mem>(ycorner), dplan, nwt, ny, nx);
+    frame.max_band = std::max(frame.max_band, band);
+    {
+      const auto measured = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dplan);
+      for (int i = 0; i < npatch; ++i) frame.linalg_flops += patch_flops(measured(i), nwt, opt.decorrelation);
+    }
 
     int batch = opt.batch_patches;
     if (batch == 0) {

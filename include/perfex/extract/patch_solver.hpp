@@ -13,6 +13,7 @@
 #include <perfex/extract/plan.hpp>
 #include <perfex/linalg/band_cholesky.hpp>
 #include <perfex/linalg/eigen.hpp>
+#include <perfex/linalg/flops.hpp>
 #include <perfex/linalg/status.hpp>
 
 #include <string>
@@ -128,6 +129,34 @@ KOKKOS_INLINE_FUNCTION void team_add(const Member& member, double& target, doubl
     target += value;
   else
     Kokkos::atomic_add(&target, value);
+}
+
+// Flops of one patch's linear algebra (patch.band set): band Cholesky and solve, then the kept
+// fibres' blocks of H^-1 and their inverse square roots, or H^(1/2) for noise decorrelation.
+inline double patch_flops(const PatchDesc& p, int nwt, Decorrelation decorrelation) {
+  namespace fl = linalg::flops;
+  const int n = p.nfib * nwt;
+  double f = fl::band_cholesky(n, p.band) + fl::band_solve(n, p.band);
+  if (decorrelation == Decorrelation::noise) return f + fl::inverse_sqrt(n);
+  for (int k = 0; k < p.nkeepfib; ++k)
+    f += fl::band_strided_block(n, p.band, p.keep0 + k, p.nfib, nwt) + fl::inverse_sqrt(nwt);
+  return f;
+}
+
+// Sets patches(i).band for every patch (see PatchBandwidth) and returns the largest.
+template <class ExecSpace, class MemorySpace>
+int measure_bandwidths(const ExecSpace& exec, const Kokkos::View<const int**, MemorySpace>& xcorner,
+                       const Kokkos::View<const int**, MemorySpace>& ycorner,
+                       const Kokkos::View<PatchDesc*, MemorySpace>& patches, int nwt, int nrow, int ncol) {
+  const int npatch = static_cast<int>(patches.extent(0));
+  Kokkos::parallel_for("perfex::extract::patch_bandwidth", Kokkos::TeamPolicy<ExecSpace>(exec, npatch, Kokkos::AUTO),
+                       PatchBandwidth<ExecSpace, MemorySpace>{xcorner, ycorner, patches, nwt, nrow, ncol});
+  int band = 0;
+  Kokkos::parallel_reduce(
+      "perfex::extract::max_bandwidth", Kokkos::RangePolicy<ExecSpace>(exec, 0, npatch),
+      KOKKOS_LAMBDA(int i, int& widest) { widest = widest < patches(i).band ? patches(i).band : widest; },
+      Kokkos::Max<int>(band));
+  return band;
 }
 
 // The per-patch solver. Spots, corners, image and ivar are those of one bundle / the CCD.
