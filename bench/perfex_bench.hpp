@@ -1,10 +1,11 @@
 #pragma once
 // Shared helpers of the benchmarks: backend registration, smoke-size switch, fenced manual
-// timing, peak-memory and common counters, the benchmark PSF, and the flop models.
+// timing, peak-memory and common counters, the benchmark PSF, and the spot flop model.
 #include <benchmark/benchmark.h>
 #include <Kokkos_Core.hpp>
 
 #include <perfex/detail/kokkos_compat.hpp>
+#include <perfex/linalg/flops.hpp>
 #include <perfex/psf/psf_data.hpp>
 
 #include <cstdlib>
@@ -67,27 +68,14 @@ inline benchmark::Counter rate(double per_iteration) {
 // is recorded in the JSON context ("psf").
 const perfex::psf::GaussHermitePsfData& bench_psf();
 
-// Flop models (1 multiply-add = 2 flop). They count the dense algorithm's work, so an
-// implementation exploiting more structure shows as a higher GFLOP/s ("effective" rate).
+// Flop models of the benchmarks' own stages (1 multiply-add = 2 flop). Those of the linear
+// algebra are the library's, perfex::linalg::flops (used by patch_linalg).
 namespace flops {
 
-inline double cholesky(double n) { return n * n * n / 3; }
-inline double solve(double n) { return 2 * n * n; }  // one right-hand side
-// Diagonal blocks first .. first+count-1 (size bs) of H^-1 from the factor: per block at row
-// r0, a triangular solve of bs columns from r0 on, (n - r0)^2 bs, plus X^T X, (n - r0) bs^2.
-inline double inverse_diag_blocks(int n, int bs, int first, int count) {
-  double f = 0;
-  for (int b = first; b < first + count; ++b) {
-    const double m = n - b * bs;
-    f += m * m * bs + m * bs * bs;
-  }
-  return f;
-}
-inline double syev(double n) { return 9 * n * n * n; }
-// Eigendecomposition + composition of the lower triangle V f(Λ) V^T.
-inline double inverse_sqrt(double n) { return syev(n) + n * n * n; }
-// LAPACK potri (whole inverse from the factor).
-inline double potri(double n) { return 2 * n * n * n / 3; }
+using perfex::linalg::flops::cholesky;
+using perfex::linalg::flops::inverse_diag_blocks;
+using perfex::linalg::flops::inverse_sqrt;
+using perfex::linalg::flops::solve;
 
 // Dense linear algebra of one patch with nfib solved fibres (nwt wavelengths each) of which
 // nkeep, from position keep0, are kept: Cholesky, solve, the kept fibres' diagonal blocks of

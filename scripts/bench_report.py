@@ -14,19 +14,22 @@ import re
 import statistics
 import sys
 
-# Pipeline stages in order: (name prefix, label). Other linalg ops follow as their parts.
+# Pipeline stages in order: (name prefix, label). Their linalg parts and the dense references
+# of the band ops follow.
 STAGES = [
     ("psf/spots", "spots"),
     ("extract/normal_equations", "normal equations"),
-    ("linalg/cholesky_inverse_blocks", "Cholesky + block inverse"),
+    ("linalg/band_cholesky_inverse_blocks", "band Cholesky + block inverse"),
     ("linalg/inverse_sqrt", "per-fibre block eigen (C^-1/2)"),
     ("extract/patch", "patch"),
     ("extract/bundle", "bundle"),
     ("extract/frame", "frame (500 fibres)"),
-    ("linalg/cholesky", "part: Cholesky"),
-    ("linalg/solve", "part: Cholesky solve"),
-    ("linalg/inverse_diag_blocks", "part: all diagonal blocks of H^-1"),
+    ("linalg/band_cholesky", "part: band Cholesky"),
+    ("linalg/band_solve", "part: band Cholesky solve"),
     ("linalg/syev", "part: eigendecomposition"),
+    ("linalg/cholesky", "dense reference: Cholesky"),
+    ("linalg/solve", "dense reference: Cholesky solve"),
+    ("linalg/inverse_diag_blocks", "dense reference: all diagonal blocks of H^-1"),
 ]
 BACKENDS = ("serial", "openmp", "cuda")
 UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -50,6 +53,8 @@ def size_label(prefix, args, c):
     if "patches" in args:
         n = int(args["patches"])
         return "%d patch%s" % (n, "" if n == 1 else "es")
+    if "kd" in args:
+        return "n=%s kd=%s ×%s" % (args["n"], args["kd"], args["batch"])
     if "n" in args:
         return "n=%s ×%s" % (args["n"], args["batch"])
     if "fibres" in c:
