@@ -69,22 +69,8 @@ inline benchmark::Counter rate(double per_iteration) {
 const perfex::psf::GaussHermitePsfData& bench_psf();
 
 // Flop models of the benchmarks' own stages (1 multiply-add = 2 flop). Those of the linear
-// algebra are the library's, perfex::linalg::flops (used by patch_linalg).
+// algebra and of a patch are the library's (perfex::linalg::flops, perfex::extract::patch_flops).
 namespace flops {
-
-using perfex::linalg::flops::cholesky;
-using perfex::linalg::flops::inverse_diag_blocks;
-using perfex::linalg::flops::inverse_sqrt;
-using perfex::linalg::flops::solve;
-
-// Dense linear algebra of one patch with nfib solved fibres (nwt wavelengths each) of which
-// nkeep, from position keep0, are kept: Cholesky, solve, the kept fibres' diagonal blocks of
-// H^-1 and their inverse square roots. Normal equations, spots and chi2 are not counted
-// (data-dependent and small next to these).
-inline double patch_linalg(int nfib, int keep0, int nkeep, int nwt) {
-  const int n = nfib * nwt;
-  return cholesky(n) + solve(n) + inverse_diag_blocks(n, nwt, keep0, nkeep) + nkeep * inverse_sqrt(nwt);
-}
 
 // One spot, separable evaluation: Σ_ij a_ij Bx_i (2 (dx+1)(dy+1) nx), the tensor product with
 // By_j (2 (dy+1) nx ny), clipping and normalisation (2 nx ny); erf/exp count as one flop each
