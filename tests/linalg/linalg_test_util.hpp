@@ -101,6 +101,23 @@ auto to_host(const V& d) {
   return h;
 }
 
+// Team size (at most 4) the backend allows for functor f: the team-parallel code paths are
+// exercised when it is at least 2.
+template <class ExecSpace, class Functor>
+int multi_thread_team_size(const Functor& f) {
+  return std::min(4, Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), 1, 1).team_size_max(f, Kokkos::ParallelForTag()));
+}
+
+// max |a - b| / max |a| over two equally long result lists.
+inline double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  double err = 0, ref = 0;
+  for (std::size_t k = 0; k < a.size() && k < b.size(); ++k) {
+    err = std::max(err, std::abs(a[k] - b[k]));
+    ref = std::max(ref, std::abs(a[k]));
+  }
+  return a.size() == b.size() ? err / ref : HUGE_VAL;
+}
+
 inline double norm_inf(const Dense& A) {
   double m = 0;
   for (int i = 0; i < A.n; ++i) {

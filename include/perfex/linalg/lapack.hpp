@@ -1,10 +1,10 @@
 #pragma once
 // Host LAPACK: thin wrappers of the Fortran routines perfex uses (declared here, no LAPACKE
-// needed), available when PERFEX_HAVE_LAPACK is 1. Used as the host fast path of the batched
+// needed), usable when PERFEX_HAVE_LAPACK is 1 (always declared, so that code calling them
+// compiles either way; only a call links against LAPACK). Used as the host fast path of the batched
 // front-ends (Backend::lapack) and as the test oracle. Column-major, lower triangle.
 #include <perfex/config.hpp>
 
-#if PERFEX_HAVE_LAPACK
 #include <cstddef>
 #include <vector>
 
@@ -88,4 +88,3 @@ inline int syevd(int n, double* a, int lda, double* w) {
 }  // namespace lapack
 }  // namespace linalg
 }  // namespace perfex
-#endif
