@@ -1,16 +1,52 @@
 #include "perfex_bench.hpp"
 
 #include <perfex/config.hpp>
+#include <perfex/psf/synthetic.hpp>
+#ifdef PERFEX_BENCH_HAVE_IO
+#include <perfex/io/psf_fits.hpp>
+#endif
 #include <sys/resource.h>
+#include <sys/stat.h>
 
-#include <sstream>
+#include <fstream>
+#include <memory>
 
 namespace perfex_bench {
+
+bool reset_peak_rss() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+  clear.flush();
+  return static_cast<bool>(clear);
+}
+
 double peak_rss_bytes() {
-  rusage usage{};
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.compare(0, 6, "VmHWM:") == 0) return std::stod(line.substr(6)) * 1024.0;  // "VmHWM:  1234 kB"
+  rusage usage{};  // no procfs: the peak of the whole run
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<double>(usage.ru_maxrss) * 1024.0;
 }
+
+const perfex::psf::GaussHermitePsfData& bench_psf() {
+  static std::unique_ptr<perfex::psf::GaussHermitePsfData> psf;
+  if (psf) return *psf;
+#ifdef PERFEX_BENCH_HAVE_IO
+  const std::string path = std::string(PERFEX_SHARED_DATA_DIR) + "/psf-r0-00051060.fits";
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0) {
+    psf = std::make_unique<perfex::psf::GaussHermitePsfData>(perfex::io::read_psf(path));
+    benchmark::AddCustomContext("psf", path);
+    return *psf;
+  }
+#endif
+  psf = std::make_unique<perfex::psf::GaussHermitePsfData>(perfex::psf::make_synthetic_psf());
+  benchmark::AddCustomContext("psf", "synthetic DESI-like (../shared/data absent)");
+  return *psf;
+}
+
 }  // namespace perfex_bench
 
 int main(int argc, char* argv[]) {
@@ -18,13 +54,14 @@ int main(int argc, char* argv[]) {
   {
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-    std::ostringstream config;
-    Kokkos::print_configuration(config);
     benchmark::AddCustomContext("perfex_version", PERFEX_VERSION_STRING);
     benchmark::AddCustomContext("kokkos_version", std::to_string(KOKKOS_VERSION));
     benchmark::AddCustomContext("default_execution_space", Kokkos::DefaultExecutionSpace::name());
     const char* omp = std::getenv("OMP_NUM_THREADS");
     benchmark::AddCustomContext("OMP_NUM_THREADS", omp ? omp : "unset");
+    benchmark::AddCustomContext("lapack", PERFEX_HAVE_LAPACK ? "yes" : "no");
+    benchmark::AddCustomContext("peak_rss", perfex_bench::reset_peak_rss() ? "per benchmark" : "whole process");
+    perfex_bench::bench_psf();  // loaded before the run so the context names it
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
   }

@@ -4,3 +4,7 @@
 #include <perfex/config.hpp>
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/error.hpp>
+#include <perfex/extract/extract_frame.hpp>
+#include <perfex/extract/simulate.hpp>
+#include <perfex/linalg/batched.hpp>
+#include <perfex/psf/synthetic.hpp>

@@ -232,3 +232,58 @@ PERFEX_BACKEND_TEST_CASE("masked, non-finite and overflowing pixels never produc
     CHECK(f.ivar[f.index(0, 0)] == 0);  // 5480 A lands far below the CCD
   }
 }
+
+PERFEX_BACKEND_TEST_CASE("patch bandwidth is the widest overlap of spot boxes", "[extract]") {
+  PERFEX_ONLY_SELECTED_BACKEND();
+  using Exec = TestType;
+  using Mem = typename Exec::memory_space;
+  // Default pitch (next two fibres overlap) and a crowded one (five neighbours overlap).
+  for (const double pitch : {7.28, 3.0}) {
+    CAPTURE(pitch);
+    perfex::psf::SyntheticPsfOptions po;
+    po.nfib = 10;
+    po.bundlesize = 10;
+    po.pitch = pitch;
+    const perfex::psf::GaussHermitePsf<Mem> psf(perfex::psf::make_synthetic_psf(po));
+    const int nf = 10, nk = 60;
+    Kokkos::View<double*, Mem> wave("wave", nk);
+    auto hw = Kokkos::create_mirror_view(wave);
+    for (int k = 0; k < nk; ++k) hw(k) = 6000.0 + 0.8 * k;
+    Kokkos::deep_copy(wave, hw);
+    Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots("spots", nf, nk, psf.ny(), psf.nx());
+    Kokkos::View<int**, Mem> xc("xc", nf, nk), yc("yc", nf, nk);
+    perfex::psf::compute_spots(Exec(), psf, 0, nf, Kokkos::View<const double*, Mem>(wave), spots, xc, yc);
+    std::vector<perfex::extract::PatchDesc> plan(3);
+    plan[0].fib0 = 0, plan[0].nfib = 7, plan[0].kf0 = 0;
+    plan[1].fib0 = 2, plan[1].nfib = 8, plan[1].kf0 = 10;
+    plan[2].fib0 = 9, plan[2].nfib = 1, plan[2].kf0 = 20;
+    const int nwt = 40;
+    Kokkos::View<perfex::extract::PatchDesc*, Mem> dplan("plan", plan.size());
+    Kokkos::deep_copy(dplan, Kokkos::View<const perfex::extract::PatchDesc*, Kokkos::HostSpace>(plan.data(), plan.size()));
+    const int widest_patch = perfex::extract::measure_bandwidths(Exec(), Kokkos::View<const int**, Mem>(xc),
+                                                                 Kokkos::View<const int**, Mem>(yc), dplan, nwt,
+                                                                 psf.ny(), psf.nx());
+    auto got = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dplan);
+    auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), xc);
+    auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), yc);
+    int widest_all = 0;
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+      const auto& p = plan[i];
+      int widest = 0;
+      for (int a = 0; a < p.nfib * nwt; ++a)
+        for (int b = a + 1; b < p.nfib * nwt; ++b) {
+          const int fa = p.fib0 + a % p.nfib, ka = p.kf0 + a / p.nfib;
+          const int fb = p.fib0 + b % p.nfib, kb = p.kf0 + b / p.nfib;
+          if (std::abs(hx(fa, ka) - hx(fb, kb)) < psf.nx() && std::abs(hy(fa, ka) - hy(fb, kb)) < psf.ny())
+            widest = std::max(widest, b - a);
+        }
+      CAPTURE(i);
+      CHECK(got(i).band == widest);
+      CHECK(widest < p.nfib * nwt);
+      widest_all = std::max(widest_all, widest);
+    }
+    CHECK(widest_patch == widest_all);
+    // Crowded fibres widen the band; a single fibre's band is its wavelength overlap.
+    if (pitch < 4) CHECK(got(1).band > 6 * 8);
+  }
+}

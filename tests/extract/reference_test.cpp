@@ -70,7 +70,7 @@ PERFEX_BACKEND_TEST_CASE("extraction reproduces gpu_specter and agrees with spec
     }
     for (std::size_t i = 0; i < gs.resolution.size(); ++i)
       max_res = std::max(max_res, std::abs(frame.resolution[i] - gs.resolution[i]));
-    INFO("max |dflux|*sqrt(ivar) " << max_pull << ", ivar rel " << max_ivar << ", resolution abs " << max_res
+    WARN("max |dflux|*sqrt(ivar) " << max_pull << ", ivar rel " << max_ivar << ", resolution abs " << max_res
                                    << ", chi2pix rel " << max_chi << ", pixmask_fraction rel " << max_pm);
     CHECK(max_pull <= 1e-6);
     CHECK(max_ivar <= 1e-8);
@@ -87,7 +87,7 @@ PERFEX_BACKEND_TEST_CASE("extraction reproduces gpu_specter and agrees with spec
       sp_max = std::max(sp_max, pull);
     }
     const double fraction = double(below) / double(sp.flux.size());
-    INFO("vs specter: fraction of pulls < 0.01 = " << fraction << ", max pull " << sp_max);
+    WARN("vs specter: fraction of pulls < 0.01 = " << fraction << ", max pull " << sp_max);
     CHECK(fraction >= 0.99);
     CHECK(sp_max < 0.05);
   }

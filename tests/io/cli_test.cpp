@@ -118,11 +118,12 @@ TEST_CASE("cli: summary line and progress bar", "[io]") {
   r.frame.nwave = 1251;
   r.frame.npatches = 260;
   r.frame.failed_patches = 0;
+  r.frame.linalg_flops = 9.1e9;
   r.seconds = 2.0;
   r.backend = "openmp";
   r.threads = 2;
   CHECK(perfex::io::cli::summary_line("perfex-extract", r) ==
-        "perfex-extract: 50 fibres x 1251 wavelengths, 260 patches in 2.00 s (130.0 patches/s), backend openmp, "
+        "perfex-extract: 50 fibres x 1251 wavelengths, 260 patches in 2.00 s (130.0 patches/s, 4.5 GFLOP/s), backend openmp, "
         "threads 2, failed patches 0");
 
   std::ostringstream quiet, shown;

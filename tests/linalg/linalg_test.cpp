@@ -17,27 +17,6 @@ namespace pl = perfex::linalg;
 
 namespace {
 
-template <class ExecSpace>
-using DevMat = Kokkos::View<double***, Kokkos::LayoutLeft, typename ExecSpace::memory_space>;
-template <class ExecSpace>
-using DevVecs = Kokkos::View<double**, Kokkos::LayoutLeft, typename ExecSpace::memory_space>;
-template <class ExecSpace>
-using DevStatus = Kokkos::View<int*, typename ExecSpace::memory_space>;
-
-template <class ExecSpace>
-DevMat<ExecSpace> to_device(const HostMat& h) {
-  DevMat<ExecSpace> d("perfex::test::A", h.extent(0), h.extent(1), h.extent(2));
-  Kokkos::deep_copy(d, h);
-  return d;
-}
-
-template <class V>
-auto to_host(const V& d) {
-  auto h = Kokkos::create_mirror(d);
-  Kokkos::deep_copy(h, d);
-  return h;
-}
-
 // Factor + solve a batch of SPD matrices; returns the worst scaled residual
 // ||H x - b||_inf / (||H||_inf ||x||_inf) divided by n (to compare with 1e-15).
 template <class ExecSpace>
@@ -538,26 +517,13 @@ PERFEX_BACKEND_TEST_CASE("linalg: multi-thread teams give the same results", "[l
   const int n = 75;  // > 2 Cholesky panels, 3 blocks of 25
   HostMat H("H", n, n, 1);
   store(H, 0, random_spd(n, 1e4, 41u));
-  int ts = 1;
-  {
-    AllKernels<Exec> probe{};
-    ts = std::min(4, Kokkos::TeamPolicy<Exec>(Exec(), 1, 1).team_size_max(probe, Kokkos::ParallelForTag()));
-  }
+  const int ts = multi_thread_team_size<Exec>(AllKernels<Exec>{});
   CAPTURE(ts);
   if (ts < 2) {
     SUCCEED("team size 1 only on this backend");
     return;
   }
-  const std::vector<double> a = all_kernels<Exec>(H, 1);
-  const std::vector<double> b = all_kernels<Exec>(H, ts);
-  REQUIRE(a.size() == b.size());
-  double err = 0, ref = 0;
-  for (std::size_t k = 0; k < a.size(); ++k) {
-    err = std::max(err, std::abs(a[k] - b[k]));
-    ref = std::max(ref, std::abs(a[k]));
-  }
-  CHECK(err / ref <= 1e-11);
-  SUCCEED("team-parallel paths checked");
+  CHECK(max_relative_difference(all_kernels<Exec>(H, 1), all_kernels<Exec>(H, ts)) <= 1e-11);
 }
 
 #if PERFEX_HAVE_LAPACK

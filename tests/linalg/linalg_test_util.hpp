@@ -80,6 +80,44 @@ inline Dense load(const HostMat& M, int b, int n) {
   return D;
 }
 
+template <class ExecSpace>
+using DevMat = Kokkos::View<double***, Kokkos::LayoutLeft, typename ExecSpace::memory_space>;
+template <class ExecSpace>
+using DevVecs = Kokkos::View<double**, Kokkos::LayoutLeft, typename ExecSpace::memory_space>;
+template <class ExecSpace>
+using DevStatus = Kokkos::View<int*, typename ExecSpace::memory_space>;
+
+template <class ExecSpace>
+DevMat<ExecSpace> to_device(const HostMat& h) {
+  DevMat<ExecSpace> d("perfex::test::A", h.extent(0), h.extent(1), h.extent(2));
+  Kokkos::deep_copy(d, h);
+  return d;
+}
+
+template <class V>
+auto to_host(const V& d) {
+  auto h = Kokkos::create_mirror(d);
+  Kokkos::deep_copy(h, d);
+  return h;
+}
+
+// Team size (at most 4) the backend allows for functor f: the team-parallel code paths are
+// exercised when it is at least 2.
+template <class ExecSpace, class Functor>
+int multi_thread_team_size(const Functor& f) {
+  return std::min(4, Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), 1, 1).team_size_max(f, Kokkos::ParallelForTag()));
+}
+
+// max |a - b| / max |a| over two equally long result lists.
+inline double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  double err = 0, ref = 0;
+  for (std::size_t k = 0; k < a.size() && k < b.size(); ++k) {
+    err = std::max(err, std::abs(a[k] - b[k]));
+    ref = std::max(ref, std::abs(a[k]));
+  }
+  return a.size() == b.size() ? err / ref : HUGE_VAL;
+}
+
 inline double norm_inf(const Dense& A) {
   double m = 0;
   for (int i = 0; i < A.n; ++i) {

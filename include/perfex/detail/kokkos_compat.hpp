@@ -52,6 +52,9 @@ class ScopedRegion {
   ScopedRegion& operator=(const ScopedRegion&) = delete;
 };
 
+// Allocation property for a view whose every entry is written before it is read.
+inline auto uninitialized(const std::string& label) { return Kokkos::view_alloc(Kokkos::WithoutInitializing, label); }
+
 // Concurrency of an execution-space instance (static in 3.4, a member in 4.x: an instance
 // call compiles on both).
 template <class ExecSpace>

@@ -24,39 +24,48 @@ namespace extract {
 // Called on the host after each batch of patches: (patches done, patches in total).
 using ProgressCallback = std::function<void(int, int)>;
 
-namespace detail {
-
-// Copies the image to the device, treating NaN/Inf pixels or ivar as masked (counted).
+// An image resident in the execution space's memory: upload once, extract many times.
 template <class MemorySpace>
-void upload_image(const CcdImage& image, Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace>& pixels,
-                  Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace>& ivar, Frame& frame) {
+struct DeviceImage {
+  Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace> pixels, ivar;
+  long long nonfinite_pixels = 0;  // NaN/Inf pixel or ivar values, stored as masked (0, ivar 0)
+  int nrows() const { return static_cast<int>(pixels.extent(0)); }
+  int ncols() const { return static_cast<int>(pixels.extent(1)); }
+};
+
+// Copies the image to exec's memory space, treating NaN/Inf pixels or ivar as masked (counted).
+template <class ExecSpace>
+DeviceImage<typename ExecSpace::memory_space> upload_image(const ExecSpace& exec, const CcdImage& image) {
+  using Mem = typename ExecSpace::memory_space;
   const std::size_t npix = static_cast<std::size_t>(image.nrows) * static_cast<std::size_t>(image.ncols);
   if (image.nrows <= 0 || image.ncols <= 0 || image.pixels.size() != npix || image.ivar.size() != npix)
     throw Error("image: pixel and ivar arrays must both hold nrows x ncols = " + std::to_string(image.nrows) + " x " +
                 std::to_string(image.ncols) + " values");
-  pixels = Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace>("perfex::image", image.nrows, image.ncols);
-  ivar = Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace>("perfex::ivar", image.nrows, image.ncols);
-  auto hp = Kokkos::create_mirror_view(pixels);
-  auto hw = Kokkos::create_mirror_view(ivar);
+  DeviceImage<Mem> out;
+  out.pixels = decltype(out.pixels)(uninitialized("perfex::image"), image.nrows, image.ncols);
+  out.ivar = decltype(out.ivar)(uninitialized("perfex::ivar"), image.nrows, image.ncols);
+  auto hp = Kokkos::create_mirror_view(out.pixels);
+  auto hw = Kokkos::create_mirror_view(out.ivar);
   long long nonfinite = 0;
-  for (int r = 0; r < image.nrows; ++r)
-    for (int c = 0; c < image.ncols; ++c) {
-      const std::size_t i = static_cast<std::size_t>(r) * image.ncols + c;
-      const double d = image.pixels[i], w = image.ivar[i];
-      if (w < 0)
-        throw Error("image: negative inverse variance " + std::to_string(w) + " at row " + std::to_string(r) +
-                    ", column " + std::to_string(c));
-      const bool ok = std::isfinite(d) && std::isfinite(w);
-      nonfinite += ok ? 0 : 1;
-      hp(r, c) = ok ? d : 0.0;
-      hw(r, c) = ok ? w : 0.0;
-    }
-  Kokkos::deep_copy(pixels, hp);
-  Kokkos::deep_copy(ivar, hw);
-  frame.nonfinite_pixels = nonfinite;
-  if (nonfinite > 0)
-    frame.warnings.push_back(std::to_string(nonfinite) + " NaN/Inf image or ivar pixels treated as masked");
+  for (std::size_t i = 0; i < npix; ++i) {
+    const double d = image.pixels[i], w = image.ivar[i];
+    if (w < 0)
+      throw Error("image: negative inverse variance " + std::to_string(w) + " at row " +
+                  std::to_string(i / static_cast<std::size_t>(image.ncols)) + ", column " +
+                  std::to_string(i % static_cast<std::size_t>(image.ncols)));
+    const bool ok = std::isfinite(d) && std::isfinite(w);
+    nonfinite += ok ? 0 : 1;
+    hp.data()[i] = ok ? d : 0.0;
+    hw.data()[i] = ok ? w : 0.0;
+  }
+  Kokkos::deep_copy(exec, out.pixels, hp);
+  Kokkos::deep_copy(exec, out.ivar, hw);
+  exec.fence();  // the host mirrors go out of scope
+  out.nonfinite_pixels = nonfinite;
+  return out;
 }
+
+namespace detail {
 
 inline double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
@@ -98,9 +107,11 @@ inline void set_mask(Frame& frame) {
 
 }  // namespace detail
 
+// Extracts the requested fibres of an image already in exec's memory (see upload_image).
 template <class ExecSpace>
-Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_data, const CcdImage& image,
-                    const ExtractionOptions& options, const ProgressCallback& progress = {}) {
+Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_data,
+                    const DeviceImage<typename ExecSpace::memory_space>& image, const ExtractionOptions& options,
+                    const ProgressCallback& progress = {}) {
   using Mem = typename ExecSpace::memory_space;
   ScopedRegion region("perfex::extract_frame");
   Kokkos::Timer timer;
@@ -137,10 +148,14 @@ Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_d
   frame.pixmask_fraction.assign(nbins, 0.0);
   frame.resolution.assign(nbins * static_cast<std::size_t>(2 * ndiag + 1), 0.0);
 
-  Kokkos::View<double**, Kokkos::LayoutRight, Mem> pixels, ivar;
-  detail::upload_image(image, pixels, ivar, frame);
+  frame.nonfinite_pixels = image.nonfinite_pixels;
+  if (image.nonfinite_pixels > 0)
+    frame.warnings.push_back(std::to_string(image.nonfinite_pixels) + " NaN/Inf image or ivar pixels treated as masked");
+  const auto& pixels = image.pixels;
+  const auto& ivar = image.ivar;
+  const int nrows = image.nrows(), ncols = image.ncols();
   Kokkos::View<double**, Kokkos::LayoutRight, Mem> model;
-  if (opt.model_image) model = decltype(model)("perfex::model", image.nrows, image.ncols);
+  if (opt.model_image) model = decltype(model)("perfex::model", nrows, ncols);
 
   const std::vector<BundlePlan> bundles = plan_bundles(opt, psf.nfib());
   int total_patches = 0, maxsub = 0;
@@ -155,50 +170,46 @@ Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_d
   PatchResults<Mem> results;
   int done = 0;
   for (const auto& bundle : bundles) {
-    const int nb = bundle.bundle_hi - bundle.bundle_lo;
-    Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots("perfex::spots", nb, fullwave.size(), ny, nx);
+    // Spots of the solved fibres only: the requested ones and their padding neighbours.
+    const FibreRange spot_range = spot_fibres(bundle);
+    const int nb = spot_range.hi - spot_range.lo;
+    Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots(uninitialized("perfex::spots"), nb, fullwave.size(), ny, nx);
     Kokkos::View<int**, Mem> xcorner("perfex::xcorner", nb, fullwave.size()), ycorner("perfex::ycorner", nb, fullwave.size());
-    psf::compute_spots(exec, psf, bundle.bundle_lo, nb, Kokkos::View<const double*, Mem>(dfullwave), spots, xcorner, ycorner);
+    psf::compute_spots(exec, psf, spot_range.lo, nb, Kokkos::View<const double*, Mem>(dfullwave), spots, xcorner, ycorner);
     auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), xcorner);
     auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ycorner);
 
-    std::vector<PatchDesc> plan;
+    const std::vector<PatchDesc> plan = plan_patches(bundle, opt, nwave, nx, ny, ncols, nrows,
+                                                     [&](int f, int k) { return hx(f, k); },
+                                                     [&](int f, int k) { return hy(f, k); });
     int maxpix = 0;
-    for (const auto& sub : bundle.subbundles) {
-      const int padlo = sub.first > bundle.bundle_lo ? sub.first - 1 : sub.first;
-      const int padhi = sub.first + sub.count < bundle.bundle_hi ? sub.first + sub.count + 1 : sub.first + sub.count;
-      for (int k0 = 0; k0 < nwave; k0 += nwavestep) {
-        PatchDesc p;
-        p.fib0 = padlo - bundle.bundle_lo;
-        p.nfib = padhi - padlo;
-        p.keep0 = sub.first - padlo;
-        p.nkeepfib = sub.count;
-        p.kf0 = k0;
-        p.nkeep = std::min(nwavestep, nwave - k0);
-        p.out_fibre0 = sub.first - opt.specmin;
-        set_patch_window(p, nwt, wavepad, nwavestep, nx, ny, opt.pixpad_frac, image.ncols, image.nrows,
-                         [&](int f, int k) { return hx(f, k); }, [&](int f, int k) { return hy(f, k); });
-        maxpix = std::max(maxpix, (p.row1 - p.row0) * (p.col1 - p.col0));
-        plan.push_back(p);
-      }
+    for (const PatchDesc& p : plan) maxpix = std::max(maxpix, (p.row1 - p.row0) * (p.col1 - p.col0));
+    Kokkos::View<PatchDesc*, Mem> dplan("perfex::patches", plan.size());
+    Kokkos::deep_copy(exec, dplan, Kokkos::View<const PatchDesc*, Kokkos::HostSpace>(plan.data(), plan.size()));
+    const int npatch = static_cast<int>(plan.size());
+    const int band = measure_bandwidths(exec, Kokkos::View<const int**, Mem>(xcorner),
+                                        Kokkos::View<const int**, Mem>(ycorner), dplan, nwt, ny, nx);
+    frame.max_band = std::max(frame.max_band, band);
+    {
+      const auto measured = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dplan);
+      for (int i = 0; i < npatch; ++i) frame.linalg_flops += patch_flops(measured(i), nwt, opt.decorrelation);
     }
 
     int batch = opt.batch_patches;
     if (batch == 0) {
       const double budget = 512.0 * 1024 * 1024;  // bytes of per-batch scratch
-      const double per = PatchWorkspace<Mem>::bytes_per_patch(nmax, nwt, maxsub, maxpix, spotpix, opt.decorrelation);
+      const double per = PatchWorkspace<Mem>::bytes_per_patch(nmax, band, nwt, maxpix, spotpix, opt.decorrelation);
       batch = static_cast<int>(std::max(1.0, std::floor(budget / per)));
     }
-    batch = std::min(batch, static_cast<int>(plan.size()));
-    if (ws.batch < batch || ws.maxpix < maxpix) {
+    batch = std::min(batch, npatch);
+    if (ws.batch < batch || ws.maxpix < maxpix || ws.band < band) {
       const int new_batch = std::max(batch, ws.batch), new_pix = std::max(maxpix, ws.maxpix);
+      const int new_band = std::max(band, ws.band);
       ws = PatchWorkspace<Mem>();  // free the old scratch before allocating the larger one
-      ws = PatchWorkspace<Mem>(nmax, nwt, maxsub, new_pix, spotpix, new_batch, opt.decorrelation);
+      ws = PatchWorkspace<Mem>(nmax, new_band, nwt, new_pix, spotpix, new_batch, opt.decorrelation);
       results = PatchResults<Mem>(new_batch, maxsub, nwavestep, ndiag);
     }
 
-    Kokkos::View<PatchDesc*, Mem> dplan("perfex::patches", plan.size());
-    Kokkos::deep_copy(exec, dplan, Kokkos::View<const PatchDesc*, Kokkos::HostSpace>(plan.data(), plan.size()));
     PatchSolver<ExecSpace, Mem> solver{spots, xcorner, ycorner, pixels, ivar, {}, ws, results, model,
                                        nwt, wavepad, nwavestep, ndiag, opt.regularize, opt.psferr,
                                        opt.eigen_clip, opt.decorrelation};
@@ -208,10 +219,13 @@ Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_d
     auto hpm = Kokkos::create_mirror_view(results.pixmask);
     auto hrd = Kokkos::create_mirror_view(results.rdiags);
     auto hst = Kokkos::create_mirror_view(results.status);
-    for (int first = 0; first < static_cast<int>(plan.size()); first += batch) {
-      const int count = std::min(batch, static_cast<int>(plan.size()) - first);
+    for (int first = 0; first < npatch; first += batch) {
+      const int count = std::min(batch, npatch - first);
       solver.patches = Kokkos::subview(dplan, Kokkos::make_pair(first, first + count));
-      Kokkos::parallel_for("perfex::extract::solve_patches", Kokkos::TeamPolicy<ExecSpace>(exec, count, Kokkos::AUTO), solver);
+      // Dynamic: patches at the CCD edges and the last wavelength step are smaller.
+      Kokkos::parallel_for("perfex::extract::solve_patches",
+                           Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>(exec, count, Kokkos::AUTO),
+                           solver);
       Kokkos::deep_copy(exec, hflux, results.flux);
       Kokkos::deep_copy(exec, hivar, results.ivar);
       Kokkos::deep_copy(exec, hchi, results.chi2pix);
@@ -250,12 +264,19 @@ Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_d
   detail::set_mask(frame);
   if (opt.model_image) {
     auto hm = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), model);
-    frame.model_rows = image.nrows;
-    frame.model_cols = image.ncols;
+    frame.model_rows = nrows;
+    frame.model_cols = ncols;
     frame.model.assign(hm.data(), hm.data() + hm.size());
   }
   frame.seconds = timer.seconds();
   return frame;
+}
+
+// Host image: uploaded for this call only.
+template <class ExecSpace>
+Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_data, const CcdImage& image,
+                    const ExtractionOptions& options, const ProgressCallback& progress = {}) {
+  return extract_frame(exec, psf_data, upload_image(exec, image), options, progress);
 }
 
 }  // namespace extract

@@ -36,6 +36,8 @@ struct Frame {
   int failed_patches = 0;            // singular / non-finite systems: flux 0, ivar 0
   long long nonfinite_pixels = 0;    // NaN/Inf image or ivar pixels treated as masked
   double seconds = 0.0;
+  double linalg_flops = 0.0;         // patch linear algebra by patch_flops (band Cholesky, solve, blocks, eigen)
+  int max_band = 0;                  // widest half-bandwidth of a patch's normal matrix
   std::vector<std::string> warnings; // one line per problem met (failed patches, bad pixels)
 
   std::size_t index(int fibre, int k) const { return static_cast<std::size_t>(fibre) * nwave + k; }

@@ -3,12 +3,20 @@
 // Normal equations straight from the spots (never a dense A), Cholesky solve, per-fibre
 // decorrelation from the diagonal blocks of H^-1 (or the full H^1/2), then flux, ivar,
 // resolution diagonals, chi2pix, pixmask_fraction and the optional model image.
+//
+// Unknowns are ordered wavelength-major (j = wave * nfib + fibre): a spot couples only the
+// next one or two fibres within a few wavelength bins, so H is a band matrix (half-bandwidth
+// ~58 for 7 x 74 unknowns) stored and factored as one. PatchBandwidth measures each
+// patch's band from the spot boxes before the solve.
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/extract/options.hpp>
 #include <perfex/extract/plan.hpp>
-#include <perfex/linalg/cholesky.hpp>
+#include <perfex/linalg/band_cholesky.hpp>
 #include <perfex/linalg/eigen.hpp>
+#include <perfex/linalg/flops.hpp>
 #include <perfex/linalg/status.hpp>
+
+#include <string>
 
 namespace perfex {
 namespace extract {
@@ -35,44 +43,81 @@ template <class MemorySpace>
 struct PatchWorkspace {
   using Matrices = Kokkos::View<double***, Kokkos::LayoutLeft, MemorySpace>;
   using Vectors = Kokkos::View<double**, Kokkos::LayoutLeft, MemorySpace>;
-  Matrices H;        // (N, N, batch): normal matrix, then its Cholesky factor
-  Matrices Hsym;     // (N, N, batch): symmetric copy of H, noise decorrelation only
+  Matrices H;        // (band + 1, N, batch): lower band of the normal matrix, then its factor
+  Matrices Hsym;     // (N, N, batch): symmetric dense H, noise decorrelation only
   Matrices V;        // eigenvectors: (nwt, nwt) or (N, N) for the noise variant
-  Matrices blockwork;                    // (N, nwt, batch)
-  Kokkos::View<double****, Kokkos::LayoutLeft, MemorySpace> cblocks;  // (keep fibre, nwt, nwt, batch)
+  Matrices blockwork;  // (N, nwt, batch): columns of L^-1 for one fibre's block of H^-1
+  Matrices cblock;     // (nwt, nwt, batch): that block, then its inverse square root
   Vectors b, omega, phi, eigval, eigwork;  // per-unknown vectors and eigen scratch
   Vectors wspot;     // (N * spot pixels, batch): ivar-weighted spots inside the window
   Vectors pixmodel;  // (window pixels, batch): model, then chi2 per pixel
   Vectors pixtest;   // (window pixels, batch): 1 where the pixel counts in chi2pix
-  int nmax = 0, nwt = 0, maxkeepfib = 0, maxpix = 0, spotpix = 0, batch = 0;
+  int nmax = 0, band = 0, nwt = 0, maxpix = 0, spotpix = 0, batch = 0;
 
   // Bytes one patch needs (for choosing the batch size).
-  static double bytes_per_patch(int nmax, int nwt, int maxkeepfib, int maxpix, int spotpix, Decorrelation d) {
+  static double bytes_per_patch(int nmax, int band, int nwt, int maxpix, int spotpix, Decorrelation d) {
     const int neig = d == Decorrelation::noise ? nmax : nwt;
-    double words = double(nmax) * nmax + double(neig) * neig + double(nmax) * nwt +
-                   double(maxkeepfib) * nwt * nwt + 3.0 * nmax + 2.0 * neig +
-                   linalg::syev_work_size(neig) + double(nmax) * spotpix + 2.0 * maxpix;
+    double words = double(band + 1) * nmax + double(neig) * neig + double(nmax) * nwt + double(nwt) * nwt +
+                   3.0 * nmax + 2.0 * neig + linalg::syev_work_size(neig) + double(nmax) * spotpix + 2.0 * maxpix;
     if (d == Decorrelation::noise) words += double(nmax) * nmax;
     return 8.0 * words;
   }
 
   PatchWorkspace() = default;
-  PatchWorkspace(int nmax_, int nwt_, int maxkeepfib_, int maxpix_, int spotpix_, int batch_, Decorrelation d)
-      : nmax(nmax_), nwt(nwt_), maxkeepfib(maxkeepfib_), maxpix(maxpix_), spotpix(spotpix_), batch(batch_) {
+  PatchWorkspace(int nmax_, int band_, int nwt_, int maxpix_, int spotpix_, int batch_, Decorrelation d)
+      : nmax(nmax_), band(band_), nwt(nwt_), maxpix(maxpix_), spotpix(spotpix_), batch(batch_) {
     const int neig = d == Decorrelation::noise ? nmax : nwt;
-    H = Matrices("perfex::H", nmax, nmax, batch);
-    if (d == Decorrelation::noise) Hsym = Matrices("perfex::Hsym", nmax, nmax, batch);
-    V = Matrices("perfex::eigvec", neig, neig, batch);
-    blockwork = Matrices("perfex::blockwork", nmax, nwt, batch);
-    cblocks = decltype(cblocks)("perfex::cblocks", maxkeepfib, nwt, nwt, batch);
-    b = Vectors("perfex::b", nmax, batch);
-    omega = Vectors("perfex::omega", nmax, batch);
-    phi = Vectors("perfex::phi", nmax, batch);
-    eigval = Vectors("perfex::eigval", neig, batch);
-    eigwork = Vectors("perfex::eigwork", linalg::syev_work_size(neig), batch);
-    wspot = Vectors("perfex::wspot", static_cast<std::size_t>(nmax) * spotpix, batch);
-    pixmodel = Vectors("perfex::pixmodel", maxpix, batch);
-    pixtest = Vectors("perfex::pixtest", maxpix, batch);
+    H = Matrices(uninitialized("perfex::H_band"), band + 1, nmax, batch);
+    if (d == Decorrelation::noise) Hsym = Matrices(uninitialized("perfex::Hsym"), nmax, nmax, batch);
+    V = Matrices(uninitialized("perfex::eigvec"), neig, neig, batch);
+    blockwork = Matrices(uninitialized("perfex::blockwork"), nmax, nwt, batch);
+    cblock = Matrices(uninitialized("perfex::cblock"), nwt, nwt, batch);
+    b = Vectors(uninitialized("perfex::b"), nmax, batch);
+    omega = Vectors(uninitialized("perfex::omega"), nmax, batch);
+    phi = Vectors(uninitialized("perfex::phi"), nmax, batch);
+    eigval = Vectors(uninitialized("perfex::eigval"), neig, batch);
+    eigwork = Vectors(uninitialized("perfex::eigwork"), linalg::syev_work_size(neig), batch);
+    wspot = Vectors(uninitialized("perfex::wspot"), static_cast<std::size_t>(nmax) * spotpix, batch);
+    pixmodel = Vectors(uninitialized("perfex::pixmodel"), maxpix, batch);
+    pixtest = Vectors(uninitialized("perfex::pixtest"), maxpix, batch);
+  }
+};
+
+// Where a fibre's wavelength bins sit in an index space: first + i * step.
+struct Strided {
+  int first, step;
+  KOKKOS_INLINE_FUNCTION int operator()(int i) const { return first + i * step; }
+};
+
+// Half-bandwidth of each patch's normal matrix (wavelength-major unknowns): the largest index
+// distance between two unknowns whose spot boxes overlap. Written into patches(i).band.
+template <class ExecSpace, class MemorySpace>
+struct PatchBandwidth {
+  using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  Kokkos::View<const int**, MemorySpace> xcorner, ycorner;
+  Kokkos::View<PatchDesc*, MemorySpace> patches;
+  int nwt, nrow, ncol;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const PatchDesc p = patches(member.league_rank());
+    const int n = p.nfib * nwt;
+    int band = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(member, n),
+        [&](int jc, int& widest) {
+          const int fc = p.fib0 + jc % p.nfib, kc = p.kf0 + jc / p.nfib;
+          const int xc = xcorner(fc, kc), yc = ycorner(fc, kc);
+          // From the far end down: the first overlap is this column's widest one.
+          for (int jr = n - 1; jr > jc + widest; --jr) {
+            const int fr = p.fib0 + jr % p.nfib, kr = p.kf0 + jr / p.nfib;
+            if (math::abs(xcorner(fr, kr) - xc) < ncol && math::abs(ycorner(fr, kr) - yc) < nrow) {
+              widest = jr - jc;
+              break;
+            }
+          }
+        },
+        Kokkos::Max<int>(band));
+    Kokkos::single(Kokkos::PerTeam(member), [&]() { patches(member.league_rank()).band = math::max(band, 0); });
   }
 };
 
@@ -84,6 +129,34 @@ KOKKOS_INLINE_FUNCTION void team_add(const Member& member, double& target, doubl
     target += value;
   else
     Kokkos::atomic_add(&target, value);
+}
+
+// Flops of one patch's linear algebra (patch.band set): band Cholesky and solve, then the kept
+// fibres' blocks of H^-1 and their inverse square roots, or H^(1/2) for noise decorrelation.
+inline double patch_flops(const PatchDesc& p, int nwt, Decorrelation decorrelation) {
+  namespace fl = linalg::flops;
+  const int n = p.nfib * nwt;
+  double f = fl::band_cholesky(n, p.band) + fl::band_solve(n, p.band);
+  if (decorrelation == Decorrelation::noise) return f + fl::inverse_sqrt(n);
+  for (int k = 0; k < p.nkeepfib; ++k)
+    f += fl::band_strided_block(n, p.band, p.keep0 + k, p.nfib, nwt) + fl::inverse_sqrt(nwt);
+  return f;
+}
+
+// Sets patches(i).band for every patch (see PatchBandwidth) and returns the largest.
+template <class ExecSpace, class MemorySpace>
+int measure_bandwidths(const ExecSpace& exec, const Kokkos::View<const int**, MemorySpace>& xcorner,
+                       const Kokkos::View<const int**, MemorySpace>& ycorner,
+                       const Kokkos::View<PatchDesc*, MemorySpace>& patches, int nwt, int nrow, int ncol) {
+  const int npatch = static_cast<int>(patches.extent(0));
+  Kokkos::parallel_for("perfex::extract::patch_bandwidth", Kokkos::TeamPolicy<ExecSpace>(exec, npatch, Kokkos::AUTO),
+                       PatchBandwidth<ExecSpace, MemorySpace>{xcorner, ycorner, patches, nwt, nrow, ncol});
+  int band = 0;
+  Kokkos::parallel_reduce(
+      "perfex::extract::max_bandwidth", Kokkos::RangePolicy<ExecSpace>(exec, 0, npatch),
+      KOKKOS_LAMBDA(int i, int& widest) { widest = widest < patches(i).band ? patches(i).band : widest; },
+      Kokkos::Max<int>(band));
+  return band;
 }
 
 // The per-patch solver. Spots, corners, image and ivar are those of one bundle / the CCD.
@@ -109,7 +182,7 @@ struct PatchSolver {
     const int ip = member.league_rank();
     const PatchDesc p = patches(ip);
     const int n = p.nfib * nwt;
-    auto H = Kokkos::subview(ws.H, Kokkos::make_pair(0, n), Kokkos::make_pair(0, n), ip);
+    auto H = Kokkos::subview(ws.H, Kokkos::make_pair(0, p.band + 1), Kokkos::make_pair(0, n), ip);
     auto b = Kokkos::subview(ws.b, Kokkos::make_pair(0, n), ip);
     auto omega = Kokkos::subview(ws.omega, Kokkos::make_pair(0, n), ip);
     auto phi = Kokkos::subview(ws.phi, Kokkos::make_pair(0, n), ip);
@@ -122,11 +195,11 @@ struct PatchSolver {
     member.team_barrier();
     if (decorrelation == Decorrelation::noise) copy_symmetric(member, n, H);
     member.team_barrier();
-    int status = linalg::team_cholesky(member, H);
+    int status = linalg::team_band_cholesky(member, H);
     if (status == linalg::ok) {
       Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](int j) { phi(j) = b(j); });
       member.team_barrier();
-      linalg::team_cholesky_solve(member, H, phi);
+      linalg::team_band_cholesky_solve(member, H, phi);
       member.team_barrier();
       // Overflowing data make a non-finite solution: the patch fails like a singular one.
       int finite = 1;
@@ -150,9 +223,9 @@ struct PatchSolver {
     Kokkos::single(Kokkos::PerTeam(member), [&]() { out.status(ip) = linalg::ok; });
   }
 
-  // Corner and spot of unknown j (fibre-major: j = s * nwt + k).
-  KOKKOS_INLINE_FUNCTION int fibre_of(const PatchDesc& p, int j) const { return p.fib0 + j / nwt; }
-  KOKKOS_INLINE_FUNCTION int wave_of(const PatchDesc& p, int j) const { return p.kf0 + j % nwt; }
+  // Fibre and wavelength of unknown j (wavelength-major: j = k * nfib + s).
+  KOKKOS_INLINE_FUNCTION int fibre_of(const PatchDesc& p, int j) const { return p.fib0 + j % p.nfib; }
+  KOKKOS_INLINE_FUNCTION int wave_of(const PatchDesc& p, int j) const { return p.kf0 + j / p.nfib; }
 
   // w_P * S_J[P] over each spot box (0 outside the window), and b_J = sum w S d, omega_J = sum w S.
   template <class BV, class OV>
@@ -185,7 +258,7 @@ struct PatchSolver {
     });
   }
 
-  // Lower triangle of H0 = A^T W A from overlapping spot boxes only.
+  // Lower band of H0 = A^T W A (H(d, j) = H0(j + d, j)) from overlapping spot boxes only.
   template <class HV>
   KOKKOS_INLINE_FUNCTION void normal_matrix(const Member& member, const PatchDesc& p, int n, const HV& H) const {
     const int nrow = static_cast<int>(spots.extent(2)), ncol = static_cast<int>(spots.extent(3));
@@ -194,7 +267,8 @@ struct PatchSolver {
       const int fc = fibre_of(p, jc), kc = wave_of(p, jc);
       const int c0c = xcorner(fc, kc), r0c = ycorner(fc, kc);
       const double* wspot = &ws.wspot(static_cast<std::size_t>(jc) * nrow * ncol, ip);
-      for (int jr = jc; jr < n; ++jr) {
+      const int last = math::min(n - 1, jc + p.band);
+      for (int jr = jc; jr <= last; ++jr) {
         const int fr = fibre_of(p, jr), kr = wave_of(p, jr);
         const int dc = xcorner(fr, kr) - c0c, dr = ycorner(fr, kr) - r0c;  // offset of spot jr in box jc
         double h = 0;
@@ -207,7 +281,7 @@ struct PatchSolver {
             for (int c = clo; c < chi; ++c) h += wrow[c] * srow[c - dc];
           }
         }
-        H(jr, jc) = h;
+        H(jr - jc, jc) = h;
       }
     });
   }
@@ -222,38 +296,40 @@ struct PatchSolver {
     const double minweight = 1e-4 * wmax;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](int j) {
       const double alpha = omega(j) < minweight ? minweight - omega(j) : regularize;
-      H(j, j) += alpha * alpha + 1e-15;
+      H(0, j) += alpha * alpha + 1e-15;
     });
   }
 
+  // Dense symmetric H from its band (before the band is factored in place).
   template <class HV>
   KOKKOS_INLINE_FUNCTION void copy_symmetric(const Member& member, int n, const HV& H) const {
     auto S = Kokkos::subview(ws.Hsym, Kokkos::make_pair(0, n), Kokkos::make_pair(0, n), member.league_rank());
+    const int band = static_cast<int>(H.extent(0)) - 1;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](int c) {
-      for (int r = c; r < n; ++r) S(r, c) = S(c, r) = H(r, c);
+      for (int r = c; r < n; ++r) S(r, c) = S(c, r) = r - c <= band ? H(r - c, c) : 0.0;
     });
   }
 
-  // Per-fibre ("signal") decorrelation of the kept fibres: Q_f = C_ff^(-1/2).
+  // Per-fibre ("signal") decorrelation of the kept fibres: Q_f = C_ff^(-1/2), where C_ff is
+  // the fibre's block of H^-1 (rows/columns keep0 + f + k * nfib).
   template <class LV, class PV, class OV>
   KOKKOS_INLINE_FUNCTION int decorrelate_blocks(const Member& member, const PatchDesc& p, const LV& L, const PV& phi,
                                                 const OV& omega) const {
     const int ip = member.league_rank();
-    auto C = Kokkos::subview(ws.cblocks, Kokkos::ALL, Kokkos::ALL, Kokkos::ALL, ip);
+    auto Q = Kokkos::subview(ws.cblock, Kokkos::ALL, Kokkos::ALL, ip);
     auto work = Kokkos::subview(ws.blockwork, Kokkos::make_pair(0, p.nfib * nwt), Kokkos::ALL, ip);
-    linalg::team_cholesky_inverse_diag_blocks(member, L, nwt, p.keep0, p.nkeepfib, C, work);
-    member.team_barrier();
     auto V = Kokkos::subview(ws.V, Kokkos::ALL, Kokkos::ALL, ip);
     auto w = Kokkos::subview(ws.eigval, Kokkos::ALL, ip);
     auto ework = Kokkos::subview(ws.eigwork, Kokkos::ALL, ip);
     int status = linalg::ok;
     for (int f = 0; f < p.nkeepfib; ++f) {
-      auto Q = Kokkos::subview(C, f, Kokkos::ALL, Kokkos::ALL);
+      const Strided unknowns{p.keep0 + f, p.nfib};
+      linalg::team_band_cholesky_inverse_strided_block(member, L, unknowns.first, unknowns.step, nwt, Q, work);
       const int st = linalg::team_inverse_sqrt(member, Q, V, w, ework, eigen_clip);
       member.team_barrier();
       if (st != linalg::ok) status = st;
-      const int jfirst = (p.keep0 + f) * nwt;  // first unknown of this fibre
-      store_fibre(member, p, f, Q, jfirst, phi, omega, 0);
+      // Q's rows and columns are the fibre's wavelengths.
+      store_fibre(member, p, f, Q, Strided{0, 1}, Strided{0, 1}, unknowns, phi, omega);
       member.team_barrier();
     }
     return status;
@@ -271,47 +347,49 @@ struct PatchSolver {
     const int status = linalg::team_sqrt(member, Q, V, w, ework, eigen_clip);
     member.team_barrier();
     for (int f = 0; f < p.nkeepfib; ++f) {
-      const int jfirst = (p.keep0 + f) * nwt;
-      auto Qrows = Kokkos::subview(Q, Kokkos::make_pair(jfirst, jfirst + nwt), Kokkos::ALL);
-      store_fibre(member, p, f, Qrows, jfirst, phi, omega, jfirst);
+      // Q's rows and columns are all unknowns.
+      const Strided unknowns{p.keep0 + f, p.nfib};
+      store_fibre(member, p, f, Q, unknowns, unknowns, Strided{0, 1}, phi, omega);
       member.team_barrier();
     }
     return status;
   }
 
-  // From the rows of Q belonging to kept fibre f (Q(i, col) for row i of the fibre; the
-  // fibre's own block starts at column qcol0): R = Q / rowsum, flux = R phi, ivar = rowsum^2,
-  // resolution diagonals R_f[j-nd+d][j] of the core columns. Bins no pixel constrains
-  // (omega ~ 0) get ivar 0, as specter does.
+  // Kept fibre f from the rows of Q for its wavelengths i (row rows(i)): R = Q / rowsum,
+  // flux = R phi, ivar = rowsum^2, resolution diagonals R_f[j-nd+d][j] of the core columns,
+  // where column own(j) of Q is the fibre's wavelength j and column c multiplies
+  // phi(phi_of(c)). Bins no pixel constrains (omega ~ 0) get ivar 0, as specter does.
   template <class QV, class PV, class OV>
-  KOKKOS_INLINE_FUNCTION void store_fibre(const Member& member, const PatchDesc& p, int f, const QV& Q, int jfirst,
-                                          const PV& phi, const OV& omega, int qcol0) const {
+  KOKKOS_INLINE_FUNCTION void store_fibre(const Member& member, const PatchDesc& p, int f, const QV& Q,
+                                          const Strided rows, const Strided own, const Strided phi_of, const PV& phi,
+                                          const OV& omega) const {
     const int ip = member.league_rank();
     const int ncolq = static_cast<int>(Q.extent(1));
-    const int phi0 = jfirst - qcol0;  // unknown index of Q's column 0
+    const Strided unknowns{p.keep0 + f, p.nfib};
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, nwt), [&](int i) {
       double s = 0, fl = 0;
+      const int r = rows(i);
       for (int c = 0; c < ncolq; ++c) {
-        s += Q(i, c);
-        fl += Q(i, c) * phi(phi0 + c);
+        s += Q(r, c);
+        fl += Q(r, c) * phi(phi_of(c));
       }
       const int jcore = i - wavepad;
       if (jcore >= 0 && jcore < p.nkeep) {
-        const bool constrained = omega(jfirst + i) > 1e-8 && math::isfinite(s) && math::isfinite(fl);
+        const bool constrained = omega(unknowns(i)) > 1e-8 && math::isfinite(s) && math::isfinite(fl);
         out.flux(ip, f, jcore) = constrained ? fl / s : 0.0;
         out.ivar(ip, f, jcore) = constrained ? s * s : 0.0;
       }
     });
     member.team_barrier();
-    // Resolution band: column j of R_f, R_f[i][j] = Q(i, qcol0 + j) / s_i.
+    // Resolution band: column j of R_f, R_f[i][j] = Q(rows(i), own(j)) / s_i.
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, p.nkeep), [&](int jcore) {
       const int j = jcore + wavepad;
       for (int d = 0; d <= 2 * ndiag; ++d) {
-        const int i = j - ndiag + d;
+        const int r = rows(j - ndiag + d);
         double s = 0;
-        for (int c = 0; c < ncolq; ++c) s += Q(i, c);
-        const double r = Q(i, qcol0 + j) / s;
-        out.rdiags(ip, f, d, jcore) = math::isfinite(r) ? r : 0.0;
+        for (int c = 0; c < ncolq; ++c) s += Q(r, c);
+        const double rr = Q(r, own(j)) / s;
+        out.rdiags(ip, f, d, jcore) = math::isfinite(rr) ? rr : 0.0;
       }
     });
   }

@@ -22,6 +22,7 @@ struct PatchDesc {
   int nkeep = 0;      // kept (core) wavelengths, <= nwavestep
   int row0 = 0, row1 = 0, col0 = 0, col1 = 0;  // pixel window, half-open, clipped to the CCD
   int out_fibre0 = 0; // frame row (fibre - specmin) of the first kept fibre
+  int band = 0;       // half-bandwidth of the normal matrix, unknowns wavelength-major (set on the device)
 };
 
 struct SubBundle {
@@ -98,6 +99,48 @@ void set_patch_window(PatchDesc& p, int nwt, int wavepad, int nwavestep, int nx,
   p.row1 = std::max(p.row0, std::min(npix_y, ypadmin + hi));
   p.col0 = std::max(0, std::min(npix_x, xmin));
   p.col1 = std::max(p.col0, std::min(npix_x, xmax));
+}
+
+// Fibres solved for a sub-bundle: its own plus one padding neighbour on each side that lies
+// inside the physical bundle (spec §5.3), half-open [lo, hi).
+struct FibreRange {
+  int lo = 0, hi = 0;
+};
+inline FibreRange solved_fibres(const BundlePlan& bundle, const SubBundle& sub) {
+  return {sub.first > bundle.bundle_lo ? sub.first - 1 : sub.first,
+          sub.first + sub.count < bundle.bundle_hi ? sub.first + sub.count + 1 : sub.first + sub.count};
+}
+
+// Fibres whose spots a bundle's patches use.
+inline FibreRange spot_fibres(const BundlePlan& bundle) {
+  return {solved_fibres(bundle, bundle.subbundles.front()).lo, solved_fibres(bundle, bundle.subbundles.back()).hi};
+}
+
+// A bundle's patches, sub-bundle by sub-bundle, each over the nwave output wavelengths in steps
+// of nwavestep, with their pixel windows. Fibre indices are local to spot_fibres(bundle);
+// corner functions as for set_patch_window; npix_x x npix_y is the CCD.
+template <class XCornerFn, class YCornerFn>
+std::vector<PatchDesc> plan_patches(const BundlePlan& bundle, const ExtractionOptions& opt, int nwave, int nx, int ny,
+                                    int npix_x, int npix_y, const XCornerFn& xcorner, const YCornerFn& ycorner) {
+  const int wavepad = opt.wavepad(), nwt = opt.nwavestep + 2 * wavepad;
+  const int spot_lo = spot_fibres(bundle).lo;
+  std::vector<PatchDesc> plan;
+  for (const auto& sub : bundle.subbundles) {
+    const FibreRange solved = solved_fibres(bundle, sub);
+    for (int k0 = 0; k0 < nwave; k0 += opt.nwavestep) {
+      PatchDesc p;
+      p.fib0 = solved.lo - spot_lo;
+      p.nfib = solved.hi - solved.lo;
+      p.keep0 = sub.first - solved.lo;
+      p.nkeepfib = sub.count;
+      p.kf0 = k0;
+      p.nkeep = std::min(opt.nwavestep, nwave - k0);
+      p.out_fibre0 = sub.first - opt.specmin;
+      set_patch_window(p, nwt, wavepad, opt.nwavestep, nx, ny, opt.pixpad_frac, npix_x, npix_y, xcorner, ycorner);
+      plan.push_back(p);
+    }
+  }
+  return plan;
 }
 
 }  // namespace extract

@@ -449,8 +449,8 @@ inline RunResult run_extract_files(const ExtractArgs& args, const extract::Progr
   return r;
 }
 
-// "perfex-extract: N fibres x K wavelengths, P patches in T s (X patches/s), backend B,
-// threads T, failed patches F"
+// "perfex-extract: N fibres x K wavelengths, P patches in T s (X patches/s, G GFLOP/s),
+// backend B, threads T, failed patches F" (GFLOP/s of the patch linear algebra, Frame::linalg_flops)
 inline std::string summary_line(const std::string& tool, const RunResult& r) {
   std::ostringstream s;
   const double rate = r.seconds > 0 ? r.frame.npatches / r.seconds : 0.0;
@@ -460,7 +460,8 @@ inline std::string summary_line(const std::string& tool, const RunResult& r) {
   s.precision(2);
   s << r.seconds << " s (";
   s.precision(1);
-  s << rate << " patches/s), backend " << r.backend << ", threads " << r.threads << ", failed patches "
+  s << rate << " patches/s, " << (r.seconds > 0 ? r.frame.linalg_flops / r.seconds / 1e9 : 0.0)
+    << " GFLOP/s), backend " << r.backend << ", threads " << r.threads << ", failed patches "
     << r.frame.failed_patches;
   return s.str();
 }

@@ -9,6 +9,7 @@
 // PERFEX_HAVE_LAPACK; otherwise it throws perfex::Error.
 #include <perfex/config.hpp>
 #include <perfex/error.hpp>
+#include <perfex/linalg/band_cholesky.hpp>
 #include <perfex/linalg/cholesky.hpp>
 #include <perfex/linalg/eigen.hpp>
 #include <perfex/linalg/lapack.hpp>
@@ -32,25 +33,37 @@ template <class ExecSpace>
 using ScratchMatrix =
     Kokkos::View<double**, Kokkos::LayoutLeft, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
 
-template <class ExecSpace, class A3, class S1>
+// Storage of the matrices a Cholesky functor works on: dense (n, n) or lower band (kd+1, n).
+enum class Storage { dense, band };
+
+template <class ExecSpace, Storage S, class A3, class S1>
 struct BatchedCholesky {
   A3 A;
   S1 status;
   KOKKOS_INLINE_FUNCTION void operator()(const Member<ExecSpace>& member) const {
     const int b = member.league_rank();
-    const int st = team_cholesky(member, Kokkos::subview(A, Kokkos::ALL(), Kokkos::ALL(), b));
+    const auto Ab = Kokkos::subview(A, Kokkos::ALL(), Kokkos::ALL(), b);
+    int st;
+    if constexpr (S == Storage::band)
+      st = team_band_cholesky(member, Ab);
+    else
+      st = team_cholesky(member, Ab);
     Kokkos::single(Kokkos::PerTeam(member), [&]() { status(b) = st; });
   }
 };
 
-template <class ExecSpace, class L3, class B2>
+template <class ExecSpace, Storage S, class L3, class B2>
 struct BatchedCholeskySolve {
   L3 L;
   B2 x;
   KOKKOS_INLINE_FUNCTION void operator()(const Member<ExecSpace>& member) const {
     const int b = member.league_rank();
-    team_cholesky_solve(member, Kokkos::subview(L, Kokkos::ALL(), Kokkos::ALL(), b),
-                        Kokkos::subview(x, Kokkos::ALL(), b));
+    const auto Lb = Kokkos::subview(L, Kokkos::ALL(), Kokkos::ALL(), b);
+    const auto xb = Kokkos::subview(x, Kokkos::ALL(), b);
+    if constexpr (S == Storage::band)
+      team_band_cholesky_solve(member, Lb, xb);
+    else
+      team_cholesky_solve(member, Lb, xb);
   }
 };
 
@@ -90,24 +103,43 @@ struct BatchedInverseDiagBlocks {
   }
 };
 
-#if PERFEX_HAVE_LAPACK
-template <class A3, class S1>
+template <class ExecSpace, class L3, class C4>
+struct BatchedBandInverseStridedBlocks {
+  L3 L;
+  C4 C;
+  int n, stride, count, first;
+  KOKKOS_INLINE_FUNCTION void operator()(const Member<ExecSpace>& member) const {
+    const int b = member.league_rank();
+    ScratchMatrix<ExecSpace> work(member.team_scratch(1), n, count);
+    auto Lb = Kokkos::subview(L, Kokkos::ALL(), Kokkos::ALL(), b);
+    for (int blk = 0; blk < int(C.extent(2)); ++blk)
+      team_band_cholesky_inverse_strided_block(member, Lb, first + blk, stride, count,
+                                               Kokkos::subview(C, Kokkos::ALL(), Kokkos::ALL(), blk, b), work);
+  }
+};
+
+// Host LAPACK functors, one matrix per index (only instantiated when PERFEX_HAVE_LAPACK).
+template <Storage S, class A3, class S1>
 struct LapackCholesky {
   A3 A;
   S1 status;
   void operator()(int b) const {
-    const int n = int(A.extent(0));
-    const int info = lapack::potrf(n, &A(0, 0, b), int(A.stride(1)));
+    const int n = int(A.extent(1)), ld = int(A.stride(1));
+    const int info = S == Storage::band ? lapack::pbtrf(n, int(A.extent(0)) - 1, &A(0, 0, b), ld)
+                                        : lapack::potrf(n, &A(0, 0, b), ld);
     status(b) = info == 0 ? ok : not_positive_definite;
   }
 };
-template <class L3, class B2>
+template <Storage S, class L3, class B2>
 struct LapackCholeskySolve {
   L3 L;
   B2 x;
   void operator()(int b) const {
-    const int n = int(L.extent(0));
-    lapack::potrs(n, 1, &L(0, 0, b), int(L.stride(1)), &x(0, b), n > 0 ? n : 1);
+    const int n = int(L.extent(1)), ld = int(L.stride(1)), ldx = n > 0 ? n : 1;
+    if (S == Storage::band)
+      lapack::pbtrs(n, int(L.extent(0)) - 1, 1, &L(0, 0, b), ld, &x(0, b), ldx);
+    else
+      lapack::potrs(n, 1, &L(0, 0, b), ld, &x(0, b), ldx);
   }
 };
 template <class A3, class W2, class S1>
@@ -121,25 +153,42 @@ struct LapackSyev {
     status(b) = info == 0 ? ok : not_converged;
   }
 };
-#endif
-
-template <class ExecSpace, class View>
-void require_lapack_usable(const char* what, const View& v) {
-#if PERFEX_HAVE_LAPACK
-  constexpr bool host = Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible &&
-                        Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible;
-  if (!host) throw Error(std::string(what) + ": Backend::lapack needs a host execution space and host memory");
-  if (v.extent(0) > 1 && v.stride(0) != 1)
-    throw Error(std::string(what) + ": Backend::lapack needs column-major (LayoutLeft) matrices");
-#else
-  (void)v;
-  throw Error(std::string(what) + ": Backend::lapack requested but perfex was built without LAPACK");
-#endif
-}
 
 template <class ExecSpace>
 constexpr bool host_exec() {
   return Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible;
+}
+
+template <class ExecSpace, class View>
+void require_lapack_usable(const std::string& what, const View& v) {
+  if (!PERFEX_HAVE_LAPACK) throw Error(what + ": Backend::lapack requested but perfex was built without LAPACK");
+  constexpr bool host = host_exec<ExecSpace>() &&
+                        Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible;
+  if (!host) throw Error(what + ": Backend::lapack needs a host execution space and host memory");
+  if (v.extent(0) > 1 && v.stride(0) != 1) throw Error(what + ": Backend::lapack needs column-major (LayoutLeft) views");
+}
+
+// One team per batch member, optionally with level-1 team scratch.
+template <class ExecSpace, class Functor>
+void run_teams(const ExecSpace& exec, const std::string& name, int nbatch, const Functor& f, std::size_t scratch = 0) {
+  Kokkos::TeamPolicy<ExecSpace> policy(exec, nbatch, Kokkos::AUTO);
+  if (scratch > 0) policy.set_scratch_size(1, Kokkos::PerTeam(scratch));
+  Kokkos::parallel_for(name, policy, f);
+}
+
+// The portable team functor (with `scratch` bytes of team scratch), or for Backend::lapack the
+// host functor (one RangePolicy index per member) after checking that LAPACK can run on these
+// views (else perfex::Error).
+template <class ExecSpace, class Portable, class Host, class... Views>
+void run_batched(const ExecSpace& exec, const std::string& name, int nbatch, Backend backend, const Portable& portable,
+                 std::size_t scratch, const Host& host, const Views&... views) {
+  if (backend == Backend::lapack) {
+    (require_lapack_usable<ExecSpace>(name, views), ...);
+    if constexpr (PERFEX_HAVE_LAPACK && host_exec<ExecSpace>())
+      Kokkos::parallel_for(name + "_lapack", Kokkos::RangePolicy<ExecSpace>(exec, 0, nbatch), host);
+    return;
+  }
+  run_teams(exec, name, nbatch, portable, scratch);
 }
 
 }  // namespace detail
@@ -147,39 +196,18 @@ constexpr bool host_exec() {
 // Lower Cholesky factor of every A(:, :, b) in place; status(b) = ok or not_positive_definite.
 template <class ExecSpace, class A3, class S1>
 void batched_cholesky(const ExecSpace& exec, const A3& A, const S1& status, Backend backend = Backend::portable) {
-  const int nbatch = int(A.extent(2));
-  if (backend == Backend::lapack) {
-    detail::require_lapack_usable<ExecSpace>("perfex::linalg::batched_cholesky", A);
-#if PERFEX_HAVE_LAPACK
-    if constexpr (detail::host_exec<ExecSpace>())
-      Kokkos::parallel_for("perfex::linalg::batched_cholesky_lapack", Kokkos::RangePolicy<ExecSpace>(exec, 0, nbatch),
-                           detail::LapackCholesky<A3, S1>{A, status});
-#endif
-    return;
-  }
-  Kokkos::parallel_for("perfex::linalg::batched_cholesky", Kokkos::TeamPolicy<ExecSpace>(exec, nbatch, Kokkos::AUTO),
-                       detail::BatchedCholesky<ExecSpace, A3, S1>{A, status});
+  detail::run_batched(exec, "perfex::linalg::batched_cholesky", int(A.extent(2)), backend,
+                      detail::BatchedCholesky<ExecSpace, detail::Storage::dense, A3, S1>{A, status}, 0,
+                      detail::LapackCholesky<detail::Storage::dense, A3, S1>{A, status}, A);
 }
 
 // b(:, k) <- H_k^{-1} b(:, k) with the factors L(:, :, k) from batched_cholesky. b: (n, batch).
 template <class ExecSpace, class L3, class B2>
 void batched_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& b, Backend backend = Backend::portable) {
-  const int nbatch = int(L.extent(2));
-  if (backend == Backend::lapack) {
-    detail::require_lapack_usable<ExecSpace>("perfex::linalg::batched_cholesky_solve", L);
-    if (b.extent(0) > 1 && b.stride(0) != 1)
-      throw Error("perfex::linalg::batched_cholesky_solve: Backend::lapack needs a LayoutLeft b");
-#if PERFEX_HAVE_LAPACK
-    if constexpr (detail::host_exec<ExecSpace>())
-      Kokkos::parallel_for("perfex::linalg::batched_cholesky_solve_lapack",
-                           Kokkos::RangePolicy<ExecSpace>(exec, 0, nbatch),
-                           detail::LapackCholeskySolve<L3, B2>{L, b});
-#endif
-    return;
-  }
-  Kokkos::parallel_for("perfex::linalg::batched_cholesky_solve",
-                       Kokkos::TeamPolicy<ExecSpace>(exec, nbatch, Kokkos::AUTO),
-                       detail::BatchedCholeskySolve<ExecSpace, L3, B2>{L, b});
+  detail::run_batched(exec, "perfex::linalg::batched_cholesky_solve", int(L.extent(2)), backend,
+                      detail::BatchedCholeskySolve<ExecSpace, detail::Storage::dense, L3, B2>{L, b}, 0,
+                      detail::LapackCholeskySolve<detail::Storage::dense, L3, B2>{L, b},
+                      L, b);
 }
 
 // Eigenvectors of every A(:, :, b) (full symmetric input) in place, eigenvalues ascending in
@@ -189,19 +217,10 @@ template <class ExecSpace, class A3, class W2, class S1>
 void batched_syev(const ExecSpace& exec, const A3& A, const W2& w, const S1& status,
                   Backend backend = Backend::portable) {
   const int n = int(A.extent(0));
-  const int nbatch = int(A.extent(2));
-  if (backend == Backend::lapack) {
-    detail::require_lapack_usable<ExecSpace>("perfex::linalg::batched_syev", A);
-#if PERFEX_HAVE_LAPACK
-    if constexpr (detail::host_exec<ExecSpace>())
-      Kokkos::parallel_for("perfex::linalg::batched_syev_lapack", Kokkos::RangePolicy<ExecSpace>(exec, 0, nbatch),
-                           detail::LapackSyev<A3, W2, S1>{A, w, status});
-#endif
-    return;
-  }
-  Kokkos::TeamPolicy<ExecSpace> policy(exec, nbatch, Kokkos::AUTO);
-  policy.set_scratch_size(1, Kokkos::PerTeam(detail::ScratchVector<ExecSpace>::shmem_size(syev_work_size(n))));
-  Kokkos::parallel_for("perfex::linalg::batched_syev", policy, detail::BatchedSyev<ExecSpace, A3, W2, S1>{A, w, status, n});
+  detail::run_batched(exec, "perfex::linalg::batched_syev", int(A.extent(2)), backend,
+                      detail::BatchedSyev<ExecSpace, A3, W2, S1>{A, w, status, n},
+                      detail::ScratchVector<ExecSpace>::shmem_size(syev_work_size(n)),
+                      detail::LapackSyev<A3, W2, S1>{A, w, status}, A);
 }
 
 // Diagonal blocks of H_k^{-1} from the factors L(:, :, k) (n = L.extent(0), blocks of size bs):
@@ -212,14 +231,45 @@ void batched_syev(const ExecSpace& exec, const A3& A, const W2& w, const S1& sta
 template <class ExecSpace, class L3, class C4>
 void batched_cholesky_inverse_diag_blocks(const ExecSpace& exec, const L3& L, int bs, const C4& C, int first_block = 0) {
   const int n = int(L.extent(0));
-  const int nbatch = int(L.extent(2));
   const int nblocks = int(C.extent(2));
   if (bs <= 0 || (first_block + nblocks) * bs > n)
     throw Error("perfex::linalg::batched_cholesky_inverse_diag_blocks: blocks exceed the matrix size");
-  Kokkos::TeamPolicy<ExecSpace> policy(exec, nbatch, Kokkos::AUTO);
-  policy.set_scratch_size(1, Kokkos::PerTeam(detail::ScratchMatrix<ExecSpace>::shmem_size(n, bs)));
-  Kokkos::parallel_for("perfex::linalg::batched_cholesky_inverse_diag_blocks", policy,
-                       detail::BatchedInverseDiagBlocks<ExecSpace, L3, C4>{L, C, n, bs, first_block, nblocks});
+  detail::run_teams(exec, "perfex::linalg::batched_cholesky_inverse_diag_blocks", int(L.extent(2)),
+                    detail::BatchedInverseDiagBlocks<ExecSpace, L3, C4>{L, C, n, bs, first_block, nblocks},
+                    detail::ScratchMatrix<ExecSpace>::shmem_size(n, bs));
+}
+
+// Band Cholesky factor of every lower band AB(:, :, b) ((kd+1) x n, AB(d, j, b) = A(j+d, j))
+// in place; status(b) = ok or not_positive_definite. Backend::lapack runs dpbtrf.
+template <class ExecSpace, class A3, class S1>
+void batched_band_cholesky(const ExecSpace& exec, const A3& AB, const S1& status, Backend backend = Backend::portable) {
+  detail::run_batched(exec, "perfex::linalg::batched_band_cholesky", int(AB.extent(2)), backend,
+                      detail::BatchedCholesky<ExecSpace, detail::Storage::band, A3, S1>{AB, status}, 0,
+                      detail::LapackCholesky<detail::Storage::band, A3, S1>{AB, status}, AB);
+}
+
+// x(:, k) <- H_k^{-1} x(:, k) with the band factors L(:, :, k) of batched_band_cholesky.
+template <class ExecSpace, class L3, class B2>
+void batched_band_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& x, Backend backend = Backend::portable) {
+  detail::run_batched(exec, "perfex::linalg::batched_band_cholesky_solve", int(L.extent(2)), backend,
+                      detail::BatchedCholeskySolve<ExecSpace, detail::Storage::band, L3, B2>{L, x}, 0,
+                      detail::LapackCholeskySolve<detail::Storage::band, L3, B2>{L, x}, L, x);
+}
+
+// Strided blocks of H_k^{-1} from the band factors L(:, :, k): C(a, c, blk, k) = H_k^{-1}(i_a, i_c)
+// with i_a = first + blk + a * stride, a < count = C.extent(0) (block blk of a "stride-interleaved"
+// unknown ordering, e.g. fibre blk of a wavelength-major patch). C: (count, count, nblocks, batch).
+// Scratch: n * count doubles per team (level-1 team scratch). Portable kernel only.
+template <class ExecSpace, class L3, class C4>
+void batched_band_cholesky_inverse_strided_blocks(const ExecSpace& exec, const L3& L, int stride, const C4& C,
+                                                  int first = 0) {
+  const int n = int(L.extent(1));
+  const int count = int(C.extent(0)), nblocks = int(C.extent(2));
+  if (stride <= 0 || count <= 0 || first < 0 || first + nblocks - 1 + (count - 1) * stride >= n)
+    throw Error("perfex::linalg::batched_band_cholesky_inverse_strided_blocks: blocks exceed the matrix size");
+  detail::run_teams(exec, "perfex::linalg::batched_band_cholesky_inverse_strided_blocks", int(L.extent(2)),
+                    detail::BatchedBandInverseStridedBlocks<ExecSpace, L3, C4>{L, C, n, stride, count, first},
+                    detail::ScratchMatrix<ExecSpace>::shmem_size(n, count));
 }
 
 }  // namespace linalg

@@ -1,10 +1,10 @@
 #pragma once
 // Host LAPACK: thin wrappers of the Fortran routines perfex uses (declared here, no LAPACKE
-// needed), available when PERFEX_HAVE_LAPACK is 1. Used as the host fast path of the batched
+// needed), usable when PERFEX_HAVE_LAPACK is 1 (always declared, so that code calling them
+// compiles either way; only a call links against LAPACK). Used as the host fast path of the batched
 // front-ends (Backend::lapack) and as the test oracle. Column-major, lower triangle.
 #include <perfex/config.hpp>
 
-#if PERFEX_HAVE_LAPACK
 #include <cstddef>
 #include <vector>
 
@@ -13,6 +13,10 @@ extern "C" {
 void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info, std::size_t uplo_len);
 void dpotrs_(const char* uplo, const int* n, const int* nrhs, const double* a, const int* lda, double* b,
              const int* ldb, int* info, std::size_t uplo_len);
+void dpbtrf_(const char* uplo, const int* n, const int* kd, double* ab, const int* ldab, int* info,
+             std::size_t uplo_len);
+void dpbtrs_(const char* uplo, const int* n, const int* kd, const int* nrhs, const double* ab, const int* ldab,
+             double* b, const int* ldb, int* info, std::size_t uplo_len);
 void dpotri_(const char* uplo, const int* n, double* a, const int* lda, int* info, std::size_t uplo_len);
 void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w, double* work,
              const int* lwork, int* iwork, const int* liwork, int* info, std::size_t jobz_len,
@@ -34,6 +38,20 @@ inline int potrf(int n, double* a, int lda) {
 inline int potrs(int n, int nrhs, const double* a, int lda, double* b, int ldb) {
   int info = 0;
   dpotrs_("L", &n, &nrhs, a, &lda, b, &ldb, &info, 1);
+  return info;
+}
+
+// Lower band Cholesky factor in place (ab(d, j) = A(j + d, j), ldab >= kd + 1); LAPACK's info.
+inline int pbtrf(int n, int kd, double* ab, int ldab) {
+  int info = 0;
+  dpbtrf_("L", &n, &kd, ab, &ldab, &info, 1);
+  return info;
+}
+
+// b (n x nrhs, ldb) <- H^{-1} b from the lower band factor.
+inline int pbtrs(int n, int kd, int nrhs, const double* ab, int ldab, double* b, int ldb) {
+  int info = 0;
+  dpbtrs_("L", &n, &kd, &nrhs, ab, &ldab, b, &ldb, &info, 1);
   return info;
 }
 
@@ -70,4 +88,3 @@ inline int syevd(int n, double* a, int lda, double* w) {
 }  // namespace lapack
 }  // namespace linalg
 }  // namespace perfex
-#endif

@@ -1,0 +1,254 @@
+// Tests of the band Cholesky kernels (tag [linalg]): factor, solve and strided blocks of the
+// inverse against the dense kernels, LAPACK's dpbtrf/dpbtrs, failure reports and team sizes.
+#include "perfex_test.hpp"
+
+#include <perfex/config.hpp>
+#include <perfex/linalg/band_cholesky.hpp>
+#include <perfex/linalg/batched.hpp>
+
+#include "linalg_test_util.hpp"
+
+using namespace linalg_test;
+namespace pl = perfex::linalg;
+
+namespace {
+
+template <class Exec>
+using Blocks = Kokkos::View<double****, Kokkos::LayoutLeft, typename Exec::memory_space>;
+
+// Symmetric band matrix with half-bandwidth kd, uniform off-diagonals and a diagonal
+// (1 + margin) times the row's off-diagonal sum: positive definite, conditioning set by margin.
+inline Dense random_band_spd(int n, int kd, double margin, std::uint32_t seed) {
+  Dense A(n);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int j = 0; j < n; ++j)
+    for (int i = j + 1; i <= std::min(n - 1, j + kd); ++i) A(i, j) = A(j, i) = u(rng);
+  for (int i = 0; i < n; ++i) {
+    double s = 0;
+    for (int j = 0; j < n; ++j) s += j == i ? 0.0 : std::abs(A(i, j));
+    A(i, i) = (1 + margin) * s + 1e-3;
+  }
+  return A;
+}
+
+// Inverse by a plain host Cholesky (the oracle shares no code with the kernels).
+inline Dense host_inverse(const Dense& A) {
+  const int n = A.n;
+  Dense L = A, X(n);
+  for (int j = 0; j < n; ++j) {
+    for (int k = 0; k < j; ++k)
+      for (int i = j; i < n; ++i) L(i, j) -= L(i, k) * L(j, k);
+    const double d = std::sqrt(L(j, j));
+    for (int i = j; i < n; ++i) L(i, j) /= d;
+  }
+  for (int c = 0; c < n; ++c) {
+    std::vector<double> y(static_cast<std::size_t>(n), 0.0);
+    y[static_cast<std::size_t>(c)] = 1.0;
+    for (int j = 0; j < n; ++j) {
+      y[j] /= L(j, j);
+      for (int i = j + 1; i < n; ++i) y[i] -= L(i, j) * y[j];
+    }
+    for (int j = n - 1; j >= 0; --j) {
+      for (int i = j + 1; i < n; ++i) y[j] -= L(i, j) * y[i];
+      y[j] /= L(j, j);
+    }
+    for (int i = 0; i < n; ++i) X(i, c) = y[i];
+  }
+  return X;
+}
+
+// Lower band storage (kd+1, n, batch) of the dense matrices.
+inline HostMat to_band(const std::vector<Dense>& A, int kd) {
+  const int n = A[0].n;
+  HostMat B("band", kd + 1, n, A.size());
+  for (std::size_t b = 0; b < A.size(); ++b)
+    for (int j = 0; j < n; ++j)
+      for (int d = 0; d <= kd && j + d < n; ++d) B(d, j, b) = A[b](j + d, j);
+  return B;
+}
+
+}  // namespace
+
+PERFEX_BACKEND_TEST_CASE("linalg: band Cholesky, solve and strided inverse blocks equal the dense results",
+                         "[linalg]") {
+  PERFEX_ONLY_SELECTED_BACKEND();
+  using Exec = TestType;
+  struct Case {
+    int n, kd, stride, count;
+    double margin;
+  };
+  // A DESI patch (7 fibres x 74 wavelengths, kd 58), kd 0, kd >= n (dense), odd sizes.
+  for (const Case c : {Case{518, 58, 7, 74, 1e-3}, Case{40, 0, 5, 8, 1.0}, Case{12, 15, 3, 4, 0.1},
+                       Case{61, 9, 6, 10, 1e-2}}) {
+    CAPTURE(c.n, c.kd, c.stride, c.count);
+    const int nb = 2;
+    std::vector<Dense> A;
+    for (int b = 0; b < nb; ++b) A.push_back(random_band_spd(c.n, c.kd, c.margin, 900u + c.n + b));
+    HostMat dense("dense", c.n, c.n, nb);
+    for (int b = 0; b < nb; ++b) store(dense, b, A[b]);
+
+    // Dense oracle: factor, solve of ones, and the whole inverse column by column.
+    auto L = to_device<Exec>(dense);
+    DevStatus<Exec> sd("sd", nb);
+    pl::batched_cholesky(Exec(), L, sd);
+    DevVecs<Exec> xd("xd", c.n, nb);
+    Kokkos::deep_copy(xd, 1.0);
+    pl::batched_cholesky_solve(Exec(), L, xd);
+
+    auto LB = to_device<Exec>(to_band(A, c.kd));
+    DevStatus<Exec> sb("sb", nb);
+    pl::batched_band_cholesky(Exec(), LB, sb);
+    DevVecs<Exec> xb("xb", c.n, nb);
+    Kokkos::deep_copy(xb, 1.0);
+    pl::batched_band_cholesky_solve(Exec(), LB, xb);
+    const int nblocks = c.stride;
+    Blocks<Exec> C("C", c.count, c.count, nblocks, nb);
+    pl::batched_band_cholesky_inverse_strided_blocks(Exec(), LB, c.stride, C);
+    Exec().fence();
+
+    auto Lh = to_host(L), LBh = to_host(LB), xdh = to_host(xd), xbh = to_host(xb), Ch = to_host(C);
+    auto sdh = to_host(sd), sbh = to_host(sb);
+    for (int b = 0; b < nb; ++b) {
+      REQUIRE(sdh(b) == pl::ok);
+      REQUIRE(sbh(b) == pl::ok);
+      double lerr = 0, lref = 0;
+      for (int j = 0; j < c.n; ++j)
+        for (int d = 0; d <= c.kd && j + d < c.n; ++d) {
+          lerr = std::max(lerr, std::abs(LBh(d, j, b) - Lh(j + d, j, b)));
+          lref = std::max(lref, std::abs(Lh(j + d, j, b)));
+        }
+      CHECK(lerr <= 1e-13 * lref);
+      for (int i = 0; i < c.n; ++i) CHECK(std::abs(xbh(i, b) - xdh(i, b)) <= 1e-11 * std::abs(xdh(i, b)));
+      const Dense inv = host_inverse(A[b]);
+      double cerr = 0, cref = 0;
+      for (int blk = 0; blk < nblocks; ++blk)
+        for (int a = 0; a < c.count; ++a)
+          for (int q = 0; q < c.count; ++q) {
+            const int ia = blk + a * c.stride, iq = blk + q * c.stride;
+            if (ia >= c.n || iq >= c.n) continue;
+            cerr = std::max(cerr, std::abs(Ch(a, q, blk, b) - inv(ia, iq)));
+            cref = std::max(cref, std::abs(inv(ia, iq)));
+            REQUIRE(Ch(a, q, blk, b) == Ch(q, a, blk, b));
+          }
+      CHECK(cerr <= 1e-11 * cref);
+    }
+  }
+}
+
+PERFEX_BACKEND_TEST_CASE("linalg: band Cholesky reports indefinite and non-finite members, neighbours untouched",
+                         "[linalg]") {
+  PERFEX_ONLY_SELECTED_BACKEND();
+  using Exec = TestType;
+  const int n = 30, kd = 4;
+  std::vector<Dense> A;
+  for (int b = 0; b < 3; ++b) A.push_back(random_band_spd(n, kd, 0.5, 77u + b));
+  A[0](17, 17) = -1.0;
+  A[2](3, 2) = A[2](2, 3) = std::numeric_limits<double>::quiet_NaN();
+  auto LB = to_device<Exec>(to_band(A, kd));
+  DevStatus<Exec> st("st", 3);
+  pl::batched_band_cholesky(Exec(), LB, st);
+  Exec().fence();
+  auto sh = to_host(st);
+  CHECK(sh(0) == pl::not_positive_definite);
+  CHECK(sh(1) == pl::ok);
+  CHECK(sh(2) == pl::not_positive_definite);
+  std::vector<Dense> good{A[1]};
+  auto ref = to_device<Exec>(to_band(good, kd));
+  DevStatus<Exec> s1("s1", 1);
+  pl::batched_band_cholesky(Exec(), ref, s1);
+  Exec().fence();
+  auto LBh = to_host(LB), refh = to_host(ref);
+  for (int j = 0; j < n; ++j)
+    for (int d = 0; d <= kd; ++d) CHECK(LBh(d, j, 1) == refh(d, j, 0));
+}
+
+#if PERFEX_HAVE_LAPACK
+PERFEX_BACKEND_TEST_CASE("linalg: LAPACK dpbtrf/dpbtrs backend of the band front-ends", "[linalg]") {
+  PERFEX_ONLY_SELECTED_BACKEND();
+  using Exec = TestType;
+  if constexpr (!Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible) {
+    SUCCEED("not a host backend");
+  } else {
+    const int n = 200, kd = 21, nb = 3;
+    std::vector<Dense> A;
+    for (int b = 0; b < nb; ++b) A.push_back(random_band_spd(n, kd, 1e-2, 300u + b));
+    A[1](50, 50) = -5.0;
+    const HostMat band = to_band(A, kd);
+    auto P = to_device<Exec>(band), Q = to_device<Exec>(band);
+    DevStatus<Exec> sp("sp", nb), sq("sq", nb);
+    pl::batched_band_cholesky(Exec(), P, sp);
+    pl::batched_band_cholesky(Exec(), Q, sq, pl::Backend::lapack);
+    DevVecs<Exec> xp("xp", n, nb), xq("xq", n, nb);
+    Kokkos::deep_copy(xp, 1.0);
+    Kokkos::deep_copy(xq, 1.0);
+    pl::batched_band_cholesky_solve(Exec(), P, xp);
+    pl::batched_band_cholesky_solve(Exec(), Q, xq, pl::Backend::lapack);
+    Exec().fence();
+    CHECK(sp(1) == pl::not_positive_definite);
+    CHECK(sq(1) == pl::not_positive_definite);
+    for (int b : {0, 2}) {
+      REQUIRE(sp(b) == pl::ok);
+      REQUIRE(sq(b) == pl::ok);
+      for (int j = 0; j < n; ++j) {
+        for (int d = 0; d <= kd && j + d < n; ++d) CHECK(std::abs(P(d, j, b) - Q(d, j, b)) <= 1e-13 * std::abs(Q(0, j, b)));
+        CHECK(std::abs(xp(j, b) - xq(j, b)) <= 1e-12 * std::abs(xq(j, b)));
+      }
+    }
+  }
+}
+#endif
+
+namespace {
+// Every band kernel on one matrix, for comparing team sizes.
+template <class Exec>
+struct BandKernels {
+  DevMat<Exec> L;
+  DevVecs<Exec> x, work;
+  Blocks<Exec> C;
+  DevStatus<Exec> st;
+  int stride;
+  KOKKOS_INLINE_FUNCTION void operator()(const typename Kokkos::TeamPolicy<Exec>::member_type& m) const {
+    auto Lb = Kokkos::subview(L, Kokkos::ALL(), Kokkos::ALL(), 0);
+    const int s = pl::team_band_cholesky(m, Lb);
+    pl::team_band_cholesky_solve(m, Lb, Kokkos::subview(x, Kokkos::ALL(), 0));
+    pl::team_band_cholesky_inverse_strided_block(m, Lb, 1, stride, int(C.extent(0)),
+                                                 Kokkos::subview(C, Kokkos::ALL(), Kokkos::ALL(), 0, 0), work);
+    Kokkos::single(Kokkos::PerTeam(m), [&]() { st(0) = s; });
+  }
+};
+
+template <class Exec>
+std::vector<double> band_kernels(const HostMat& band, int stride, int count, int team_size) {
+  const int n = int(band.extent(1));
+  BandKernels<Exec> f{to_device<Exec>(band), DevVecs<Exec>("x", n, 1), DevVecs<Exec>("work", n, count),
+                      Blocks<Exec>("C", count, count, 1, 1), DevStatus<Exec>("st", 1), stride};
+  Kokkos::deep_copy(f.x, 1.0);
+  Kokkos::parallel_for("perfex::test::band_kernels", Kokkos::TeamPolicy<Exec>(Exec(), 1, team_size), f);
+  Exec().fence();
+  REQUIRE(to_host(f.st)(0) == pl::ok);
+  std::vector<double> out;
+  auto L = to_host(f.L);
+  auto x = to_host(f.x);
+  auto C = to_host(f.C);
+  out.insert(out.end(), L.data(), L.data() + L.size());
+  out.insert(out.end(), C.data(), C.data() + C.size());
+  out.insert(out.end(), x.data(), x.data() + x.size());
+  return out;
+}
+}  // namespace
+
+PERFEX_BACKEND_TEST_CASE("linalg: band kernels give the same results with multi-thread teams", "[linalg]") {
+  PERFEX_ONLY_SELECTED_BACKEND();
+  using Exec = TestType;
+  const int n = 150, kd = 20, stride = 5, count = 29;
+  const HostMat band = to_band({random_band_spd(n, kd, 1e-2, 5u)}, kd);
+  const int ts = multi_thread_team_size<Exec>(BandKernels<Exec>{});
+  CAPTURE(ts);
+  if (ts < 2) {
+    SUCCEED("team size 1 only on this backend");
+    return;
+  }
+  CHECK(max_relative_difference(band_kernels<Exec>(band, stride, count, 1), band_kernels<Exec>(band, stride, count, ts)) <=
+        1e-12);
+}
