@@ -53,7 +53,8 @@ template <class ExecSpace>
 struct PatchBatch {
   using Mem = typename ExecSpace::memory_space;
   std::vector<ex::PatchDesc> plan;
-  Kokkos::View<int**, Kokkos::HostSpace> xcorner, ycorner;  // spot corners (bundle fibre, padded λ)
+  // Spot corners (bundle fibre, padded λ), host copies in the device views' layout (LayoutLeft on CUDA).
+  Kokkos::View<int**, typename Kokkos::View<int**, Mem>::array_layout, Kokkos::HostSpace> xcorner, ycorner;
   int nwt = 0, nx = 0, ny = 0;                              // wavelengths per fibre, spot size
   ex::PatchSolver<ExecSpace, Mem> solver;
 };

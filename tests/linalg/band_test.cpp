@@ -107,8 +107,14 @@ PERFEX_BACKEND_TEST_CASE("linalg: band Cholesky, solve and strided inverse block
     pl::batched_band_cholesky_inverse_strided_blocks(Exec(), LB, c.stride, C);
     Exec().fence();
 
-    auto Lh = to_host(L), LBh = to_host(LB), xdh = to_host(xd), xbh = to_host(xb), Ch = to_host(C);
-    auto sdh = to_host(sd), sbh = to_host(sb);
+    // One declaration each: `auto` must deduce one type for all declarators (nvcc enforces it).
+    auto Lh = to_host(L);
+    auto LBh = to_host(LB);
+    auto xdh = to_host(xd);
+    auto xbh = to_host(xb);
+    auto Ch = to_host(C);
+    auto sdh = to_host(sd);
+    auto sbh = to_host(sb);
     for (int b = 0; b < nb; ++b) {
       REQUIRE(sdh(b) == pl::ok);
       REQUIRE(sbh(b) == pl::ok);
