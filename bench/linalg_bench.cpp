@@ -50,6 +50,11 @@ constexpr int kBand = 58;    // half-bandwidth of a DESI patch's wavelength-majo
 bool is_band(Op op) { return op == Op::band_cholesky || op == Op::band_solve || op == Op::band_cholesky_inverse_blocks; }
 
 template <class Exec>
+constexpr bool host_backend() {
+  return Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible;
+}
+
+template <class Exec>
 using Mat3 = Kokkos::View<double***, Kokkos::LayoutLeft, typename Exec::memory_space>;
 template <class Exec>
 using Mat2 = Kokkos::View<double**, Kokkos::LayoutLeft, typename Exec::memory_space>;
@@ -125,7 +130,6 @@ struct InverseSqrt {
   }
 };
 
-#if PERFEX_HAVE_LAPACK
 // LAPACK reference of the inverse diagonal blocks: potri (whole inverse, lower) on a copy of
 // the factor, then copy out blocks first .. first + C.extent(2) - 1.
 template <class Exec>
@@ -186,7 +190,6 @@ struct LapackInverseSqrt {
       }
   }
 };
-#endif
 
 // Band ops: arguments n, kd, batch.
 template <class Exec>
@@ -217,14 +220,14 @@ void run_band(benchmark::State& state, Op op, pl::Backend backend) {
         case Op::band_solve: pl::batched_band_cholesky_solve(exec, L, x, backend); break;
         default:
           pl::batched_band_cholesky(exec, A, status, backend);
-#if PERFEX_HAVE_LAPACK
-          if (lapack) {
-            Kokkos::parallel_for("perfex::bench::lapack_band_inverse_blocks",
-                                 Kokkos::RangePolicy<Exec>(exec, 0, nbatch),
-                                 LapackBandInverseBlocks<Exec>{A, Y, C, kFibres, 1});
-            break;
+          if constexpr (host_backend<Exec>()) {
+            if (lapack) {
+              Kokkos::parallel_for("perfex::bench::lapack_band_inverse_blocks",
+                                   Kokkos::RangePolicy<Exec>(exec, 0, nbatch),
+                                   LapackBandInverseBlocks<Exec>{A, Y, C, kFibres, 1});
+              break;
+            }
           }
-#endif
           pl::batched_band_cholesky_inverse_strided_blocks(exec, A, kFibres, C, 1);
           break;
       }
@@ -264,23 +267,23 @@ void run_dense(benchmark::State& state, Op op, pl::Backend backend) {
         case Op::solve: pl::batched_cholesky_solve(exec, L, x, backend); break;
         case Op::syev: pl::batched_syev(exec, A, w, status, backend); break;
         case Op::inverse_diag_blocks:
-#if PERFEX_HAVE_LAPACK
-          if (lapack) {
-            Kokkos::parallel_for("perfex::bench::lapack_inverse_blocks", Kokkos::RangePolicy<Exec>(exec, 0, nbatch),
-                                 LapackInverseBlocks<Exec>{L, V, C, kBlock, 0});
-            break;
+          if constexpr (host_backend<Exec>()) {
+            if (lapack) {
+              Kokkos::parallel_for("perfex::bench::lapack_inverse_blocks", Kokkos::RangePolicy<Exec>(exec, 0, nbatch),
+                                   LapackInverseBlocks<Exec>{L, V, C, kBlock, 0});
+              break;
+            }
           }
-#endif
           pl::batched_cholesky_inverse_diag_blocks(exec, L, kBlock, C, 0);
           break;
         case Op::inverse_sqrt: {
-#if PERFEX_HAVE_LAPACK
-          if (lapack) {
-            Kokkos::parallel_for("perfex::bench::lapack_inverse_sqrt", Kokkos::RangePolicy<Exec>(exec, 0, nbatch),
-                                 LapackInverseSqrt<Exec>{A, V, w});
-            break;
+          if constexpr (host_backend<Exec>()) {
+            if (lapack) {
+              Kokkos::parallel_for("perfex::bench::lapack_inverse_sqrt", Kokkos::RangePolicy<Exec>(exec, 0, nbatch),
+                                   LapackInverseSqrt<Exec>{A, V, w});
+              break;
+            }
           }
-#endif
           Kokkos::TeamPolicy<Exec> policy(exec, nbatch, Kokkos::AUTO);
           Kokkos::parallel_for("perfex::bench::inverse_sqrt", policy, InverseSqrt<Exec>{A, V, w, work});
           break;
@@ -316,29 +319,28 @@ int per_patch(Op op) { return patch_size(op) == kBlock ? kKept : 1; }
 const int registered = [] {
   perfex_bench::for_each_backend([](auto exec, const std::string& backend) {
     using Exec = decltype(exec);
-    if constexpr (Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible) {
-      for (Op op : {Op::band_cholesky_inverse_blocks, Op::band_cholesky, Op::band_solve, Op::cholesky, Op::solve,
-                    Op::inverse_diag_blocks, Op::syev, Op::inverse_sqrt}) {
-        for (pl::Backend be : {pl::Backend::portable, pl::Backend::lapack}) {
-          if (be == pl::Backend::lapack && !PERFEX_HAVE_LAPACK) continue;
-          const std::string name =
-              std::string("linalg/") + op_name(op) + (be == pl::Backend::lapack ? "/lapack/" : "/portable/") + backend;
-          auto* b = benchmark::RegisterBenchmark(name.c_str(), is_band(op) ? run_band<Exec> : run_dense<Exec>, op, be)
-                        ->UseManualTime()
-                        ->Unit(benchmark::kMillisecond);
-          if (is_band(op)) {
-            b->ArgNames({"n", "kd", "batch"});
-            if (perfex_bench::smoke())
-              b->Args({kFibres * 8, 12, 2});  // 8 wavelengths per fibre
-            else
-              b->Args({kFibres * kBlock, kBand, 1})->Args({kFibres * kBlock, kBand, 10});
-          } else {
-            b->ArgNames({"n", "batch"});
-            if (perfex_bench::smoke())
-              b->Args({2 * kBlock, 2});
-            else
-              b->Args({patch_size(op), per_patch(op)})->Args({patch_size(op), 10 * per_patch(op)});
-          }
+    for (Op op : {Op::band_cholesky_inverse_blocks, Op::band_cholesky, Op::band_solve, Op::cholesky, Op::solve,
+                  Op::inverse_diag_blocks, Op::syev, Op::inverse_sqrt}) {
+      for (pl::Backend be : {pl::Backend::portable, pl::Backend::lapack}) {
+        // The LAPACK path runs where LAPACK is built in and only on host backends.
+        if (be == pl::Backend::lapack && (!PERFEX_HAVE_LAPACK || !host_backend<Exec>())) continue;
+        const std::string name =
+            std::string("linalg/") + op_name(op) + (be == pl::Backend::lapack ? "/lapack/" : "/portable/") + backend;
+        auto* b = benchmark::RegisterBenchmark(name.c_str(), is_band(op) ? run_band<Exec> : run_dense<Exec>, op, be)
+                      ->UseManualTime()
+                      ->Unit(benchmark::kMillisecond);
+        if (is_band(op)) {
+          b->ArgNames({"n", "kd", "batch"});
+          if (perfex_bench::smoke())
+            b->Args({kFibres * 8, 12, 2});  // 8 wavelengths per fibre
+          else
+            b->Args({kFibres * kBlock, kBand, 1})->Args({kFibres * kBlock, kBand, 10});
+        } else {
+          b->ArgNames({"n", "batch"});
+          if (perfex_bench::smoke())
+            b->Args({2 * kBlock, 2});
+          else
+            b->Args({patch_size(op), per_patch(op)})->Args({patch_size(op), 10 * per_patch(op)});
         }
       }
     }
