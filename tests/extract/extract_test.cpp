@@ -142,6 +142,20 @@ PERFEX_BACKEND_TEST_CASE("extraction of a simulated image: pulls against the tru
   double rowsum = 0;
   for (int d = 0; d <= 2 * nd; ++d) rowsum += f.resolution[static_cast<std::size_t>(2 * nd - d) * f.nwave + k + d - nd];
   CHECK(rowsum == Approx(1.0).margin(2e-3));
+  // Run statistics. Bundles of 5 in 2 sub-bundles (3 + 2 fibres, up to 2 padding fibres): a
+  // patch solves at most 5 fibres and keeps 2 or 3. The flops lie between every patch's
+  // eigendecompositions alone and the largest patch's full count at the widest band.
+  const ExtractionOptions o = scene_options();
+  const int nwt = o.nwavestep + 2 * o.wavepad();
+  perfex::extract::PatchDesc widest;
+  widest.nfib = 5;
+  widest.keep0 = 1;
+  widest.nkeepfib = 3;
+  widest.band = f.max_band;
+  CHECK(f.max_band > 0);
+  CHECK(f.max_band < widest.nfib * nwt);
+  CHECK(f.linalg_flops >= f.npatches * 2 * perfex::linalg::flops::inverse_sqrt(nwt));
+  CHECK(f.linalg_flops <= f.npatches * perfex::extract::patch_flops(widest, nwt, o.decorrelation));
 }
 
 PERFEX_BACKEND_TEST_CASE("extraction does not depend on the patch decomposition", "[extract]") {
