@@ -52,13 +52,14 @@ struct PatchWorkspace {
   Vectors wspot;     // (N * spot pixels, batch): ivar-weighted spots inside the window
   Vectors pixmodel;  // (window pixels, batch): model, then chi2 per pixel
   Vectors pixtest;   // (window pixels, batch): 1 where the pixel counts in chi2pix
+  Vectors rowsum;    // (nwt, batch): row sums of one fibre's rows of Q
   int nmax = 0, band = 0, nwt = 0, maxpix = 0, spotpix = 0, batch = 0;
 
   // Bytes one patch needs (for choosing the batch size).
   static double bytes_per_patch(int nmax, int band, int nwt, int maxpix, int spotpix, Decorrelation d) {
     const int neig = d == Decorrelation::noise ? nmax : nwt;
     double words = double(band + 1) * nmax + double(neig) * neig + double(nmax) * nwt + double(nwt) * nwt +
-                   3.0 * nmax + 2.0 * neig + linalg::syev_work_size(neig) + double(nmax) * spotpix + 2.0 * maxpix;
+                   3.0 * nmax + 2.0 * neig + linalg::syev_work_size(neig) + double(nmax) * spotpix + 2.0 * maxpix + nwt;
     if (d == Decorrelation::noise) words += double(nmax) * nmax;
     return 8.0 * words;
   }
@@ -80,6 +81,7 @@ struct PatchWorkspace {
     wspot = Vectors(uninitialized("perfex::wspot"), static_cast<std::size_t>(nmax) * spotpix, batch);
     pixmodel = Vectors(uninitialized("perfex::pixmodel"), maxpix, batch);
     pixtest = Vectors(uninitialized("perfex::pixtest"), maxpix, batch);
+    rowsum = Vectors(uninitialized("perfex::rowsum"), nwt, batch);
   }
 };
 
@@ -366,6 +368,7 @@ struct PatchSolver {
     const int ip = member.league_rank();
     const int ncolq = static_cast<int>(Q.extent(1));
     const Strided unknowns{p.keep0 + f, p.nfib};
+    auto rowsum = Kokkos::subview(ws.rowsum, Kokkos::ALL, ip);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, nwt), [&](int i) {
       double s = 0, fl = 0;
       const int r = rows(i);
@@ -373,6 +376,7 @@ struct PatchSolver {
         s += Q(r, c);
         fl += Q(r, c) * phi(phi_of(c));
       }
+      rowsum(i) = s;
       const int jcore = i - wavepad;
       if (jcore >= 0 && jcore < p.nkeep) {
         const bool constrained = omega(unknowns(i)) > 1e-8 && math::isfinite(s) && math::isfinite(fl);
@@ -385,10 +389,8 @@ struct PatchSolver {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, p.nkeep), [&](int jcore) {
       const int j = jcore + wavepad;
       for (int d = 0; d <= 2 * ndiag; ++d) {
-        const int r = rows(j - ndiag + d);
-        double s = 0;
-        for (int c = 0; c < ncolq; ++c) s += Q(r, c);
-        const double rr = Q(r, own(j)) / s;
+        const int i = j - ndiag + d;
+        const double rr = Q(rows(i), own(j)) / rowsum(i);
         out.rdiags(ip, f, d, jcore) = math::isfinite(rr) ? rr : 0.0;
       }
     });

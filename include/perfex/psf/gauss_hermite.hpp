@@ -49,17 +49,18 @@ struct PsfDeviceData {
   double xw0 = 0, xscale = 0, yw0 = 0, yscale = 0, pw0 = 0, pscale = 0;
 
   KOKKOS_INLINE_FUNCTION double trace_x(int f, double wave) const {
-    double P[kMaxLegendreCoeffs];
-    legendre_values(reduced(wave, xw0, xscale), ncx, P);
-    double s = 0;
-    for (int m = 0; m < ncx; ++m) s += xcoeff(f, m) * P[m];
-    return s;
+    return trace(xcoeff, ncx, f, reduced(wave, xw0, xscale));
   }
   KOKKOS_INLINE_FUNCTION double trace_y(int f, double wave) const {
+    return trace(ycoeff, ncy, f, reduced(wave, yw0, yscale));
+  }
+  // Σ_m coeff(f, m) P_m(u) of a trace.
+  template <class Coeffs>
+  KOKKOS_INLINE_FUNCTION static double trace(const Coeffs& coeff, int nc, int f, double u) {
     double P[kMaxLegendreCoeffs];
-    legendre_values(reduced(wave, yw0, yscale), ncy, P);
+    legendre_values(u, nc, P);
     double s = 0;
-    for (int m = 0; m < ncy; ++m) s += ycoeff(f, m) * P[m];
+    for (int m = 0; m < nc; ++m) s += coeff(f, m) * P[m];
     return s;
   }
   // y_f(λ) and dy/dλ.
