@@ -53,9 +53,11 @@ template <class ExecSpace>
 struct PatchBatch {
   using Mem = typename ExecSpace::memory_space;
   std::vector<ex::PatchDesc> plan;
-  // Spot corners (bundle fibre, padded λ), host copies in the device views' layout (LayoutLeft on CUDA).
-  Kokkos::View<int**, typename Kokkos::View<int**, Mem>::array_layout, Kokkos::HostSpace> xcorner, ycorner;
-  int nwt = 0, nx = 0, ny = 0;                              // wavelengths per fibre, spot size
+  // Spot corners (bundle fibre, padded λ), host copies in the device views' layout (LayoutLeft on
+  // CUDA).
+  Kokkos::View<int**, typename Kokkos::View<int**, Mem>::array_layout, Kokkos::HostSpace> xcorner,
+      ycorner;
+  int nwt = 0, nx = 0, ny = 0;  // wavelengths per fibre, spot size
   ex::PatchSolver<ExecSpace, Mem> solver;
 };
 
@@ -78,10 +80,13 @@ PatchBatch<ExecSpace> make_patch_batch(const ExecSpace& exec, int npatches) {
 
   const perfex::psf::GaussHermitePsf<Mem> psf(data);
   Kokkos::View<double*, Mem> dwave("perfex::bench::fullwave", K);
-  Kokkos::deep_copy(dwave, Kokkos::View<const double*, Kokkos::HostSpace>(full.data(), full.size()));
-  Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots("perfex::bench::spots", nb, K, psf.ny(), psf.nx());
+  Kokkos::deep_copy(dwave,
+                    Kokkos::View<const double*, Kokkos::HostSpace>(full.data(), full.size()));
+  Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots("perfex::bench::spots", nb, K, psf.ny(),
+                                                           psf.nx());
   Kokkos::View<int**, Mem> xc("perfex::bench::xcorner", nb, K), yc("perfex::bench::ycorner", nb, K);
-  perfex::psf::compute_spots(exec, psf, fibres.lo, nb, Kokkos::View<const double*, Mem>(dwave), spots, xc, yc);
+  perfex::psf::compute_spots(exec, psf, fibres.lo, nb, Kokkos::View<const double*, Mem>(dwave),
+                             spots, xc, yc);
   PatchBatch<ExecSpace> batch;
   batch.xcorner = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), xc);
   batch.ycorner = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), yc);
@@ -91,14 +96,16 @@ PatchBatch<ExecSpace> make_patch_batch(const ExecSpace& exec, int npatches) {
   const auto& hx = batch.xcorner;
   const auto& hy = batch.ycorner;
   // The bundle's plan is sub-bundle-major: patch (sub, step) at sub * nsteps + step.
-  const std::vector<ex::PatchDesc> all =
-      ex::plan_patches(bundle, opt, static_cast<int>(wave.size()), psf.nx(), psf.ny(), data.npix_x, data.npix_y,
-                       [&](int f, int k) { return hx(f, k); }, [&](int f, int k) { return hy(f, k); });
-  const int nsub = static_cast<int>(bundle.subbundles.size()), nsteps = static_cast<int>(all.size()) / nsub;
+  const std::vector<ex::PatchDesc> all = ex::plan_patches(
+      bundle, opt, static_cast<int>(wave.size()), psf.nx(), psf.ny(), data.npix_x, data.npix_y,
+      [&](int f, int k) { return hx(f, k); }, [&](int f, int k) { return hy(f, k); });
+  const int nsub = static_cast<int>(bundle.subbundles.size()),
+            nsteps = static_cast<int>(all.size()) / nsub;
   const int step_first = 300 / opt.nwavestep;  // 6000 Å, the reference data's middle patch
   int maxpix = 0, maxsub = 0;
   for (int i = 0; i < npatches; ++i) {
-    const int sub = npatches == 1 ? 1 : i % nsub, step = step_first + (npatches == 1 ? 0 : i / nsub);
+    const int sub = npatches == 1 ? 1 : i % nsub,
+              step = step_first + (npatches == 1 ? 0 : i / nsub);
     const ex::PatchDesc& p = all[static_cast<std::size_t>(sub * nsteps + step)];
     maxpix = std::max(maxpix, (p.row1 - p.row0) * (p.col1 - p.col0));
     maxsub = std::max(maxsub, p.nkeepfib);
@@ -107,16 +114,33 @@ PatchBatch<ExecSpace> make_patch_batch(const ExecSpace& exec, int npatches) {
 
   const auto image = ex::upload_image(exec, bench_image());
   Kokkos::View<ex::PatchDesc*, Mem> dplan("perfex::bench::patches", batch.plan.size());
-  Kokkos::deep_copy(dplan, Kokkos::View<const ex::PatchDesc*, Kokkos::HostSpace>(batch.plan.data(), batch.plan.size()));
-  const int band = ex::measure_bandwidths(exec, Kokkos::View<const int**, Mem>(xc), Kokkos::View<const int**, Mem>(yc),
-                                          dplan, nwt, psf.ny(), psf.nx());
-  Kokkos::deep_copy(Kokkos::View<ex::PatchDesc*, Kokkos::HostSpace>(batch.plan.data(), batch.plan.size()), dplan);
+  Kokkos::deep_copy(dplan, Kokkos::View<const ex::PatchDesc*, Kokkos::HostSpace>(
+                               batch.plan.data(), batch.plan.size()));
+  const int band =
+      ex::measure_bandwidths(exec, Kokkos::View<const int**, Mem>(xc),
+                             Kokkos::View<const int**, Mem>(yc), dplan, nwt, psf.ny(), psf.nx());
+  Kokkos::deep_copy(
+      Kokkos::View<ex::PatchDesc*, Kokkos::HostSpace>(batch.plan.data(), batch.plan.size()), dplan);
   const int nmax = (maxsub + 2) * nwt;
   batch.solver = ex::PatchSolver<ExecSpace, Mem>{
-      spots, xc, yc, image.pixels, image.ivar, dplan,
-      ex::PatchWorkspace<Mem>(nmax, band, nwt, maxpix, psf.nx() * psf.ny(), npatches, opt.decorrelation),
-      ex::PatchResults<Mem>(npatches, maxsub, opt.nwavestep, psf.hsizey()), {}, nwt, wavepad, opt.nwavestep,
-      psf.hsizey(), opt.regularize, data.psferr, opt.eigen_clip, opt.decorrelation};
+      spots,
+      xc,
+      yc,
+      image.pixels,
+      image.ivar,
+      dplan,
+      ex::PatchWorkspace<Mem>(nmax, band, nwt, maxpix, psf.nx() * psf.ny(), npatches,
+                              opt.decorrelation),
+      ex::PatchResults<Mem>(npatches, maxsub, opt.nwavestep, psf.hsizey()),
+      {},
+      nwt,
+      wavepad,
+      opt.nwavestep,
+      psf.hsizey(),
+      opt.regularize,
+      data.psferr,
+      opt.eigen_clip,
+      opt.decorrelation};
   return batch;
 }
 
@@ -125,15 +149,17 @@ template <class ExecSpace>
 struct NormalEquations {
   using Mem = typename ExecSpace::memory_space;
   ex::PatchSolver<ExecSpace, Mem> s;
-  KOKKOS_INLINE_FUNCTION void operator()(const typename Kokkos::TeamPolicy<ExecSpace>::member_type& member) const {
+  KOKKOS_INLINE_FUNCTION void operator()(
+      const typename Kokkos::TeamPolicy<ExecSpace>::member_type& member) const {
     const int ip = member.league_rank();
     const ex::PatchDesc p = s.patches(ip);
     const int n = p.nfib * s.nwt;
     s.weigh_spots(member, p, n, Kokkos::subview(s.ws.b, Kokkos::make_pair(0, n), ip),
                   Kokkos::subview(s.ws.omega, Kokkos::make_pair(0, n), ip));
     member.team_barrier();
-    s.normal_matrix(member, p, n,
-                    Kokkos::subview(s.ws.H, Kokkos::make_pair(0, p.band + 1), Kokkos::make_pair(0, n), ip));
+    s.normal_matrix(
+        member, p, n,
+        Kokkos::subview(s.ws.H, Kokkos::make_pair(0, p.band + 1), Kokkos::make_pair(0, n), ip));
   }
 };
 
@@ -146,7 +172,8 @@ double normal_equation_flops(const PatchBatch<ExecSpace>& batch) {
   const auto& hx = batch.xcorner;
   const auto& hy = batch.ycorner;
   const int nx = batch.nx, ny = batch.ny, nwt = batch.nwt;
-  auto overlap = [](int a0, int b0, int len, int lo, int hi) {  // of [a0, a0+len) ∩ [b0, b0+len) ∩ [lo, hi)
+  auto overlap = [](int a0, int b0, int len, int lo,
+                    int hi) {  // of [a0, a0+len) ∩ [b0, b0+len) ∩ [lo, hi)
     return std::max(0, std::min({a0 + len, b0 + len, hi}) - std::max({a0, b0, lo}));
   };
   double f = 0;
@@ -154,7 +181,8 @@ double normal_equation_flops(const PatchBatch<ExecSpace>& batch) {
     const int n = p.nfib * nwt;
     for (int jc = 0; jc < n; ++jc) {
       const int fc = p.fib0 + jc % p.nfib, kc = p.kf0 + jc / p.nfib;
-      f += 4.0 * overlap(hy(fc, kc), hy(fc, kc), ny, p.row0, p.row1) * overlap(hx(fc, kc), hx(fc, kc), nx, p.col0, p.col1);
+      f += 4.0 * overlap(hy(fc, kc), hy(fc, kc), ny, p.row0, p.row1) *
+           overlap(hx(fc, kc), hx(fc, kc), nx, p.col0, p.col1);
       for (int jr = jc; jr <= std::min(n - 1, jc + p.band); ++jr) {
         const int fr = p.fib0 + jr % p.nfib, kr = p.kf0 + jr / p.nfib;
         f += 2.0 * overlap(hy(fc, kc), hy(fr, kr), ny, -(1 << 30), 1 << 30) *
@@ -179,7 +207,8 @@ void patches(benchmark::State& state, Stage stage) {
       if (stage == Stage::patch)
         Kokkos::parallel_for("perfex::bench::solve_patches", policy, batch.solver);
       else
-        Kokkos::parallel_for("perfex::bench::normal_equations", policy, NormalEquations<ExecSpace>{batch.solver});
+        Kokkos::parallel_for("perfex::bench::normal_equations", policy,
+                             NormalEquations<ExecSpace>{batch.solver});
     });
   }
   double flops = 0, fibre_wavelengths = 0;
@@ -215,7 +244,8 @@ void extraction(benchmark::State& state, Scope scope) {
   const ExecSpace exec;
   const auto image = ex::upload_image(exec, bench_image());
   ex::Frame frame;
-  for (auto _ : state) perfex_bench::timed(state, exec, [&] { frame = ex::extract_frame(exec, psf, image, opt); });
+  for (auto _ : state)
+    perfex_bench::timed(state, exec, [&] { frame = ex::extract_frame(exec, psf, image, opt); });
   state.counters["fibres"] = frame.nspec;
   state.counters["wavelengths"] = frame.nwave;
   state.counters["patches"] = frame.npatches;
@@ -229,7 +259,8 @@ const int registered = [] {
   perfex_bench::for_each_backend([](auto exec, const std::string& backend) {
     using Exec = decltype(exec);
     for (Stage stage : {Stage::normal_equations, Stage::patch}) {
-      const std::string name = std::string("extract/") + (stage == Stage::patch ? "patch/" : "normal_equations/") + backend;
+      const std::string name = std::string("extract/") +
+                               (stage == Stage::patch ? "patch/" : "normal_equations/") + backend;
       auto* b = benchmark::RegisterBenchmark(name.c_str(), patches<Exec>, stage)
                     ->UseManualTime()
                     ->Unit(benchmark::kMillisecond)
@@ -240,10 +271,17 @@ const int registered = [] {
         b->Arg(1)->Arg(10);
     }
     // One iteration each: a bundle takes seconds, the frame minutes on one core.
-    benchmark::RegisterBenchmark(("extract/bundle/" + backend).c_str(), extraction<Exec>, Scope::bundle)
-        ->UseManualTime()->Unit(benchmark::kSecond)->Iterations(1);
-    benchmark::RegisterBenchmark(("extract/frame/" + backend).c_str(), extraction<Exec>, Scope::frame)
-        ->UseManualTime()->Unit(benchmark::kSecond)->Iterations(1)->Repetitions(1);
+    benchmark::RegisterBenchmark(("extract/bundle/" + backend).c_str(), extraction<Exec>,
+                                 Scope::bundle)
+        ->UseManualTime()
+        ->Unit(benchmark::kSecond)
+        ->Iterations(1);
+    benchmark::RegisterBenchmark(("extract/frame/" + backend).c_str(), extraction<Exec>,
+                                 Scope::frame)
+        ->UseManualTime()
+        ->Unit(benchmark::kSecond)
+        ->Iterations(1)
+        ->Repetitions(1);
   });
   return 0;
 }();

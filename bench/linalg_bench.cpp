@@ -42,12 +42,14 @@ enum class Op {
   inverse_sqrt
 };
 
-constexpr int kBlock = 74;   // one fibre's wavelengths in a DESI patch (50 + 2 x 12)
-constexpr int kFibres = 7;   // solved fibres of a patch; the first and last are padding
-constexpr int kKept = 5;     // kept fibres (1 .. 5)
-constexpr int kBand = 58;    // half-bandwidth of a DESI patch's wavelength-major H
+constexpr int kBlock = 74;  // one fibre's wavelengths in a DESI patch (50 + 2 x 12)
+constexpr int kFibres = 7;  // solved fibres of a patch; the first and last are padding
+constexpr int kKept = 5;    // kept fibres (1 .. 5)
+constexpr int kBand = 58;   // half-bandwidth of a DESI patch's wavelength-major H
 
-bool is_band(Op op) { return op == Op::band_cholesky || op == Op::band_solve || op == Op::band_cholesky_inverse_blocks; }
+bool is_band(Op op) {
+  return op == Op::band_cholesky || op == Op::band_solve || op == Op::band_cholesky_inverse_blocks;
+}
 
 template <class Exec>
 constexpr bool host_backend() {
@@ -100,20 +102,28 @@ int band_count(int n) { return n / kFibres; }
 
 double flops(Op op, int n, int kd, bool lapack) {
   switch (op) {
-    case Op::band_cholesky: return fl::band_cholesky(n, kd);
-    case Op::band_solve: return fl::band_solve(n, kd);
+    case Op::band_cholesky:
+      return fl::band_cholesky(n, kd);
+    case Op::band_solve:
+      return fl::band_solve(n, kd);
     case Op::band_cholesky_inverse_blocks: {
       const int count = band_count(n);
       double f = fl::band_cholesky(n, kd);
       if (lapack) return f + kKept * count * fl::band_solve(n, kd);
-      for (int blk = 0; blk < kKept; ++blk) f += fl::band_strided_block(n, kd, 1 + blk, kFibres, count);
+      for (int blk = 0; blk < kKept; ++blk)
+        f += fl::band_strided_block(n, kd, 1 + blk, kFibres, count);
       return f;
     }
-    case Op::cholesky: return fl::cholesky(n);
-    case Op::solve: return fl::solve(n);
-    case Op::inverse_diag_blocks: return lapack ? fl::potri(n) : fl::inverse_diag_blocks(n, kBlock, 0, n / kBlock);
-    case Op::syev: return fl::syev(n);
-    case Op::inverse_sqrt: return fl::inverse_sqrt(n);
+    case Op::cholesky:
+      return fl::cholesky(n);
+    case Op::solve:
+      return fl::solve(n);
+    case Op::inverse_diag_blocks:
+      return lapack ? fl::potri(n) : fl::inverse_diag_blocks(n, kBlock, 0, n / kBlock);
+    case Op::syev:
+      return fl::syev(n);
+    case Op::inverse_sqrt:
+      return fl::inverse_sqrt(n);
   }
   return 0;
 }
@@ -122,10 +132,12 @@ template <class Exec>
 struct InverseSqrt {
   Mat3<Exec> A, V;
   Mat2<Exec> w, work;
-  KOKKOS_INLINE_FUNCTION void operator()(const typename Kokkos::TeamPolicy<Exec>::member_type& m) const {
+  KOKKOS_INLINE_FUNCTION void operator()(
+      const typename Kokkos::TeamPolicy<Exec>::member_type& m) const {
     const int b = m.league_rank();
     pl::team_inverse_sqrt(m, Kokkos::subview(A, Kokkos::ALL(), Kokkos::ALL(), b),
-                          Kokkos::subview(V, Kokkos::ALL(), Kokkos::ALL(), b), Kokkos::subview(w, Kokkos::ALL(), b),
+                          Kokkos::subview(V, Kokkos::ALL(), Kokkos::ALL(), b),
+                          Kokkos::subview(w, Kokkos::ALL(), b),
                           Kokkos::subview(work, Kokkos::ALL(), b));
   }
 };
@@ -167,7 +179,8 @@ struct LapackBandInverseBlocks {
     pl::lapack::pbtrs(n, kd, ncol, &L(0, 0, b), int(L.stride(1)), &Y(0, 0, b), int(Y.stride(1)));
     for (int blk = 0; blk < nblocks; ++blk)
       for (int c = 0; c < count; ++c)
-        for (int a = 0; a < count; ++a) C(a, c, blk, b) = Y(first + blk + a * stride, blk * count + c, b);
+        for (int a = 0; a < count; ++a)
+          C(a, c, blk, b) = Y(first + blk + a * stride, blk * count + c, b);
   }
 };
 template <class Exec>
@@ -208,7 +221,8 @@ void run_band(benchmark::State& state, Op op, pl::Backend backend) {
   const bool lapack = backend == pl::Backend::lapack;
   const int count = band_count(n);
   Blocks4<Exec> C("perfex::bench::C", count, count, stage ? kKept : 0, nbatch);
-  Mat3<Exec> Y("perfex::bench::Y", stage && lapack ? n : 0, stage && lapack ? kKept * count : 0, nbatch);
+  Mat3<Exec> Y("perfex::bench::Y", stage && lapack ? n : 0, stage && lapack ? kKept * count : 0,
+               nbatch);
   for (auto _ : state) {
     if (op == Op::band_solve)
       Kokkos::deep_copy(exec, x, 1.0);
@@ -216,8 +230,12 @@ void run_band(benchmark::State& state, Op op, pl::Backend backend) {
       Kokkos::deep_copy(exec, A, H);
     perfex_bench::timed(state, exec, [&]() {
       switch (op) {
-        case Op::band_cholesky: pl::batched_band_cholesky(exec, A, status, backend); break;
-        case Op::band_solve: pl::batched_band_cholesky_solve(exec, L, x, backend); break;
+        case Op::band_cholesky:
+          pl::batched_band_cholesky(exec, A, status, backend);
+          break;
+        case Op::band_solve:
+          pl::batched_band_cholesky_solve(exec, L, x, backend);
+          break;
         default:
           pl::batched_band_cholesky(exec, A, status, backend);
           if constexpr (host_backend<Exec>()) {
@@ -263,13 +281,20 @@ void run_dense(benchmark::State& state, Op op, pl::Backend backend) {
     if (op == Op::solve) Kokkos::deep_copy(exec, x, 1.0);
     perfex_bench::timed(state, exec, [&]() {
       switch (op) {
-        case Op::cholesky: pl::batched_cholesky(exec, A, status, backend); break;
-        case Op::solve: pl::batched_cholesky_solve(exec, L, x, backend); break;
-        case Op::syev: pl::batched_syev(exec, A, w, status, backend); break;
+        case Op::cholesky:
+          pl::batched_cholesky(exec, A, status, backend);
+          break;
+        case Op::solve:
+          pl::batched_cholesky_solve(exec, L, x, backend);
+          break;
+        case Op::syev:
+          pl::batched_syev(exec, A, w, status, backend);
+          break;
         case Op::inverse_diag_blocks:
           if constexpr (host_backend<Exec>()) {
             if (lapack) {
-              Kokkos::parallel_for("perfex::bench::lapack_inverse_blocks", Kokkos::RangePolicy<Exec>(exec, 0, nbatch),
+              Kokkos::parallel_for("perfex::bench::lapack_inverse_blocks",
+                                   Kokkos::RangePolicy<Exec>(exec, 0, nbatch),
                                    LapackInverseBlocks<Exec>{L, V, C, kBlock, 0});
               break;
             }
@@ -279,16 +304,19 @@ void run_dense(benchmark::State& state, Op op, pl::Backend backend) {
         case Op::inverse_sqrt: {
           if constexpr (host_backend<Exec>()) {
             if (lapack) {
-              Kokkos::parallel_for("perfex::bench::lapack_inverse_sqrt", Kokkos::RangePolicy<Exec>(exec, 0, nbatch),
+              Kokkos::parallel_for("perfex::bench::lapack_inverse_sqrt",
+                                   Kokkos::RangePolicy<Exec>(exec, 0, nbatch),
                                    LapackInverseSqrt<Exec>{A, V, w});
               break;
             }
           }
           Kokkos::TeamPolicy<Exec> policy(exec, nbatch, Kokkos::AUTO);
-          Kokkos::parallel_for("perfex::bench::inverse_sqrt", policy, InverseSqrt<Exec>{A, V, w, work});
+          Kokkos::parallel_for("perfex::bench::inverse_sqrt", policy,
+                               InverseSqrt<Exec>{A, V, w, work});
           break;
         }
-        default: break;
+        default:
+          break;
       }
     });
   }
@@ -299,34 +327,45 @@ void run_dense(benchmark::State& state, Op op, pl::Backend backend) {
 
 const char* op_name(Op op) {
   switch (op) {
-    case Op::band_cholesky: return "band_cholesky";
-    case Op::band_solve: return "band_solve";
-    case Op::band_cholesky_inverse_blocks: return "band_cholesky_inverse_blocks";
-    case Op::cholesky: return "cholesky";
-    case Op::solve: return "solve";
-    case Op::inverse_diag_blocks: return "inverse_diag_blocks";
-    case Op::syev: return "syev";
-    case Op::inverse_sqrt: return "inverse_sqrt";
+    case Op::band_cholesky:
+      return "band_cholesky";
+    case Op::band_solve:
+      return "band_solve";
+    case Op::band_cholesky_inverse_blocks:
+      return "band_cholesky_inverse_blocks";
+    case Op::cholesky:
+      return "cholesky";
+    case Op::solve:
+      return "solve";
+    case Op::inverse_diag_blocks:
+      return "inverse_diag_blocks";
+    case Op::syev:
+      return "syev";
+    case Op::inverse_sqrt:
+      return "inverse_sqrt";
   }
   return "";
 }
 
 // Matrix size of an op in a patch: the whole system (7 x 74) or one fibre's block (74).
-int patch_size(Op op) { return (op == Op::syev || op == Op::inverse_sqrt) ? kBlock : kFibres * kBlock; }
+int patch_size(Op op) {
+  return (op == Op::syev || op == Op::inverse_sqrt) ? kBlock : kFibres * kBlock;
+}
 // Matrices of one patch: one system, or the blocks of its 5 kept fibres.
 int per_patch(Op op) { return patch_size(op) == kBlock ? kKept : 1; }
 
 const int registered = [] {
   perfex_bench::for_each_backend([](auto exec, const std::string& backend) {
     using Exec = decltype(exec);
-    for (Op op : {Op::band_cholesky_inverse_blocks, Op::band_cholesky, Op::band_solve, Op::cholesky, Op::solve,
-                  Op::inverse_diag_blocks, Op::syev, Op::inverse_sqrt}) {
+    for (Op op : {Op::band_cholesky_inverse_blocks, Op::band_cholesky, Op::band_solve, Op::cholesky,
+                  Op::solve, Op::inverse_diag_blocks, Op::syev, Op::inverse_sqrt}) {
       for (pl::Backend be : {pl::Backend::portable, pl::Backend::lapack}) {
         // The LAPACK path runs where LAPACK is built in and only on host backends.
         if (be == pl::Backend::lapack && (!PERFEX_HAVE_LAPACK || !host_backend<Exec>())) continue;
-        const std::string name =
-            std::string("linalg/") + op_name(op) + (be == pl::Backend::lapack ? "/lapack/" : "/portable/") + backend;
-        auto* b = benchmark::RegisterBenchmark(name.c_str(), is_band(op) ? run_band<Exec> : run_dense<Exec>, op, be)
+        const std::string name = std::string("linalg/") + op_name(op) +
+                                 (be == pl::Backend::lapack ? "/lapack/" : "/portable/") + backend;
+        auto* b = benchmark::RegisterBenchmark(
+                      name.c_str(), is_band(op) ? run_band<Exec> : run_dense<Exec>, op, be)
                       ->UseManualTime()
                       ->Unit(benchmark::kMillisecond);
         if (is_band(op)) {

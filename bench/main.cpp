@@ -24,8 +24,9 @@ double peak_rss_bytes() {
   std::ifstream status("/proc/self/status");
   std::string line;
   while (std::getline(status, line))
-    if (line.compare(0, 6, "VmHWM:") == 0) return std::stod(line.substr(6)) * 1024.0;  // "VmHWM:  1234 kB"
-  rusage usage{};  // no procfs: the peak of the whole run
+    if (line.compare(0, 6, "VmHWM:") == 0)
+      return std::stod(line.substr(6)) * 1024.0;  // "VmHWM:  1234 kB"
+  rusage usage{};                                 // no procfs: the peak of the whole run
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<double>(usage.ru_maxrss) * 1024.0;
 }
@@ -60,7 +61,8 @@ int main(int argc, char* argv[]) {
     const char* omp = std::getenv("OMP_NUM_THREADS");
     benchmark::AddCustomContext("OMP_NUM_THREADS", omp ? omp : "unset");
     benchmark::AddCustomContext("lapack", PERFEX_HAVE_LAPACK ? "yes" : "no");
-    benchmark::AddCustomContext("peak_rss", perfex_bench::reset_peak_rss() ? "per benchmark" : "whole process");
+    benchmark::AddCustomContext("peak_rss",
+                                perfex_bench::reset_peak_rss() ? "per benchmark" : "whole process");
     perfex_bench::bench_psf();  // loaded before the run so the context names it
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();

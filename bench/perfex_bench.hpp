@@ -54,7 +54,8 @@ double peak_rss_bytes();
 // peak RSS (MB) of the benchmark, setup included (call reset_peak_rss() before the setup).
 template <class ExecSpace>
 void common_counters(benchmark::State& state, const ExecSpace& exec) {
-  state.counters["concurrency"] = perfex::concurrency(exec);  // "threads": Google Benchmark's own key
+  // Not "threads": that is Google Benchmark's own key.
+  state.counters["concurrency"] = perfex::concurrency(exec);
   state.counters["peak_rss_MB"] = peak_rss_bytes() / 1e6;
 }
 
@@ -77,7 +78,8 @@ namespace flops {
 // (2 (nx+ny+2)), the Legendre sums of the (dx+1)(dy+1)+4 parameters 2 (legdeg+1) each.
 inline double spot(const perfex::psf::GaussHermitePsfData& p) {
   const double nx = 2 * p.hsizex + 1, ny = 2 * p.hsizey + 1, dx = p.ghdegx + 1, dy = p.ghdegy + 1;
-  return 2 * dx * dy * nx + 2 * dy * nx * ny + 2 * nx * ny + 2 * (nx + ny + 2) + 2 * (dx * dy + 4) * (p.legdeg + 1);
+  return 2 * dx * dy * nx + 2 * dy * nx * ny + 2 * nx * ny + 2 * (nx + ny + 2) +
+         2 * (dx * dy + 4) * (p.legdeg + 1);
 }
 
 }  // namespace flops

@@ -21,12 +21,14 @@ void spots(benchmark::State& state) {
   auto hw = Kokkos::create_mirror_view(wave);
   for (int k = 0; k < K; ++k) hw(k) = 5600.0 + 0.8 * k;
   Kokkos::deep_copy(wave, hw);
-  Kokkos::View<double****, Kokkos::LayoutRight, M> s("perfex::bench::spots", nf, K, psf.ny(), psf.nx());
+  Kokkos::View<double****, Kokkos::LayoutRight, M> s("perfex::bench::spots", nf, K, psf.ny(),
+                                                     psf.nx());
   Kokkos::View<int**, M> xc("perfex::bench::xc", nf, K), yc("perfex::bench::yc", nf, K);
   const int f0 = 100;  // bundle 4
   for (auto _ : state) {
     perfex_bench::timed(state, exec, [&] {
-      perfex::psf::compute_spots(exec, psf, f0, nf, Kokkos::View<const double*, M>(wave), s, xc, yc);
+      perfex::psf::compute_spots(exec, psf, f0, nf, Kokkos::View<const double*, M>(wave), s, xc,
+                                 yc);
     });
   }
   const double nspots = static_cast<double>(nf) * K;

@@ -12,6 +12,7 @@
 #include <perfex/io/psf_fits.hpp>
 #include <perfex/psf/synthetic.hpp>
 
+#include <sys/stat.h>
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -20,7 +21,6 @@
 #include <iostream>
 #include <sstream>
 #include <string>
-#include <sys/stat.h>
 #include <vector>
 
 namespace {
@@ -41,7 +41,8 @@ std::string usage() {
        "Simulates a DESI-like exposure with known spectra (synthetic PSF), extracts it with the\n"
        "perfex-extract code path and checks the pulls against the truth (RMS 1.00 +- 0.05).\n\n"
        "demo options:\n"
-       "      --outdir DIR        output folder (default ./perfex-demo-out): psf.fits, preproc.fits,\n"
+       "      --outdir DIR        output folder (default ./perfex-demo-out): psf.fits, "
+       "preproc.fits,\n"
        "                          truth.fits, frame.fits\n"
        "      --seed N            spectra and noise seed (default 20260101)\n"
        "      --read-noise X      read noise in electrons (default 3)\n\n"
@@ -120,17 +121,19 @@ void add_fibermap(const std::string& path, int specmin, int nspec, unsigned seed
     fiber[i] = specmin + i;
     targetid[i] = 1000000 + specmin + i;
   }
-  f.create_table("FIBERMAP", nspec, {{"FIBER", "J", "", {}}, {"TARGETID", "K", "", {}}, {"OBJTYPE", "3A", "", {}}});
+  f.create_table("FIBERMAP", nspec,
+                 {{"FIBER", "J", "", {}}, {"TARGETID", "K", "", {}}, {"OBJTYPE", "3A", "", {}}});
   f.write_column("FIBER", fiber);
   f.write_column("TARGETID", targetid);
   f.write_column_strings("OBJTYPE", objtype);
   f.close();
 }
 
-void write_truth(const std::string& path, const std::vector<double>& wave, const std::vector<double>& phot,
-                 int specmin, int nspec) {
+void write_truth(const std::string& path, const std::vector<double>& wave,
+                 const std::vector<double>& phot, int specmin, int nspec) {
   auto f = perfex::io::FitsFile::create(path);
-  f.write_image<double>("TRUEPHOT", {static_cast<long>(wave.size()), static_cast<long>(nspec)}, phot);
+  f.write_image<double>("TRUEPHOT", {static_cast<long>(wave.size()), static_cast<long>(nspec)},
+                        phot);
   f.write_key("BUNIT", "photon/bin");
   f.write_key("SPECMIN", specmin);
   f.write_key("NSPEC", nspec);
@@ -146,13 +149,15 @@ struct PullStats {
 
 // pull = (FLUX − R·TRUEPHOT/dλ)·√IVAR over interior bins k ∈ [nd, K−nd), where
 // (R·t)[k] = Σ_{k'} R[k][k'] t[k'] and R[k][k'] = RESOLUTION[f][k−k'+nd][k'] (DIA layout).
-PullStats pulls(const perfex::extract::Frame& fr, const std::vector<double>& truth, int truth_nwave, int offset) {
+PullStats pulls(const perfex::extract::Frame& fr, const std::vector<double>& truth, int truth_nwave,
+                int offset) {
   const int K = fr.nwave, nd = fr.ndiag, nb = 2 * nd + 1;
   const std::vector<double> dl = perfex::extract::gradient(fr.wave);
   PullStats s;
   double sum = 0, sum2 = 0;
   for (int f = 0; f < fr.nspec; ++f) {
-    const double* t = truth.data() + static_cast<std::size_t>(f) * truth_nwave + offset;  // t[k] ↔ wave[k]
+    // t[k] is the truth at wave[k].
+    const double* t = truth.data() + static_cast<std::size_t>(f) * truth_nwave + offset;
     const double* band = fr.resolution.data() + static_cast<std::size_t>(f) * nb * K;
     for (int k = nd; k < K - nd; ++k) {
       const std::size_t i = fr.index(f, k);
@@ -161,7 +166,8 @@ PullStats pulls(const perfex::extract::Frame& fr, const std::vector<double>& tru
         continue;
       }
       double conv = 0;
-      for (int kp = k - nd; kp <= k + nd; ++kp) conv += band[static_cast<std::size_t>(k - kp + nd) * K + kp] * t[kp];
+      for (int kp = k - nd; kp <= k + nd; ++kp)
+        conv += band[static_cast<std::size_t>(k - kp + nd) * K + kp] * t[kp];
       const double pull = (fr.flux[i] - conv / dl[k]) * std::sqrt(fr.ivar[i]);
       sum += pull;
       sum2 += pull * pull;
@@ -186,34 +192,36 @@ int run(const DemoArgs& d) {
   const perfex::psf::GaussHermitePsfData psf = perfex::psf::make_synthetic_psf();
   if (o.specmin + o.nspec > psf.nfib)
     throw cli::UsageError("options -s/-n: fibres [" + std::to_string(o.specmin) + ", " +
-                          std::to_string(o.specmin + o.nspec) + ") beyond the PSF's " + std::to_string(psf.nfib));
+                          std::to_string(o.specmin + o.nspec) + ") beyond the PSF's " +
+                          std::to_string(psf.nfib));
   perfex::io::write_psf(psf_path, psf);
 
   // Truth on the extraction grid extended by ~60 Å on each side (aligned bins).
   const std::vector<double> wave = perfex::extract::make_wavelength_grid(o.wmin, o.wmax, o.dw);
   const int margin_bins = static_cast<int>(std::lround(d.margin / o.dw));
-  const std::vector<double> truewave =
-      perfex::extract::make_wavelength_grid(o.wmin - margin_bins * o.dw, o.wmax + margin_bins * o.dw, o.dw);
+  const std::vector<double> truewave = perfex::extract::make_wavelength_grid(
+      o.wmin - margin_bins * o.dw, o.wmax + margin_bins * o.dw, o.dw);
   if (static_cast<int>(truewave.size()) < static_cast<int>(wave.size()) + 2 * margin_bins ||
       std::abs(truewave[margin_bins] - wave[0]) > 1e-6 * o.dw ||
       std::abs(truewave[margin_bins + wave.size() - 1] - wave.back()) > 1e-6 * o.dw)
     throw perfex::Error("truth grid does not align with the extraction grid");
-  const std::vector<double> truephot = perfex::extract::make_test_spectra(o.nspec, truewave, d.seed);
+  const std::vector<double> truephot =
+      perfex::extract::make_test_spectra(o.nspec, truewave, d.seed);
   write_truth(truth_path, truewave, truephot, o.specmin, o.nspec);
 
   // Simulated image on the chosen backend.
   const auto sim = cli::with_backend(d.extract.backend, [&](const auto& exec) {
     using Exec = std::decay_t<decltype(exec)>;
     const perfex::psf::GaussHermitePsf<typename Exec::memory_space> dpsf(psf);
-    return perfex::extract::simulate_image(exec, dpsf, o.specmin, o.nspec, truewave, truephot, d.read_noise,
-                                           d.seed + 1);
+    return perfex::extract::simulate_image(exec, dpsf, o.specmin, o.nspec, truewave, truephot,
+                                           d.read_noise, d.seed + 1);
   });
   perfex::io::write_preproc(image_path, sim.ccd, {});
   add_fibermap(image_path, o.specmin, o.nspec, d.seed);
-  std::cout << "perfex-demo: simulated " << o.nspec << " fibres x " << truewave.size() << " wavelengths ("
-            << truewave.front() << "-" << truewave.back() << " A), " << sim.projected_photons << " photons on a "
-            << sim.ccd.nrows << " x " << sim.ccd.ncols << " CCD, read noise " << d.read_noise << " e-; files in "
-            << d.outdir << "\n";
+  std::cout << "perfex-demo: simulated " << o.nspec << " fibres x " << truewave.size()
+            << " wavelengths (" << truewave.front() << "-" << truewave.back() << " A), "
+            << sim.projected_photons << " photons on a " << sim.ccd.nrows << " x " << sim.ccd.ncols
+            << " CCD, read noise " << d.read_noise << " e-; files in " << d.outdir << "\n";
 
   // Exactly perfex-extract's path.
   cli::ExtractArgs args = d.extract;
@@ -238,12 +246,15 @@ int run(const DemoArgs& d) {
     throw perfex::Error("frame " + frame_path + " has unexpected dimensions");
   const PullStats s = pulls(fr, truephot, static_cast<int>(truewave.size()), margin_bins);
   const double fibre_waves = static_cast<double>(fr.nspec) * fr.nwave;
-  std::printf("perfex-demo: pull = (FLUX - R.TRUEPHOT/dlambda)*sqrt(IVAR) over %ld interior bins (%ld with ivar 0):"
-              " mean %+.4f, RMS %.4f (expected 1.00 +- 0.05), max |pull| %.2f\n",
-              s.n, s.masked, s.mean, s.rms, s.maxabs);
-  std::printf("perfex-demo: throughput %.1f patches/s, %.0f fibre-wavelengths/s (backend %s, threads %d)\n",
-              r.seconds > 0 ? r.frame.npatches / r.seconds : 0.0, r.seconds > 0 ? fibre_waves / r.seconds : 0.0,
-              r.backend.c_str(), r.threads);
+  std::printf(
+      "perfex-demo: pull = (FLUX - R.TRUEPHOT/dlambda)*sqrt(IVAR) over %ld interior bins (%ld with "
+      "ivar 0):"
+      " mean %+.4f, RMS %.4f (expected 1.00 +- 0.05), max |pull| %.2f\n",
+      s.n, s.masked, s.mean, s.rms, s.maxabs);
+  std::printf(
+      "perfex-demo: throughput %.1f patches/s, %.0f fibre-wavelengths/s (backend %s, threads %d)\n",
+      r.seconds > 0 ? r.frame.npatches / r.seconds : 0.0,
+      r.seconds > 0 ? fibre_waves / r.seconds : 0.0, r.backend.c_str(), r.threads);
   if (s.n == 0 || !(std::abs(s.rms - 1.0) <= 0.05)) {
     std::printf("perfex-demo: FAIL: pull RMS %.4f outside 1.00 +- 0.05\n", s.rms);
     return 1;

@@ -13,6 +13,9 @@ kokkos_cuda_prefix=$(sed -n 's/^KOKKOS_CUDA_PREFIX=//p' <<<"$deps" | tail -n 1)
 jobs=$(nproc)
 build=${PERFEX_BUILD_DIR:-build}
 
+echo "== perfex: source format (.clang-format)"
+bash scripts/format.sh --check
+
 echo "== perfex: Release build (Kokkos at ${kokkos_prefix})"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="${kokkos_prefix}" >/dev/null
 cmake --build "$build" -j "$jobs"

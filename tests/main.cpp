@@ -30,8 +30,9 @@ int main(int argc, char* argv[]) {
   {
     Catch::Session session;
     using namespace Catch::clara;
-    auto cli = session.cli() | Opt(perfex_test::selected_backend(), "serial|openmp|cuda|all")["--backend"](
-                                   "execution space(s) to test; built: " PERFEX_TEST_BACKENDS);
+    auto cli =
+        session.cli() | Opt(perfex_test::selected_backend(), "serial|openmp|cuda|all")["--backend"](
+                            "execution space(s) to test; built: " PERFEX_TEST_BACKENDS);
     session.cli(cli);
     status = session.applyCommandLine(argc, argv);
     if (status == 0) status = session.run();

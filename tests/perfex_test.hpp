@@ -1,8 +1,8 @@
 #pragma once
 // Test harness: every test case runs on every enabled execution space; the runner's
 // --backend option (serial, openmp, cuda or all) selects which of them this process covers.
-#include <catch2/catch.hpp>
 #include <Kokkos_Core.hpp>
+#include <catch2/catch.hpp>
 
 #include <cstdlib>
 #include <string>
@@ -54,7 +54,7 @@ std::string shared_data_dir(const std::string& what);
 #define PERFEX_BACKEND_TEST_CASE(name, tags) \
   TEMPLATE_LIST_TEST_CASE(name, tags, ::perfex_test::ExecSpaces)
 // First statement of such a test case: skip backends this process does not cover.
-#define PERFEX_ONLY_SELECTED_BACKEND()                        \
-  do {                                                        \
-    if (!::perfex_test::selected<TestType>()) return;         \
+#define PERFEX_ONLY_SELECTED_BACKEND()                \
+  do {                                                \
+    if (!::perfex_test::selected<TestType>()) return; \
   } while (0)

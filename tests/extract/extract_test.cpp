@@ -19,8 +19,8 @@ using perfex::extract::Frame;
 struct Scene {
   perfex::psf::GaussHermitePsfData psf;
   perfex::extract::CcdImage image;
-  std::vector<double> truth_wave;    // bin centres of the truth, 0.8 A, 12 bins of margin each side
-  std::vector<double> truth_photons; // [nspec][truth bins] photons per bin
+  std::vector<double> truth_wave;  // bin centres of the truth, 0.8 A, 12 bins of margin each side
+  std::vector<double> truth_photons;  // [nspec][truth bins] photons per bin
   int margin = 12;
 };
 
@@ -50,8 +50,8 @@ const Scene& scene() {
     for (int i = -sc.margin; i < 100 + sc.margin; ++i) sc.truth_wave.push_back(o.wmin + 0.8 * i);
     sc.truth_photons = perfex::extract::make_test_spectra(o.nspec, sc.truth_wave, 7u);
     const perfex::psf::GaussHermitePsf<Kokkos::HostSpace> dpsf(sc.psf);
-    sc.image = perfex::extract::simulate_image(Kokkos::DefaultHostExecutionSpace(), dpsf, 0, o.nspec, sc.truth_wave,
-                                               sc.truth_photons, 3.0, 11u)
+    sc.image = perfex::extract::simulate_image(Kokkos::DefaultHostExecutionSpace(), dpsf, 0,
+                                               o.nspec, sc.truth_wave, sc.truth_photons, 3.0, 11u)
                    .ccd;
     return sc;
   }();
@@ -59,7 +59,8 @@ const Scene& scene() {
 }
 
 template <class ExecSpace>
-Frame extract(const perfex::extract::CcdImage& image, const ExtractionOptions& o = scene_options()) {
+Frame extract(const perfex::extract::CcdImage& image,
+              const ExtractionOptions& o = scene_options()) {
   return perfex::extract::extract_frame(ExecSpace(), scene().psf, image, o);
 }
 
@@ -67,7 +68,8 @@ bool all_finite(const Frame& f) {
   auto fin = [](const std::vector<double>& v) {
     return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
   };
-  return fin(f.flux) && fin(f.ivar) && fin(f.resolution) && fin(f.chi2pix) && fin(f.pixmask_fraction);
+  return fin(f.flux) && fin(f.ivar) && fin(f.resolution) && fin(f.chi2pix) &&
+         fin(f.pixmask_fraction);
 }
 
 // (flux - R * truth / dlambda) * sqrt(ivar) over interior bins, R from the stored band.
@@ -140,7 +142,8 @@ PERFEX_BACKEND_TEST_CASE("extraction of a simulated image: pulls against the tru
   const int nd = f.ndiag;
   const int k = f.nwave / 2;
   double rowsum = 0;
-  for (int d = 0; d <= 2 * nd; ++d) rowsum += f.resolution[static_cast<std::size_t>(2 * nd - d) * f.nwave + k + d - nd];
+  for (int d = 0; d <= 2 * nd; ++d)
+    rowsum += f.resolution[static_cast<std::size_t>(2 * nd - d) * f.nwave + k + d - nd];
   CHECK(rowsum == Approx(1.0).margin(2e-3));
   // Run statistics. Bundles of 5 in 2 sub-bundles (3 + 2 fibres, up to 2 padding fibres): a
   // patch solves at most 5 fibres and keeps 2 or 3. The flops lie between every patch's
@@ -167,7 +170,8 @@ PERFEX_BACKEND_TEST_CASE("extraction does not depend on the patch decomposition"
   const Frame b = extract<TestType>(scene().image, o);
   double worst = 0;
   for (std::size_t i = 0; i < a.flux.size(); ++i)
-    worst = std::max(worst, std::abs(a.flux[i] - b.flux[i]) / std::sqrt(1 / a.ivar[i] + 1 / b.ivar[i]));
+    worst =
+        std::max(worst, std::abs(a.flux[i] - b.flux[i]) / std::sqrt(1 / a.ivar[i] + 1 / b.ivar[i]));
   INFO("max |dflux|/sigma between decompositions " << worst);
   CHECK(worst < 0.1);
 }
@@ -188,7 +192,8 @@ TEST_CASE("extraction is reproducible and identical on every CPU backend", "[ext
 #endif
 }
 
-PERFEX_BACKEND_TEST_CASE("masked, non-finite and overflowing pixels never produce NaN", "[extract]") {
+PERFEX_BACKEND_TEST_CASE("masked, non-finite and overflowing pixels never produce NaN",
+                         "[extract]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   const Frame clean = extract<TestType>(scene().image);
   const ExtractionOptions o = scene_options();
@@ -200,7 +205,8 @@ PERFEX_BACKEND_TEST_CASE("masked, non-finite and overflowing pixels never produc
     REQUIRE(all_finite(f));
     CHECK(std::all_of(f.ivar.begin(), f.ivar.end(), [](double v) { return v == 0; }));
     CHECK(std::all_of(f.flux.begin(), f.flux.end(), [](double v) { return v == 0; }));
-    CHECK(std::all_of(f.pixmask_fraction.begin(), f.pixmask_fraction.end(), [](double v) { return v > 0.999; }));
+    CHECK(std::all_of(f.pixmask_fraction.begin(), f.pixmask_fraction.end(),
+                      [](double v) { return v > 0.999; }));
     CHECK((f.mask[0] & perfex::extract::allbadpix) != 0);
   }
   SECTION("NaN and Inf pixels are masked and counted") {
@@ -219,8 +225,10 @@ PERFEX_BACKEND_TEST_CASE("masked, non-finite and overflowing pixels never produc
     Kokkos::View<double*, Kokkos::HostSpace> w("w", 1);
     w(0) = 6040.0;
     Kokkos::View<double**, Kokkos::HostSpace> x("x", 1, 1), y("y", 1, 1);
-    perfex::psf::evaluate_traces(Kokkos::DefaultHostExecutionSpace(), dpsf, 7, 1, Kokkos::View<const double*, Kokkos::HostSpace>(w), x, y);
-    const std::size_t pix = static_cast<std::size_t>(std::lround(y(0, 0))) * img.ncols + static_cast<std::size_t>(std::lround(x(0, 0)));
+    perfex::psf::evaluate_traces(Kokkos::DefaultHostExecutionSpace(), dpsf, 7, 1,
+                                 Kokkos::View<const double*, Kokkos::HostSpace>(w), x, y);
+    const std::size_t pix = static_cast<std::size_t>(std::lround(y(0, 0))) * img.ncols +
+                            static_cast<std::size_t>(std::lround(x(0, 0)));
     img.pixels[pix] = 1e308;
     img.ivar[pix] = 1e10;
     const Frame f = extract<TestType>(img);
@@ -266,17 +274,19 @@ PERFEX_BACKEND_TEST_CASE("patch bandwidth is the widest overlap of spot boxes", 
     Kokkos::deep_copy(wave, hw);
     Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots("spots", nf, nk, psf.ny(), psf.nx());
     Kokkos::View<int**, Mem> xc("xc", nf, nk), yc("yc", nf, nk);
-    perfex::psf::compute_spots(Exec(), psf, 0, nf, Kokkos::View<const double*, Mem>(wave), spots, xc, yc);
+    perfex::psf::compute_spots(Exec(), psf, 0, nf, Kokkos::View<const double*, Mem>(wave), spots,
+                               xc, yc);
     std::vector<perfex::extract::PatchDesc> plan(3);
     plan[0].fib0 = 0, plan[0].nfib = 7, plan[0].kf0 = 0;
     plan[1].fib0 = 2, plan[1].nfib = 8, plan[1].kf0 = 10;
     plan[2].fib0 = 9, plan[2].nfib = 1, plan[2].kf0 = 20;
     const int nwt = 40;
     Kokkos::View<perfex::extract::PatchDesc*, Mem> dplan("plan", plan.size());
-    Kokkos::deep_copy(dplan, Kokkos::View<const perfex::extract::PatchDesc*, Kokkos::HostSpace>(plan.data(), plan.size()));
-    const int widest_patch = perfex::extract::measure_bandwidths(Exec(), Kokkos::View<const int**, Mem>(xc),
-                                                                 Kokkos::View<const int**, Mem>(yc), dplan, nwt,
-                                                                 psf.ny(), psf.nx());
+    Kokkos::deep_copy(dplan, Kokkos::View<const perfex::extract::PatchDesc*, Kokkos::HostSpace>(
+                                 plan.data(), plan.size()));
+    const int widest_patch = perfex::extract::measure_bandwidths(
+        Exec(), Kokkos::View<const int**, Mem>(xc), Kokkos::View<const int**, Mem>(yc), dplan, nwt,
+        psf.ny(), psf.nx());
     auto got = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dplan);
     auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), xc);
     auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), yc);
@@ -288,7 +298,8 @@ PERFEX_BACKEND_TEST_CASE("patch bandwidth is the widest overlap of spot boxes", 
         for (int b = a + 1; b < p.nfib * nwt; ++b) {
           const int fa = p.fib0 + a % p.nfib, ka = p.kf0 + a / p.nfib;
           const int fb = p.fib0 + b % p.nfib, kb = p.kf0 + b / p.nfib;
-          if (std::abs(hx(fa, ka) - hx(fb, kb)) < psf.nx() && std::abs(hy(fa, ka) - hy(fb, kb)) < psf.ny())
+          if (std::abs(hx(fa, ka) - hx(fb, kb)) < psf.nx() &&
+              std::abs(hy(fa, ka) - hy(fb, kb)) < psf.ny())
             widest = std::max(widest, b - a);
         }
       CAPTURE(i);
@@ -302,7 +313,8 @@ PERFEX_BACKEND_TEST_CASE("patch bandwidth is the widest overlap of spot boxes", 
   }
 }
 
-PERFEX_BACKEND_TEST_CASE("noise decorrelation (H^1/2 over all fibres) is unbiased and finite", "[extract]") {
+PERFEX_BACKEND_TEST_CASE("noise decorrelation (H^1/2 over all fibres) is unbiased and finite",
+                         "[extract]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   ExtractionOptions o = scene_options();
   o.decorrelation = perfex::extract::Decorrelation::noise;
@@ -325,8 +337,8 @@ PERFEX_BACKEND_TEST_CASE("noise decorrelation (H^1/2 over all fibres) is unbiase
   }
   const double mean = sum / double(p.size()), rms = std::sqrt(sum2 / double(p.size()));
   const double diff_rms = std::sqrt(diff2 / double(s.flux.size()));
-  INFO("noise decorrelation: pull mean " << mean << ", RMS " << rms << "; RMS of (noise - signal) flux in sigma "
-                                         << diff_rms);
+  INFO("noise decorrelation: pull mean " << mean << ", RMS " << rms
+                                         << "; RMS of (noise - signal) flux in sigma " << diff_rms);
   CHECK(std::abs(mean) < 0.1);
   CHECK(rms == Approx(1.0).margin(0.05));
   CHECK(diff_rms < 0.1);

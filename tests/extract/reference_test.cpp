@@ -43,7 +43,8 @@ double rel(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 
 
 }  // namespace
 
-PERFEX_BACKEND_TEST_CASE("extraction reproduces gpu_specter and agrees with specter", "[extract][reference][slow]") {
+PERFEX_BACKEND_TEST_CASE("extraction reproduces gpu_specter and agrees with specter",
+                         "[extract][reference][slow]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   const std::string dir = perfex_test::shared_data_dir("gpu_specter/specter frame comparison");
   if (dir.empty()) return;
@@ -51,7 +52,8 @@ PERFEX_BACKEND_TEST_CASE("extraction reproduces gpu_specter and agrees with spec
   for (const std::string image : {"sim-r0-b0-1", "sim-r0-b0-1-masked"}) {
     INFO("image " << image);
     const auto pre = perfex::io::read_preproc(dir + "/" + image + ".fits.gz");
-    const auto frame = perfex::extract::extract_frame(TestType(), psf, pre.ccd, reference_options());
+    const auto frame =
+        perfex::extract::extract_frame(TestType(), psf, pre.ccd, reference_options());
     REQUIRE(frame.nspec == 50);
     REQUIRE(frame.nwave == 1251);
     REQUIRE(frame.npatches == 260);
@@ -70,8 +72,9 @@ PERFEX_BACKEND_TEST_CASE("extraction reproduces gpu_specter and agrees with spec
     }
     for (std::size_t i = 0; i < gs.resolution.size(); ++i)
       max_res = std::max(max_res, std::abs(frame.resolution[i] - gs.resolution[i]));
-    WARN("max |dflux|*sqrt(ivar) " << max_pull << ", ivar rel " << max_ivar << ", resolution abs " << max_res
-                                   << ", chi2pix rel " << max_chi << ", pixmask_fraction rel " << max_pm);
+    WARN("max |dflux|*sqrt(ivar) " << max_pull << ", ivar rel " << max_ivar << ", resolution abs "
+                                   << max_res << ", chi2pix rel " << max_chi
+                                   << ", pixmask_fraction rel " << max_pm);
     CHECK(max_pull <= 1e-6);
     CHECK(max_ivar <= 1e-8);
     CHECK(max_res <= 1e-9);
@@ -82,7 +85,8 @@ PERFEX_BACKEND_TEST_CASE("extraction reproduces gpu_specter and agrees with spec
     std::size_t below = 0;
     double sp_max = 0;
     for (std::size_t i = 0; i < sp.flux.size(); ++i) {
-      const double pull = std::abs(frame.flux[i] - sp.flux[i]) / std::sqrt(1.0 / frame.ivar[i] + 1.0 / sp.ivar[i]);
+      const double pull =
+          std::abs(frame.flux[i] - sp.flux[i]) / std::sqrt(1.0 / frame.ivar[i] + 1.0 / sp.ivar[i]);
       below += pull < 0.01 ? 1 : 0;
       sp_max = std::max(sp_max, pull);
     }

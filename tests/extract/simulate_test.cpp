@@ -21,7 +21,9 @@ perfex::psf::GaussHermitePsfData small_psf() {
   return perfex::psf::make_synthetic_psf(o);
 }
 
-std::vector<double> grid(double w0, double w1, double dw) { return perfex::extract::make_wavelength_grid(w0, w1, dw); }
+std::vector<double> grid(double w0, double w1, double dw) {
+  return perfex::extract::make_wavelength_grid(w0, w1, dw);
+}
 
 }  // namespace
 
@@ -43,7 +45,8 @@ PERFEX_BACKEND_TEST_CASE("simulate_image: flux conservation and noise statistics
   const double msum = std::accumulate(sim.model.begin(), sim.model.end(), 0.0);
   CHECK(msum == Approx(total).epsilon(1e-12));
   CHECK(sim.projected_photons == Approx(total).epsilon(1e-12));
-  CHECK(std::count_if(sim.model.begin(), sim.model.end(), [](double m) { return !(m >= 0.0); }) == 0);
+  CHECK(std::count_if(sim.model.begin(), sim.model.end(), [](double m) { return !(m >= 0.0); }) ==
+        0);
 
   // One fibre alone: its photons, and only in its own columns.
   std::vector<double> one(photons.size(), 0.0);
@@ -52,7 +55,8 @@ PERFEX_BACKEND_TEST_CASE("simulate_image: flux conservation and noise statistics
   const double total1 = std::accumulate(one.begin(), one.end(), 0.0);
   CHECK(sim1.projected_photons == Approx(total1).epsilon(1e-12));
   // Without read noise the pixels are Poisson integers.
-  CHECK(std::count_if(sim1.ccd.pixels.begin(), sim1.ccd.pixels.end(), [](double v) { return v != std::round(v); }) == 0);
+  CHECK(std::count_if(sim1.ccd.pixels.begin(), sim1.ccd.pixels.end(),
+                      [](double v) { return v != std::round(v); }) == 0);
 
   // Noise: (pixel - model)·sqrt(ivar) has mean 0 and RMS 1, ivar = 1/(rn² + model).
   double s = 0, s2 = 0;
@@ -90,7 +94,8 @@ PERFEX_BACKEND_TEST_CASE("simulate_image: flux conservation and noise statistics
   CHECK(other.model == sim.model);
 }
 
-PERFEX_BACKEND_TEST_CASE("simulate_image: spots off the CCD are lost; bad input throws", "[extract]") {
+PERFEX_BACKEND_TEST_CASE("simulate_image: spots off the CCD are lost; bad input throws",
+                         "[extract]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   using Mem = typename TestType::memory_space;
   const perfex::psf::GaussHermitePsf<Mem> psf(small_psf());
@@ -103,10 +108,13 @@ PERFEX_BACKEND_TEST_CASE("simulate_image: spots off the CCD are lost; bad input 
   CHECK(sim.projected_photons > 0.2 * total);
   CHECK(sim.projected_photons < 0.95 * total);
 
-  CHECK_THROWS_AS(perfex::extract::simulate_image(exec, psf, 4, 2, wave, photons, 1.0, 5u), perfex::Error);
-  CHECK_THROWS_AS(perfex::extract::simulate_image(exec, psf, 0, 2, wave, std::vector<double>(3, 1.0), 1.0, 5u),
+  CHECK_THROWS_AS(perfex::extract::simulate_image(exec, psf, 4, 2, wave, photons, 1.0, 5u),
                   perfex::Error);
-  CHECK_THROWS_AS(perfex::extract::simulate_image(exec, psf, 0, 2, wave, photons, -1.0, 5u), perfex::Error);
+  CHECK_THROWS_AS(
+      perfex::extract::simulate_image(exec, psf, 0, 2, wave, std::vector<double>(3, 1.0), 1.0, 5u),
+      perfex::Error);
+  CHECK_THROWS_AS(perfex::extract::simulate_image(exec, psf, 0, 2, wave, photons, -1.0, 5u),
+                  perfex::Error);
 }
 
 TEST_CASE("make_test_spectra: continuum, lines, determinism", "[extract]") {
@@ -130,5 +138,7 @@ TEST_CASE("make_test_spectra: continuum, lines, determinism", "[extract]") {
   }
   // The 6300 Å sky line is in every fibre.
   const int k6300 = static_cast<int>(std::lround((6300.3 - 5700.0) / 0.8));
-  for (int f = 0; f < 10; ++f) CHECK(a[static_cast<std::size_t>(f) * K + k6300] > 2 * a[static_cast<std::size_t>(f) * K + k6300 - 20]);
+  for (int f = 0; f < 10; ++f)
+    CHECK(a[static_cast<std::size_t>(f) * K + k6300] >
+          2 * a[static_cast<std::size_t>(f) * K + k6300 - 20]);
 }

@@ -33,11 +33,37 @@ std::string error_of(const Args& a, bool require_files = true) {
 }  // namespace
 
 TEST_CASE("cli: desi_extract_spectra options", "[io]") {
-  const ExtractArgs a = parse_extract_args(
-      Args{"-i", "img.fits", "--psf", "psf.fits", "--output=frame.fits", "-w", "5760,6760,0.8", "-s", "25", "-n",
-           "50", "--bundlesize", "25", "--nsubbundles=1", "--nwavestep", "40", "--wavepad-frac", "0.3",
-           "--pixpad-frac", "0.5", "--regularize", "1e-3", "--psferr", "0.04", "--decorrelate-fibers", "-m",
-           "model.fits", "--backend", "serial", "--threads", "3"});
+  const ExtractArgs a = parse_extract_args(Args{"-i",
+                                                "img.fits",
+                                                "--psf",
+                                                "psf.fits",
+                                                "--output=frame.fits",
+                                                "-w",
+                                                "5760,6760,0.8",
+                                                "-s",
+                                                "25",
+                                                "-n",
+                                                "50",
+                                                "--bundlesize",
+                                                "25",
+                                                "--nsubbundles=1",
+                                                "--nwavestep",
+                                                "40",
+                                                "--wavepad-frac",
+                                                "0.3",
+                                                "--pixpad-frac",
+                                                "0.5",
+                                                "--regularize",
+                                                "1e-3",
+                                                "--psferr",
+                                                "0.04",
+                                                "--decorrelate-fibers",
+                                                "-m",
+                                                "model.fits",
+                                                "--backend",
+                                                "serial",
+                                                "--threads",
+                                                "3"});
   CHECK(a.input == "img.fits");
   CHECK(a.psf == "psf.fits");
   CHECK(a.output == "frame.fits");
@@ -73,7 +99,8 @@ TEST_CASE("cli: desi_extract_spectra options", "[io]") {
   // --help needs no files; the demo parses without files and collects its own options.
   CHECK(parse_extract_args(Args{"--help"}).help);
   std::vector<std::string> rest;
-  const ExtractArgs demo = parse_extract_args(Args{"--outdir", "out", "-n", "10", "--seed=3"}, false, {}, &rest);
+  const ExtractArgs demo =
+      parse_extract_args(Args{"--outdir", "out", "-n", "10", "--seed=3"}, false, {}, &rest);
   CHECK(demo.options.nspec == 10);
   CHECK(rest == Args{"--outdir", "out", "--seed=3"});
   CHECK(perfex::io::cli::extract_options_help().find("--decorrelate-fibers") != std::string::npos);
@@ -81,7 +108,8 @@ TEST_CASE("cli: desi_extract_spectra options", "[io]") {
 
 TEST_CASE("cli: bad options name the option", "[io]") {
   using Catch::Contains;
-  CHECK_THAT(error_of(Args{"-p", "psf.fits", "-o", "f.fits"}), Contains("-i/--input") && Contains("required"));
+  CHECK_THAT(error_of(Args{"-p", "psf.fits", "-o", "f.fits"}),
+             Contains("-i/--input") && Contains("required"));
   CHECK_THAT(error_of(Args{"-i", "i.fits", "-o", "f.fits"}), Contains("-p/--psf"));
   CHECK_THAT(error_of(Args{"-i", "i.fits", "-p", "p.fits"}), Contains("-o/--output"));
   CHECK_THAT(error_of(with_files({"-n", "abc"})), Contains("-n") && Contains("abc"));
@@ -94,18 +122,21 @@ TEST_CASE("cli: bad options name the option", "[io]") {
   CHECK_THAT(error_of(with_files({"-w", "6760,5760,0.8"})), Contains("-w") && Contains("WMAX"));
   CHECK_THAT(error_of(with_files({"-w", "a,b,c"})), Contains("-w"));
   CHECK_THAT(error_of(with_files({"--wavelength", "5760,,0.8"})), Contains("--wavelength"));
-  CHECK_THAT(error_of(with_files({"--pixpad-frac", "1.5"})), Contains("--pixpad-frac") && Contains("[0, 1]"));
+  CHECK_THAT(error_of(with_files({"--pixpad-frac", "1.5"})),
+             Contains("--pixpad-frac") && Contains("[0, 1]"));
   CHECK_THAT(error_of(with_files({"--wavepad-frac", "-0.1"})), Contains("--wavepad-frac"));
   CHECK_THAT(error_of(with_files({"--regularize", "nan"})), Contains("--regularize"));
   CHECK_THAT(error_of(with_files({"--psferr", "-1"})), Contains("--psferr"));
   CHECK_THAT(error_of(with_files({"--bundlesize", "0"})), Contains("--bundlesize"));
   CHECK_THAT(error_of(with_files({"--nsubbundles", "1.5"})), Contains("--nsubbundles"));
   CHECK_THAT(error_of(with_files({"--nwavestep", ""})), Contains("--nwavestep"));
-  CHECK_THAT(error_of(with_files({"--backend", "fortran"})), Contains("--backend") && Contains("fortran"));
+  CHECK_THAT(error_of(with_files({"--backend", "fortran"})),
+             Contains("--backend") && Contains("fortran"));
   CHECK_THAT(error_of(with_files({"--threads", "0"})), Contains("--threads"));
   CHECK_THAT(error_of(with_files({"--nspec"})), Contains("--nspec") && Contains("needs a value"));
   CHECK_THAT(error_of(with_files({"--decorrelate-fibers=yes"})), Contains("--decorrelate-fibers"));
-  CHECK_THAT(error_of(with_files({"--frobnicate"})), Contains("--frobnicate") && Contains("unknown"));
+  CHECK_THAT(error_of(with_files({"--frobnicate"})),
+             Contains("--frobnicate") && Contains("unknown"));
   CHECK_THAT(error_of(with_files({"stray"})), Contains("stray"));
   CHECK_THAT(error_of(with_files({"-o", ""})), Contains("-o"));
   // Every error is one line.
@@ -123,7 +154,8 @@ TEST_CASE("cli: summary line and progress bar", "[io]") {
   r.backend = "openmp";
   r.threads = 2;
   CHECK(perfex::io::cli::summary_line("perfex-extract", r) ==
-        "perfex-extract: 50 fibres x 1251 wavelengths, 260 patches in 2.00 s (130.0 patches/s, 4.5 GFLOP/s), backend openmp, "
+        "perfex-extract: 50 fibres x 1251 wavelengths, 260 patches in 2.00 s (130.0 patches/s, 4.5 "
+        "GFLOP/s), backend openmp, "
         "threads 2, failed patches 0");
 
   std::ostringstream quiet, shown;

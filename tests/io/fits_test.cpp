@@ -30,7 +30,8 @@ TEST_CASE("io: FITS images, keywords and tables round trip", "[io]") {
     f.write_image<std::uint32_t>("U32", {6}, u32);
     f.write_image<std::int64_t>("I64", {2, 3}, i64);
     f.write_image<float>("F32", {3, 2}, f32);
-    f.create_table("TAB", 2, {{"NAME", "8A", "", {}}, {"VEC", "6D", "Angstrom", {3, 2}}, {"N", "J", "", {}}});
+    f.create_table("TAB", 2,
+                   {{"NAME", "8A", "", {}}, {"VEC", "6D", "Angstrom", {3, 2}}, {"N", "J", "", {}}});
     f.write_column_strings("NAME", {"ab", "cdefgh"});
     f.write_column<double>("VEC", {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
     f.write_column<std::int32_t>("N", {42, -7});
@@ -73,8 +74,10 @@ TEST_CASE("io: FITS images, keywords and tables round trip", "[io]") {
 
   SECTION("errors name the file, HDU, keyword and column") {
     REQUIRE_THROWS_WITH(f.move_to("NOPE"), Catch::Contains(path) && Catch::Contains("'NOPE'"));
-    REQUIRE_THROWS_WITH(f.read_key<double>("MISSING"), Catch::Contains("HDU 'TAB'") && Catch::Contains("'MISSING'"));
-    REQUIRE_THROWS_WITH(f.read_column<double>("NOCOL"), Catch::Contains("column 'NOCOL'") && Catch::Contains(path));
+    REQUIRE_THROWS_WITH(f.read_key<double>("MISSING"),
+                        Catch::Contains("HDU 'TAB'") && Catch::Contains("'MISSING'"));
+    REQUIRE_THROWS_WITH(f.read_column<double>("NOCOL"),
+                        Catch::Contains("column 'NOCOL'") && Catch::Contains(path));
     REQUIRE_THROWS_WITH(f.read_key<double>("TTYPE1"), Catch::Contains("keyword 'TTYPE1'"));
     REQUIRE_THROWS_WITH(f.read_image<double>(), Catch::Contains("not an image HDU"));
     REQUIRE_THROWS_WITH(FitsFile::open(tmp.file("none.fits")), Catch::Contains("none.fits"));

@@ -34,7 +34,8 @@ struct TempDir {
   std::string file(const std::string& name) const { return (path / name).string(); }
   std::vector<std::string> entries() const {
     std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
+    for (const auto& e : fs::directory_iterator(path))
+      names.push_back(e.path().filename().string());
     return names;
   }
 };
@@ -54,7 +55,8 @@ perfex::extract::Frame small_frame(int specmin = 2, int nspec = 3, int nwave = 1
     fr.chi2pix.push_back(1.0 + 1e-3 * static_cast<double>(i));
     fr.pixmask_fraction.push_back(static_cast<double>(i % 4) / 3.0);
   }
-  for (std::size_t i = 0; i < n * (2 * nd + 1); ++i) fr.resolution.push_back(0.1 + 1e-4 * static_cast<double>(i) / 7.0);
+  for (std::size_t i = 0; i < n * (2 * nd + 1); ++i)
+    fr.resolution.push_back(0.1 + 1e-4 * static_cast<double>(i) / 7.0);
   fr.options.wmin = 5760.0;
   fr.options.wmax = 5760.0 + (nwave - 1) * 0.8;
   fr.options.dw = 0.8;
@@ -186,7 +188,8 @@ TEST_CASE("frame FITS: write -> read round trip", "[io]") {
     CHECK(back.chi2pix[i] == as_f4(fr.chi2pix[i]));
     CHECK(back.pixmask_fraction[i] == as_f4(fr.pixmask_fraction[i]));
   }
-  for (std::size_t i = 0; i < fr.resolution.size(); ++i) CHECK(back.resolution[i] == as_f4(fr.resolution[i]));
+  for (std::size_t i = 0; i < fr.resolution.size(); ++i)
+    CHECK(back.resolution[i] == as_f4(fr.resolution[i]));
   CHECK(back.options.wmin == fr.options.wmin);
   CHECK(back.options.wmax == fr.options.wmax);
   CHECK(back.options.dw == fr.options.dw);
@@ -216,9 +219,10 @@ TEST_CASE("frame FITS: HDUs, types and header keywords", "[io]") {
   int nhdu = 0, status = 0;
   fits_get_num_hdus(r.f, &nhdu, &status);
   CHECK(nhdu == 8);
-  const char* names[] = {"FLUX", "IVAR", "MASK", "WAVELENGTH", "RESOLUTION", "FIBERMAP", "CHI2PIX",
-                         "PIXMASK_FRACTION"};
-  const int types[] = {FLOAT_IMG, FLOAT_IMG, ULONG_IMG, DOUBLE_IMG, FLOAT_IMG, 0, FLOAT_IMG, FLOAT_IMG};
+  const char* names[] = {"FLUX",       "IVAR",     "MASK",    "WAVELENGTH",
+                         "RESOLUTION", "FIBERMAP", "CHI2PIX", "PIXMASK_FRACTION"};
+  const int types[] = {FLOAT_IMG, FLOAT_IMG, ULONG_IMG, DOUBLE_IMG,
+                       FLOAT_IMG, 0,         FLOAT_IMG, FLOAT_IMG};
   for (int i = 0; i < 8; ++i) {
     r.hdu(i + 1);
     INFO("HDU " << names[i]);
@@ -296,7 +300,8 @@ TEST_CASE("frame FITS: FIBERMAP and header cards come from the input image", "[i
   r.hdu(1);
   CHECK(r.str("CAMERA") == "r0");
   CHECK(r.dbl("EXPID") == 51060);
-  CHECK(r.dbl("WAVEMIN") == Approx(fr.wave.front()).epsilon(1e-14));  // the frame's own keyword wins
+  CHECK(r.dbl("WAVEMIN") ==
+        Approx(fr.wave.front()).epsilon(1e-14));  // the frame's own keyword wins
   r.hdu(6);
   CHECK(r.str("EXTNAME") == "FIBERMAP");
   int status = 0, anynul = 0;
@@ -397,11 +402,13 @@ TEST_CASE("frame FITS: a failed write keeps the old file and leaves no temporary
   // An inconsistent frame is rejected before anything is written.
   auto broken = small_frame();
   broken.flux.pop_back();
-  CHECK_THROWS_WITH(perfex::io::write_frame(path, broken, {}), Catch::Contains(path) && Catch::Contains("flux"));
+  CHECK_THROWS_WITH(perfex::io::write_frame(path, broken, {}),
+                    Catch::Contains(path) && Catch::Contains("flux"));
   CHECK(file_bytes(path) == before);
 
   // A model cannot be written from a frame without one.
-  CHECK_THROWS_WITH(perfex::io::write_model(dir.file("model.fits"), fr, {}), Catch::Contains("model.fits"));
+  CHECK_THROWS_WITH(perfex::io::write_model(dir.file("model.fits"), fr, {}),
+                    Catch::Contains("model.fits"));
   CHECK(dir.entries().size() == 3);
 }
 
@@ -410,7 +417,8 @@ TEST_CASE("frame FITS: errors name the file and the HDU", "[io]") {
   const std::string missing = dir.file("no-such-frame.fits");
   CHECK_THROWS_WITH(perfex::io::read_frame(missing), Catch::Contains(missing));
   const std::string unwritable = dir.file("no-such-folder/frame.fits");
-  CHECK_THROWS_WITH(perfex::io::write_frame(unwritable, small_frame(), {}), Catch::Contains(unwritable));
+  CHECK_THROWS_WITH(perfex::io::write_frame(unwritable, small_frame(), {}),
+                    Catch::Contains(unwritable));
 
   // A file with FLUX but without the other HDUs.
   const std::string partial = dir.file("partial.fits");
@@ -425,7 +433,8 @@ TEST_CASE("frame FITS: errors name the file and the HDU", "[io]") {
     fits_close_file(f, &status);
     REQUIRE(status == 0);
   }
-  CHECK_THROWS_WITH(perfex::io::read_frame(partial), Catch::Contains(partial) && Catch::Contains("RESOLUTION"));
+  CHECK_THROWS_WITH(perfex::io::read_frame(partial),
+                    Catch::Contains(partial) && Catch::Contains("RESOLUTION"));
 }
 
 TEST_CASE("frame FITS: frames of other writers read with defaults", "[io]") {
@@ -437,8 +446,8 @@ TEST_CASE("frame FITS: frames of other writers read with defaults", "[io]") {
     int status = 0, type = 0;
     fitsfile* f = nullptr;
     fits_open_file(&f, path.c_str(), READWRITE, &status);
-    for (const char* key : {"GRIDWMIN", "GRIDWMAX", "GRIDDW", "BUNDSIZE", "NSUBBUND", "DECORR", "NDIAG", "NPATCH",
-                            "SPECMIN", "EXTTIME", "NNONFIN"})
+    for (const char* key : {"GRIDWMIN", "GRIDWMAX", "GRIDDW", "BUNDSIZE", "NSUBBUND", "DECORR",
+                            "NDIAG", "NPATCH", "SPECMIN", "EXTTIME", "NNONFIN"})
       fits_delete_key(f, key, &status);
     fits_movnam_hdu(f, ANY_HDU, const_cast<char*>("PIXMASK_FRACTION"), 0, &status);
     fits_delete_hdu(f, &type, &status);

@@ -25,10 +25,10 @@ TEST_CASE("io: preproc images round trip with the DESI mask rule", "[io]") {
   img.pixels[5] = std::numeric_limits<double>::quiet_NaN();
   img.ivar[6] = std::numeric_limits<double>::infinity();
   std::vector<std::int32_t> mask(12, 0);
-  mask[1] = 1;       // BAD: masks
-  mask[2] = 256;     // BADREADNOISE: does not mask
-  mask[3] = 512;     // BADAMP: masks
-  mask[4] = 1024;    // outside 0x2FF
+  mask[1] = 1;     // BAD: masks
+  mask[2] = 256;   // BADREADNOISE: does not mask
+  mask[3] = 512;   // BADAMP: masks
+  mask[4] = 1024;  // outside 0x2FF
   const std::string path = tmp.file("pre.fits");
   write_preproc(path, img, mask);
   auto r = read_preproc(path);
@@ -67,7 +67,8 @@ TEST_CASE("io: bad preproc images are reported", "[io]") {
   img.pixels = {1, 2, 3, 4};
   img.ivar = {1, 1, -1, 1};
   write_preproc(tmp.file("neg.fits"), img, {});
-  REQUIRE_THROWS_WITH(read_preproc(tmp.file("neg.fits")), Catch::Contains("neg.fits") && Catch::Contains("'IVAR'") &&
+  REQUIRE_THROWS_WITH(read_preproc(tmp.file("neg.fits")), Catch::Contains("neg.fits") &&
+                                                              Catch::Contains("'IVAR'") &&
                                                               Catch::Contains("negative"));
   REQUIRE_THROWS_WITH(read_preproc(tmp.file("absent.fits")), Catch::Contains("absent.fits"));
   img.ivar.pop_back();
@@ -76,7 +77,8 @@ TEST_CASE("io: bad preproc images are reported", "[io]") {
     perfex::io::FitsFile f = perfex::io::FitsFile::create(tmp.file("noivar.fits"));
     f.write_image<float>("IMAGE", {2, 2}, std::vector<float>{1, 2, 3, 4});
   }
-  REQUIRE_THROWS_WITH(read_preproc(tmp.file("noivar.fits")), Catch::Contains("IVAR") && Catch::Contains("noivar.fits"));
+  REQUIRE_THROWS_WITH(read_preproc(tmp.file("noivar.fits")),
+                      Catch::Contains("IVAR") && Catch::Contains("noivar.fits"));
 }
 
 TEST_CASE("io: the simulated masked DESI image (gzip, float32)", "[io]") {

@@ -20,7 +20,8 @@ using perfex::io::write_psf;
 
 namespace {
 
-void check_equal(const perfex::psf::GaussHermitePsfData& a, const perfex::psf::GaussHermitePsfData& b) {
+void check_equal(const perfex::psf::GaussHermitePsfData& a,
+                 const perfex::psf::GaussHermitePsfData& b) {
   CHECK(a.nfib == b.nfib);
   CHECK(a.fibermin == b.fibermin);
   CHECK(a.hsizex == b.hsizex);
@@ -33,7 +34,8 @@ void check_equal(const perfex::psf::GaussHermitePsfData& a, const perfex::psf::G
   CHECK(a.psferr == b.psferr);
   CHECK(a.wavemin == b.wavemin);
   CHECK(a.wavemax == b.wavemax);
-  for (auto t : {&perfex::psf::GaussHermitePsfData::xtrace, &perfex::psf::GaussHermitePsfData::ytrace}) {
+  for (auto t :
+       {&perfex::psf::GaussHermitePsfData::xtrace, &perfex::psf::GaussHermitePsfData::ytrace}) {
     CHECK((a.*t).wavemin == (b.*t).wavemin);
     CHECK((a.*t).wavemax == (b.*t).wavemax);
     CHECK((a.*t).ncoeff == (b.*t).ncoeff);
@@ -89,7 +91,8 @@ TEST_CASE("io: inventory of the real PSF (spec §1.4)", "[io]") {
     CHECK(d.c(g00, f, 0) == 1.0);
     for (int m = 0; m < 4; ++m) REQUIRE(d.c(ta, f, m) == 0.0);
   }
-  REQUIRE_THROWS_WITH(d.param_index("GH-9-9"), Catch::Contains("GH-9-9") && Catch::Contains("psf-r0-00051060"));
+  REQUIRE_THROWS_WITH(d.param_index("GH-9-9"),
+                      Catch::Contains("GH-9-9") && Catch::Contains("psf-r0-00051060"));
 
   perfex_io_test::TempDir tmp;
   write_psf(tmp.file("copy.fits"), d);
@@ -146,9 +149,15 @@ TEST_CASE("io: bad PSF files are reported, naming the culprit", "[io]") {
     REQUIRE_THROWS_WITH(read_psf(path), Catch::Contains("nohdu.fits") && Catch::Contains("YTRACE"));
   }
   SECTION("missing keywords") {
-    for (auto hk : {std::pair<const char*, const char*>{"PSF", "HSIZEX"}, {"PSF", "LEGDEG"}, {"PSF", "GHDEGY"},
-                    {"PSF", "WAVEMAX"}, {"PSF", "NPIX_Y"}, {"YTRACE", "WAVEMIN"}, {"XTRACE", "WAVEMAX"}}) {
-      const std::string path = good_file(tmp, std::string("nokey-") + hk.first + hk.second + ".fits");
+    for (auto hk : {std::pair<const char*, const char*>{"PSF", "HSIZEX"},
+                    {"PSF", "LEGDEG"},
+                    {"PSF", "GHDEGY"},
+                    {"PSF", "WAVEMAX"},
+                    {"PSF", "NPIX_Y"},
+                    {"YTRACE", "WAVEMIN"},
+                    {"XTRACE", "WAVEMAX"}}) {
+      const std::string path =
+          good_file(tmp, std::string("nokey-") + hk.first + hk.second + ".fits");
       {
         FitsFile f = FitsFile::open_readwrite(path);
         f.move_to(hk.first);
@@ -237,7 +246,8 @@ TEST_CASE("io: bad PSF files are reported, naming the culprit", "[io]") {
       auto img = f.read_image<double>();
       img.data[3 * 7] = std::numeric_limits<double>::infinity();
       int status = 0;
-      fits_write_img(f.handle(), TDOUBLE, 1, static_cast<LONGLONG>(img.data.size()), img.data.data(), &status);
+      fits_write_img(f.handle(), TDOUBLE, 1, static_cast<LONGLONG>(img.data.size()),
+                     img.data.data(), &status);
       REQUIRE(status == 0);
     }
     REQUIRE_THROWS_WITH(read_psf(path2), Catch::Contains("XTRACE") && Catch::Contains("fibre 3"));

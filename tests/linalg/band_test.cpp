@@ -70,8 +70,8 @@ inline HostMat to_band(const std::vector<Dense>& A, int kd) {
 
 }  // namespace
 
-PERFEX_BACKEND_TEST_CASE("linalg: band Cholesky, solve and strided inverse blocks equal the dense results",
-                         "[linalg]") {
+PERFEX_BACKEND_TEST_CASE(
+    "linalg: band Cholesky, solve and strided inverse blocks equal the dense results", "[linalg]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   using Exec = TestType;
   struct Case {
@@ -125,7 +125,8 @@ PERFEX_BACKEND_TEST_CASE("linalg: band Cholesky, solve and strided inverse block
           lref = std::max(lref, std::abs(Lh(j + d, j, b)));
         }
       CHECK(lerr <= 1e-13 * lref);
-      for (int i = 0; i < c.n; ++i) CHECK(std::abs(xbh(i, b) - xdh(i, b)) <= 1e-11 * std::abs(xdh(i, b)));
+      for (int i = 0; i < c.n; ++i)
+        CHECK(std::abs(xbh(i, b) - xdh(i, b)) <= 1e-11 * std::abs(xdh(i, b)));
       const Dense inv = host_inverse(A[b]);
       double cerr = 0, cref = 0;
       for (int blk = 0; blk < nblocks; ++blk)
@@ -142,8 +143,9 @@ PERFEX_BACKEND_TEST_CASE("linalg: band Cholesky, solve and strided inverse block
   }
 }
 
-PERFEX_BACKEND_TEST_CASE("linalg: band Cholesky reports indefinite and non-finite members, neighbours untouched",
-                         "[linalg]") {
+PERFEX_BACKEND_TEST_CASE(
+    "linalg: band Cholesky reports indefinite and non-finite members, neighbours untouched",
+    "[linalg]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   using Exec = TestType;
   const int n = 30, kd = 4;
@@ -170,7 +172,8 @@ PERFEX_BACKEND_TEST_CASE("linalg: band Cholesky reports indefinite and non-finit
 }
 
 #if PERFEX_HAVE_LAPACK
-PERFEX_BACKEND_TEST_CASE("linalg: LAPACK dpbtrf/dpbtrs backend of the band front-ends", "[linalg]") {
+PERFEX_BACKEND_TEST_CASE("linalg: LAPACK dpbtrf/dpbtrs backend of the band front-ends",
+                         "[linalg]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   using Exec = TestType;
   if constexpr (!Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible) {
@@ -197,7 +200,8 @@ PERFEX_BACKEND_TEST_CASE("linalg: LAPACK dpbtrf/dpbtrs backend of the band front
       REQUIRE(sp(b) == pl::ok);
       REQUIRE(sq(b) == pl::ok);
       for (int j = 0; j < n; ++j) {
-        for (int d = 0; d <= kd && j + d < n; ++d) CHECK(std::abs(P(d, j, b) - Q(d, j, b)) <= 1e-13 * std::abs(Q(0, j, b)));
+        for (int d = 0; d <= kd && j + d < n; ++d)
+          CHECK(std::abs(P(d, j, b) - Q(d, j, b)) <= 1e-13 * std::abs(Q(0, j, b)));
         CHECK(std::abs(xp(j, b) - xq(j, b)) <= 1e-12 * std::abs(xq(j, b)));
       }
     }
@@ -214,12 +218,14 @@ struct BandKernels {
   Blocks<Exec> C;
   DevStatus<Exec> st;
   int stride;
-  KOKKOS_INLINE_FUNCTION void operator()(const typename Kokkos::TeamPolicy<Exec>::member_type& m) const {
+  KOKKOS_INLINE_FUNCTION void operator()(
+      const typename Kokkos::TeamPolicy<Exec>::member_type& m) const {
     auto Lb = Kokkos::subview(L, Kokkos::ALL(), Kokkos::ALL(), 0);
     const int s = pl::team_band_cholesky(m, Lb);
     pl::team_band_cholesky_solve(m, Lb, Kokkos::subview(x, Kokkos::ALL(), 0));
-    pl::team_band_cholesky_inverse_strided_block(m, Lb, 1, stride, int(C.extent(0)),
-                                                 Kokkos::subview(C, Kokkos::ALL(), Kokkos::ALL(), 0, 0), work);
+    pl::team_band_cholesky_inverse_strided_block(
+        m, Lb, 1, stride, int(C.extent(0)), Kokkos::subview(C, Kokkos::ALL(), Kokkos::ALL(), 0, 0),
+        work);
     Kokkos::single(Kokkos::PerTeam(m), [&]() { st(0) = s; });
   }
 };
@@ -227,10 +233,12 @@ struct BandKernels {
 template <class Exec>
 std::vector<double> band_kernels(const HostMat& band, int stride, int count, int team_size) {
   const int n = int(band.extent(1));
-  BandKernels<Exec> f{to_device<Exec>(band), DevVecs<Exec>("x", n, 1), DevVecs<Exec>("work", n, count),
-                      Blocks<Exec>("C", count, count, 1, 1), DevStatus<Exec>("st", 1), stride};
+  BandKernels<Exec> f{to_device<Exec>(band),           DevVecs<Exec>("x", n, 1),
+                      DevVecs<Exec>("work", n, count), Blocks<Exec>("C", count, count, 1, 1),
+                      DevStatus<Exec>("st", 1),        stride};
   Kokkos::deep_copy(f.x, 1.0);
-  Kokkos::parallel_for("perfex::test::band_kernels", Kokkos::TeamPolicy<Exec>(Exec(), 1, team_size), f);
+  Kokkos::parallel_for("perfex::test::band_kernels", Kokkos::TeamPolicy<Exec>(Exec(), 1, team_size),
+                       f);
   Exec().fence();
   REQUIRE(to_host(f.st)(0) == pl::ok);
   std::vector<double> out;
@@ -244,7 +252,8 @@ std::vector<double> band_kernels(const HostMat& band, int stride, int count, int
 }
 }  // namespace
 
-PERFEX_BACKEND_TEST_CASE("linalg: band kernels give the same results with multi-thread teams", "[linalg]") {
+PERFEX_BACKEND_TEST_CASE("linalg: band kernels give the same results with multi-thread teams",
+                         "[linalg]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   using Exec = TestType;
   const int n = 150, kd = 20, stride = 5, count = 29;
@@ -255,6 +264,6 @@ PERFEX_BACKEND_TEST_CASE("linalg: band kernels give the same results with multi-
     SUCCEED("team size 1 only on this backend");
     return;
   }
-  CHECK(max_relative_difference(band_kernels<Exec>(band, stride, count, 1), band_kernels<Exec>(band, stride, count, ts)) <=
-        1e-12);
+  CHECK(max_relative_difference(band_kernels<Exec>(band, stride, count, 1),
+                                band_kernels<Exec>(band, stride, count, ts)) <= 1e-12);
 }

@@ -58,9 +58,9 @@ double cholesky_solve_residual(int n, double kappa, int nbatch, std::uint32_t se
 }
 
 struct EigenCheck {
-  double residual = 0;      // ||H V - V L||_F / ||H||_F / n
-  double orthogonality = 0; // ||V^T V - I||_F / n
-  double eig_vs_lapack = 0; // max |l - l_lapack| / max(|l|, 1e-3 max|l|)   (see the test)
+  double residual = 0;       // ||H V - V L||_F / ||H||_F / n
+  double orthogonality = 0;  // ||V^T V - I||_F / n
+  double eig_vs_lapack = 0;  // max |l - l_lapack| / max(|l|, 1e-3 max|l|)   (see the test)
   int status = -1;
 };
 
@@ -112,7 +112,8 @@ EigenCheck eigen_check(const Dense& Hm) {
 
 }  // namespace
 
-PERFEX_BACKEND_TEST_CASE("linalg: Cholesky solve residual over sizes and condition numbers", "[linalg]") {
+PERFEX_BACKEND_TEST_CASE("linalg: Cholesky solve residual over sizes and condition numbers",
+                         "[linalg]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   for (int n : {1, 2, 7, 31, 32, 33, 64, 74, 100, 518}) {
     for (double kappa : {1.0, 1e3, 1e6, 1e12}) {
@@ -159,7 +160,8 @@ struct Rank2Solve {
   AV A;
   BV B;
   SV st;
-  KOKKOS_INLINE_FUNCTION void operator()(const typename Kokkos::TeamPolicy<Exec>::member_type& m) const {
+  KOKKOS_INLINE_FUNCTION void operator()(
+      const typename Kokkos::TeamPolicy<Exec>::member_type& m) const {
     const int s = pl::team_cholesky(m, A);
     if (s == pl::ok) pl::team_cholesky_solve(m, A, B);
     Kokkos::single(Kokkos::PerTeam(m), [&]() { st(0) = s; });
@@ -167,7 +169,8 @@ struct Rank2Solve {
 };
 }  // namespace
 
-PERFEX_BACKEND_TEST_CASE("linalg: rank-2 right-hand side and single-matrix team calls", "[linalg]") {
+PERFEX_BACKEND_TEST_CASE("linalg: rank-2 right-hand side and single-matrix team calls",
+                         "[linalg]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   using Exec = TestType;
   using Policy = Kokkos::TeamPolicy<Exec>;
@@ -178,11 +181,13 @@ PERFEX_BACKEND_TEST_CASE("linalg: rank-2 right-hand side and single-matrix team 
     for (int i = 0; i < n; ++i) Hh(i, j) = Hm(i, j);
   for (int k = 0; k < nrhs; ++k)
     for (int i = 0; i < n; ++i) Bh(i, k) = std::sin(1.0 + i + 7 * k);
-  Kokkos::View<double**, Kokkos::LayoutLeft, typename Exec::memory_space> A("A", n, n), B("B", n, nrhs);
+  Kokkos::View<double**, Kokkos::LayoutLeft, typename Exec::memory_space> A("A", n, n),
+      B("B", n, nrhs);
   Kokkos::deep_copy(A, Hh);
   Kokkos::deep_copy(B, Bh);
   Kokkos::View<int*, typename Exec::memory_space> st("st", 1);
-  Kokkos::parallel_for("perfex::test::rank2_solve", Policy(Exec(), 1, Kokkos::AUTO), Rank2Solve<Exec, decltype(A), decltype(B), decltype(st)>{A, B, st});
+  Kokkos::parallel_for("perfex::test::rank2_solve", Policy(Exec(), 1, Kokkos::AUTO),
+                       Rank2Solve<Exec, decltype(A), decltype(B), decltype(st)>{A, B, st});
   Exec().fence();
   REQUIRE(to_host(st)(0) == pl::ok);
   auto Xh = to_host(B);
@@ -194,8 +199,8 @@ PERFEX_BACKEND_TEST_CASE("linalg: rank-2 right-hand side and single-matrix team 
     }
 }
 
-PERFEX_BACKEND_TEST_CASE("linalg: indefinite and non-finite members are reported, neighbours untouched",
-                         "[linalg]") {
+PERFEX_BACKEND_TEST_CASE(
+    "linalg: indefinite and non-finite members are reported, neighbours untouched", "[linalg]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   const int n = 74, nbatch = 5;
   HostMat H("H", n, n, nbatch);
@@ -249,14 +254,15 @@ PERFEX_BACKEND_TEST_CASE("linalg: indefinite and non-finite members are reported
   }
 }
 
-PERFEX_BACKEND_TEST_CASE("linalg: diagonal blocks of the inverse equal LAPACK potri's", "[linalg]") {
+PERFEX_BACKEND_TEST_CASE("linalg: diagonal blocks of the inverse equal LAPACK potri's",
+                         "[linalg]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   struct Case {
     int bs, nblocks_total, first, nblocks;
     double kappa;
   };
-  for (const Case c : {Case{74, 7, 0, 7, 1e6}, Case{74, 6, 1, 5, 1e3}, Case{3, 4, 0, 4, 10.0}, Case{1, 5, 2, 3, 1e2},
-                       Case{9, 3, 0, 3, 1e6}}) {
+  for (const Case c : {Case{74, 7, 0, 7, 1e6}, Case{74, 6, 1, 5, 1e3}, Case{3, 4, 0, 4, 10.0},
+                       Case{1, 5, 2, 3, 1e2}, Case{9, 3, 0, 3, 1e6}}) {
     const int n = c.bs * c.nblocks_total;
     CAPTURE(n, c.bs, c.first, c.nblocks);
     const int nbatch = 2;
@@ -269,8 +275,8 @@ PERFEX_BACKEND_TEST_CASE("linalg: diagonal blocks of the inverse equal LAPACK po
     auto A = to_device<TestType>(H);
     DevStatus<TestType> st("st", nbatch);
     pl::batched_cholesky(TestType(), A, st);
-    Kokkos::View<double****, Kokkos::LayoutLeft, typename TestType::memory_space> C("C", c.bs, c.bs, c.nblocks,
-                                                                                    nbatch);
+    Kokkos::View<double****, Kokkos::LayoutLeft, typename TestType::memory_space> C(
+        "C", c.bs, c.bs, c.nblocks, nbatch);
     pl::batched_cholesky_inverse_diag_blocks(TestType(), A, c.bs, C, c.first);
     TestType().fence();
     auto Ch = to_host(C);
@@ -285,7 +291,8 @@ PERFEX_BACKEND_TEST_CASE("linalg: diagonal blocks of the inverse equal LAPACK po
         double err = 0, ref = 0;
         for (int j = 0; j < c.bs; ++j)
           for (int i = 0; i < c.bs; ++i) {
-            const int gi = std::max(i, j) + r0, gj = std::min(i, j) + r0;  // lower triangle of potri
+            const int gi = std::max(i, j) + r0,
+                      gj = std::min(i, j) + r0;  // lower triangle of potri
             err = std::max(err, std::abs(Ch(i, j, k, b) - Inv(gi, gj)));
             ref = std::max(ref, std::abs(Inv(gi, gj)));
             REQUIRE(Ch(i, j, k, b) == Ch(j, i, k, b));
@@ -376,13 +383,15 @@ struct SqrtFunctor {
   DevVecs<Exec> w, work;
   DevStatus<Exec> st;
   bool inverse;
-  KOKKOS_INLINE_FUNCTION void operator()(const typename Kokkos::TeamPolicy<Exec>::member_type& m) const {
+  KOKKOS_INLINE_FUNCTION void operator()(
+      const typename Kokkos::TeamPolicy<Exec>::member_type& m) const {
     const int b = m.league_rank();
     auto Ab = Kokkos::subview(A, Kokkos::ALL(), Kokkos::ALL(), b);
     auto Vb = Kokkos::subview(V, Kokkos::ALL(), Kokkos::ALL(), b);
     auto wb = Kokkos::subview(w, Kokkos::ALL(), b);
     auto workb = Kokkos::subview(work, Kokkos::ALL(), b);
-    const int s = inverse ? pl::team_inverse_sqrt(m, Ab, Vb, wb, workb) : pl::team_sqrt(m, Ab, Vb, wb, workb);
+    const int s =
+        inverse ? pl::team_inverse_sqrt(m, Ab, Vb, wb, workb) : pl::team_sqrt(m, Ab, Vb, wb, workb);
     Kokkos::single(Kokkos::PerTeam(m), [&]() { st(b) = s; });
   }
 };
@@ -395,10 +404,12 @@ HostMat matrix_root(const HostMat& H, bool inverse, std::vector<int>& status, in
   DevVecs<Exec> w("w", n, nb), work("work", pl::syev_work_size(n), nb);
   DevStatus<Exec> st("st", nb);
   if (team_size > 0)
-    Kokkos::parallel_for("perfex::test::matrix_root", Kokkos::TeamPolicy<Exec>(Exec(), nb, team_size),
+    Kokkos::parallel_for("perfex::test::matrix_root",
+                         Kokkos::TeamPolicy<Exec>(Exec(), nb, team_size),
                          SqrtFunctor<Exec>{A, V, w, work, st, inverse});
   else
-    Kokkos::parallel_for("perfex::test::matrix_root", Kokkos::TeamPolicy<Exec>(Exec(), nb, Kokkos::AUTO),
+    Kokkos::parallel_for("perfex::test::matrix_root",
+                         Kokkos::TeamPolicy<Exec>(Exec(), nb, Kokkos::AUTO),
                          SqrtFunctor<Exec>{A, V, w, work, st, inverse});
   Exec().fence();
   auto sh = to_host(st);
@@ -470,7 +481,8 @@ struct AllKernels {
   DevVecs<Exec> x, w, work, blockwork;
   DevStatus<Exec> st;
   int bs;
-  KOKKOS_INLINE_FUNCTION void operator()(const typename Kokkos::TeamPolicy<Exec>::member_type& m) const {
+  KOKKOS_INLINE_FUNCTION void operator()(
+      const typename Kokkos::TeamPolicy<Exec>::member_type& m) const {
     const int b = m.league_rank();
     auto Lb = Kokkos::subview(L, Kokkos::ALL(), Kokkos::ALL(), b);
     const int s0 = pl::team_cholesky(m, Lb);
@@ -480,7 +492,8 @@ struct AllKernels {
     pl::team_cholesky_inverse_diag_blocks(m, Lb, bs, 0, n / bs, C, bw);
     const int s1 = pl::team_inverse_sqrt(m, Kokkos::subview(A, Kokkos::ALL(), Kokkos::ALL(), b),
                                          Kokkos::subview(V, Kokkos::ALL(), Kokkos::ALL(), b),
-                                         Kokkos::subview(w, Kokkos::ALL(), b), Kokkos::subview(work, Kokkos::ALL(), b));
+                                         Kokkos::subview(w, Kokkos::ALL(), b),
+                                         Kokkos::subview(work, Kokkos::ALL(), b));
     Kokkos::single(Kokkos::PerTeam(m), [&]() { st(b) = s0 + 10 * s1; });
   }
 };
@@ -499,11 +512,13 @@ std::vector<double> all_kernels(const HostMat& H, int team_size) {
                      DevStatus<Exec>("st", 1),
                      bs};
   Kokkos::deep_copy(f.x, 1.0);
-  Kokkos::parallel_for("perfex::test::all_kernels", Kokkos::TeamPolicy<Exec>(Exec(), 1, team_size), f);
+  Kokkos::parallel_for("perfex::test::all_kernels", Kokkos::TeamPolicy<Exec>(Exec(), 1, team_size),
+                       f);
   Exec().fence();
   REQUIRE(to_host(f.st)(0) == 0);
   std::vector<double> out;
-  for (auto h : {to_host(f.L), to_host(f.A), to_host(f.C)}) out.insert(out.end(), h.data(), h.data() + h.size());
+  for (auto h : {to_host(f.L), to_host(f.A), to_host(f.C)})
+    out.insert(out.end(), h.data(), h.data() + h.size());
   auto xh = to_host(f.x);
   out.insert(out.end(), xh.data(), xh.data() + xh.size());
   return out;

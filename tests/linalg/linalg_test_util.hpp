@@ -31,7 +31,8 @@ inline std::vector<double> geometric_spectrum(int n, double kappa) {
 
 // Q diag(lam) Q^T with Q a product of `nrefl` random Householder reflectors (dense, exactly
 // known spectrum up to rounding). Symmetric to the last bit.
-inline Dense symmetric_with_spectrum(const std::vector<double>& lam, std::uint32_t seed, int nrefl = 4) {
+inline Dense symmetric_with_spectrum(const std::vector<double>& lam, std::uint32_t seed,
+                                     int nrefl = 4) {
   const int n = int(lam.size());
   Dense H(n);
   for (int i = 0; i < n; ++i) H(i, i) = lam[i];
@@ -45,7 +46,8 @@ inline Dense symmetric_with_spectrum(const std::vector<double>& lam, std::uint32
       nv += x * x;
     }
     const double tau = 2.0 / nv;
-    // H <- (I - tau v v^T) H (I - tau v v^T) = H - v w^T - w v^T, w = p - (tau/2)(p.v) v, p = tau H v.
+    // H <- (I - tau v v^T) H (I - tau v v^T) = H - v w^T - w v^T, w = p - (tau/2)(p.v) v, p = tau H
+    // v.
     double pv = 0;
     for (int i = 0; i < n; ++i) {
       double s = 0;
@@ -105,7 +107,9 @@ auto to_host(const V& d) {
 // exercised when it is at least 2.
 template <class ExecSpace, class Functor>
 int multi_thread_team_size(const Functor& f) {
-  return std::min(4, Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), 1, 1).team_size_max(f, Kokkos::ParallelForTag()));
+  return std::min(
+      4,
+      Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), 1, 1).team_size_max(f, Kokkos::ParallelForTag()));
 }
 
 // max |a - b| / max |a| over two equally long result lists.

@@ -45,14 +45,15 @@ PERFEX_BACKEND_TEST_CASE("psf: traces and parameters use their own Legendre doma
   for (int f = 0; f < 5; ++f) {
     const int fib = 3 + f;
     for (int k = 0; k < r.K; ++k) {
-      const double x = host_series(&data.xtrace.coeff[fib * data.xtrace.ncoeff], data.xtrace.ncoeff, w[k],
-                                   data.xtrace.wavemin, data.xtrace.wavemax);
-      const double y = host_series(&data.ytrace.coeff[fib * data.ytrace.ncoeff], data.ytrace.ncoeff, w[k],
-                                   data.ytrace.wavemin, data.ytrace.wavemax);
+      const double x = host_series(&data.xtrace.coeff[fib * data.xtrace.ncoeff], data.xtrace.ncoeff,
+                                   w[k], data.xtrace.wavemin, data.xtrace.wavemax);
+      const double y = host_series(&data.ytrace.coeff[fib * data.ytrace.ncoeff], data.ytrace.ncoeff,
+                                   w[k], data.ytrace.wavemin, data.ytrace.wavemax);
       maxdx = std::max({maxdx, std::abs(x - r.x[f * r.K + k]), std::abs(y - r.y[f * r.K + k])});
       for (int p = 0; p < data.nparam(); ++p) {
-        const double v = host_series(&data.coeff[(static_cast<std::size_t>(p) * data.nfib + fib) * data.ncoeff()],
-                                     data.ncoeff(), w[k], data.wavemin, data.wavemax);
+        const double v = host_series(
+            &data.coeff[(static_cast<std::size_t>(p) * data.nfib + fib) * data.ncoeff()],
+            data.ncoeff(), w[k], data.wavemin, data.wavemax);
         maxdp = std::max(maxdp, std::abs(v - r.param(p, f, k)));
       }
     }
@@ -60,8 +61,8 @@ PERFEX_BACKEND_TEST_CASE("psf: traces and parameters use their own Legendre doma
   CHECK(maxdx < 1e-9);
   CHECK(maxdp < 1e-14);
   // Evaluating y with the PSF domain instead would differ visibly: the domains are distinct.
-  const double y_wrong = host_series(&data.ytrace.coeff[3 * data.ytrace.ncoeff], data.ytrace.ncoeff, 7620.0,
-                                     data.wavemin, data.wavemax);
+  const double y_wrong = host_series(&data.ytrace.coeff[3 * data.ytrace.ncoeff], data.ytrace.ncoeff,
+                                     7620.0, data.wavemin, data.wavemax);
   CHECK(std::abs(y_wrong - r.y[6]) > 0.5);
 }
 
@@ -80,29 +81,34 @@ PERFEX_BACKEND_TEST_CASE("psf: degree-0 spot is the product of erf differences",
   for (int f = 0; f < 3; ++f) {
     for (int k = 0; k < r.K; ++k) {
       const double X = r.x[f * r.K + k], Y = r.y[f * r.K + k];
-      const int c0 = static_cast<int>(std::floor(X - 8 + 0.5)), r0 = static_cast<int>(std::floor(Y - 5 + 0.5));
+      const int c0 = static_cast<int>(std::floor(X - 8 + 0.5)),
+                r0 = static_cast<int>(std::floor(Y - 5 + 0.5));
       REQUIRE(r.xc[f * r.K + k] == c0);
       REQUIRE(r.yc[f * r.K + k] == r0);
       const double sigx = r.param(sx, f, k), sigy = r.param(sy, f, k);
       auto mass = [](double lo, double hi, double c, double s) {
-        return 0.5 * (std::erf((hi - c) / (s * std::sqrt(2.0))) - std::erf((lo - c) / (s * std::sqrt(2.0))));
+        return 0.5 * (std::erf((hi - c) / (s * std::sqrt(2.0))) -
+                      std::erf((lo - c) / (s * std::sqrt(2.0))));
       };
       double sum = 0;
       std::vector<double> e(11 * 17);
       for (int p = 0; p < 11; ++p) {
         for (int q = 0; q < 17; ++q) {
-          e[p * 17 + q] = mass(c0 + q - 0.5, c0 + q + 0.5, X, sigx) * mass(r0 + p - 0.5, r0 + p + 0.5, Y, sigy);
+          e[p * 17 + q] =
+              mass(c0 + q - 0.5, c0 + q + 0.5, X, sigx) * mass(r0 + p - 0.5, r0 + p + 0.5, Y, sigy);
           sum += e[p * 17 + q];
         }
       }
       for (int p = 0; p < 11; ++p)
-        for (int q = 0; q < 17; ++q) maxd = std::max(maxd, std::abs(e[p * 17 + q] / sum - r.spot(f, k, p, q)));
+        for (int q = 0; q < 17; ++q)
+          maxd = std::max(maxd, std::abs(e[p * 17 + q] / sum - r.spot(f, k, p, q)));
     }
   }
   CHECK(maxd < 1e-12);
 }
 
-PERFEX_BACKEND_TEST_CASE("psf: spots are non-negative, sum to 1, centred on symmetric traces", "[psf]") {
+PERFEX_BACKEND_TEST_CASE("psf: spots are non-negative, sum to 1, centred on symmetric traces",
+                         "[psf]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   SyntheticPsfOptions o;
   o.nfib = 50;
@@ -170,7 +176,8 @@ PERFEX_BACKEND_TEST_CASE("psf: tails follow specter's convention when TAILAMP !=
       const double X = r.x[f * 2 + k], Y = r.y[f * 2 + k];
       const int c0 = r.xc[f * 2 + k], r0 = r.yc[f * 2 + k];
       auto mass = [](double lo, double hi, double c, double s) {
-        return 0.5 * (std::erf((hi - c) / (s * std::sqrt(2.0))) - std::erf((lo - c) / (s * std::sqrt(2.0))));
+        return 0.5 * (std::erf((hi - c) / (s * std::sqrt(2.0))) -
+                      std::erf((lo - c) / (s * std::sqrt(2.0))));
       };
       std::vector<double> e(11 * 17);
       double sum = 0;
@@ -184,7 +191,8 @@ PERFEX_BACKEND_TEST_CASE("psf: tails follow specter's convention when TAILAMP !=
           sum += e[p * 17 + q];
         }
       for (int p = 0; p < 11; ++p)
-        for (int q = 0; q < 17; ++q) maxd = std::max(maxd, std::abs(e[p * 17 + q] / sum - r.spot(f, k, p, q)));
+        for (int q = 0; q < 17; ++q)
+          maxd = std::max(maxd, std::abs(e[p * 17 + q] / sum - r.spot(f, k, p, q)));
     }
   }
   CHECK(maxd < 1e-12);
@@ -209,7 +217,8 @@ PERFEX_BACKEND_TEST_CASE("psf: inverse trace and CCD coverage", "[psf]") {
   for (int f = 0; f < 40; ++f) {
     std::vector<double> wf(flat.begin() + f * rows.size(), flat.begin() + (f + 1) * rows.size());
     auto r = evaluate_all(TestType(), psf, f, 1, wf);
-    for (std::size_t k = 0; k < rows.size(); ++k) worst = std::max(worst, std::abs(r.y[k] - rows[k]));
+    for (std::size_t k = 0; k < rows.size(); ++k)
+      worst = std::max(worst, std::abs(r.y[k] - rows[k]));
   }
   CHECK(worst < 1e-8);
   auto cov = perfex::psf::wavelength_coverage(TestType(), psf, 0, 40);
@@ -251,10 +260,12 @@ TEST_CASE("psf: synthetic PSF is DESI-like", "[psf]") {
   CHECK(d.xtrace.wavemax == 7826.0);
   CHECK(d.wavemax == 7827.0);
   auto xat = [&](int f, double w) {
-    return host_series(&d.xtrace.coeff[f * d.xtrace.ncoeff], d.xtrace.ncoeff, w, d.xtrace.wavemin, d.xtrace.wavemax);
+    return host_series(&d.xtrace.coeff[f * d.xtrace.ncoeff], d.xtrace.ncoeff, w, d.xtrace.wavemin,
+                       d.xtrace.wavemax);
   };
   auto yat = [&](int f, double w) {
-    return host_series(&d.ytrace.coeff[f * d.ytrace.ncoeff], d.ytrace.ncoeff, w, d.ytrace.wavemin, d.ytrace.wavemax);
+    return host_series(&d.ytrace.coeff[f * d.ytrace.ncoeff], d.ytrace.ncoeff, w, d.ytrace.wavemin,
+                       d.ytrace.wavemax);
   };
   CHECK(xat(0, 6685.0) == Approx(111.0).margin(3.0));
   CHECK(xat(1, 6685.0) - xat(0, 6685.0) == Approx(7.28).margin(0.05));
@@ -272,15 +283,18 @@ TEST_CASE("psf: synthetic PSF is DESI-like", "[psf]") {
     for (double w = 5543.0; w <= 7827.0; w += 100.0) {
       for (const char* n : {"GHSIGX", "GHSIGY"}) {
         const int p = d.param_index(n);
-        const double s = host_series(&d.coeff[(static_cast<std::size_t>(p) * 500 + f) * 4], 4, w, d.wavemin, d.wavemax);
+        const double s = host_series(&d.coeff[(static_cast<std::size_t>(p) * 500 + f) * 4], 4, w,
+                                     d.wavemin, d.wavemax);
         smin = std::min(smin, s);
         smax = std::max(smax, s);
       }
       for (int p = 3; p <= 50; ++p) {
-        amax = std::max(amax, std::abs(host_series(&d.coeff[(static_cast<std::size_t>(p) * 500 + f) * 4], 4, w,
-                                                   d.wavemin, d.wavemax)));
+        amax = std::max(
+            amax, std::abs(host_series(&d.coeff[(static_cast<std::size_t>(p) * 500 + f) * 4], 4, w,
+                                       d.wavemin, d.wavemax)));
       }
-      CHECK(host_series(&d.coeff[(static_cast<std::size_t>(2) * 500 + f) * 4], 4, w, d.wavemin, d.wavemax) == 1.0);
+      CHECK(host_series(&d.coeff[(static_cast<std::size_t>(2) * 500 + f) * 4], 4, w, d.wavemin,
+                        d.wavemax) == 1.0);
     }
   }
   CHECK(smin > 0.95);

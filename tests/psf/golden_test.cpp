@@ -24,7 +24,8 @@ PERFEX_BACKEND_TEST_CASE("psf: golden values of psf-r0-00051060 (gpu_specter)", 
   const auto SX = ref.read_image<double>("GHSIGX").data, SY = ref.read_image<double>("GHSIGY").data;
   const auto GH = ref.read_image<double>("GH").data;
   const auto SPOTS = ref.read_image<double>("SPOTS").data;
-  const auto XC = ref.read_image<std::int32_t>("XCORNER").data, YC = ref.read_image<std::int32_t>("YCORNER").data;
+  const auto XC = ref.read_image<std::int32_t>("XCORNER").data,
+             YC = ref.read_image<std::int32_t>("YCORNER").data;
   ref.move_to("PARAMS");
   const int nfi = static_cast<int>(fibers.size()), K = static_cast<int>(waves.size());
   REQUIRE(nfi == 7);
@@ -55,7 +56,8 @@ PERFEX_BACKEND_TEST_CASE("psf: golden values of psf-r0-00051060 (gpu_specter)", 
         for (int q = 0; q < 17; ++q) {
           const double s = r.spot(0, k, p, q);
           sum += s;
-          dspot = std::max(dspot, std::abs(s - SPOTS[((static_cast<std::size_t>(ik)) * 11 + p) * 17 + q]));
+          dspot = std::max(dspot,
+                           std::abs(s - SPOTS[((static_cast<std::size_t>(ik)) * 11 + p) * 17 + q]));
         }
       }
       dsum = std::max(dsum, std::abs(sum - 1.0));
@@ -65,11 +67,13 @@ PERFEX_BACKEND_TEST_CASE("psf: golden values of psf-r0-00051060 (gpu_specter)", 
   const auto pf = ref.read_column<std::int32_t>("FIBER");
   const auto pw = ref.read_column<double>("WAVELENGTH");
   REQUIRE(pf.size() == static_cast<std::size_t>(nfi * K));
-  for (const char* name : {"TAILAMP", "TAILCORE", "TAILXSCA", "TAILYSCA", "TAILINDE", "BUNDLE", "STATUS", "CONT"}) {
+  for (const char* name :
+       {"TAILAMP", "TAILCORE", "TAILXSCA", "TAILYSCA", "TAILINDE", "BUNDLE", "STATUS", "CONT"}) {
     const auto col = ref.read_column<double>(name);
     for (int i = 0; i < nfi; ++i) {
-      auto r = perfex_psf_test::evaluate_all(TestType(), psf, pf[i * K], 1,
-                                             std::vector<double>(pw.begin() + i * K, pw.begin() + (i + 1) * K));
+      auto r = perfex_psf_test::evaluate_all(
+          TestType(), psf, pf[i * K], 1,
+          std::vector<double>(pw.begin() + i * K, pw.begin() + (i + 1) * K));
       for (int k = 0; k < K; ++k) {
         const double v = r.param(data.param_index(name), 0, k), e = col[i * K + k];
         dpar = std::max(dpar, e == 0 ? std::abs(v) : std::abs(v - e) / std::abs(e));
@@ -78,8 +82,8 @@ PERFEX_BACKEND_TEST_CASE("psf: golden values of psf-r0-00051060 (gpu_specter)", 
   }
   INFO("max |dx|,|dy| = " << dxy << " px; max param rel = " << dpar << "; max spot abs = " << dspot
                           << "; max |sum-1| = " << dsum);
-  WARN("psf golden deviations: xy " << dxy << " px, params " << dpar << " rel, spots " << dspot << " abs, sum "
-                                    << dsum);
+  WARN("psf golden deviations: xy " << dxy << " px, params " << dpar << " rel, spots " << dspot
+                                    << " abs, sum " << dsum);
   CHECK(dxy < 1e-9);
   CHECK(dpar < 1e-12);
   CHECK(dspot < 1e-12);
@@ -91,7 +95,8 @@ PERFEX_BACKEND_TEST_CASE("psf: CCD coverage of the real PSF (spec §1.4)", "[psf
   PERFEX_ONLY_SELECTED_BACKEND();
   const std::string dir = perfex_test::shared_data_dir("PSF coverage");
   if (dir.empty()) return;
-  perfex::psf::GaussHermitePsf<Mem<TestType>> psf(perfex::io::read_psf(dir + "/psf-r0-00051060.fits"));
+  perfex::psf::GaussHermitePsf<Mem<TestType>> psf(
+      perfex::io::read_psf(dir + "/psf-r0-00051060.fits"));
   auto cov = perfex::psf::wavelength_coverage(TestType(), psf, 0, 500);
   CHECK(cov.wmin[0] == Approx(5545.9).margin(0.1));
   CHECK(cov.wmax[0] == Approx(7735.6).margin(0.1));

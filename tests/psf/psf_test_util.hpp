@@ -25,12 +25,17 @@ struct HostEval {
   int nf = 0, K = 0, ny = 0, nx = 0, np = 0;
   std::vector<double> spots, x, y, params;  // [nf][K][ny][nx], [nf][K], [nf][K], [np][nf][K]
   std::vector<int> xc, yc;
-  double spot(int f, int k, int p, int q) const { return spots[((static_cast<std::size_t>(f) * K + k) * ny + p) * nx + q]; }
-  double param(int p, int f, int k) const { return params[(static_cast<std::size_t>(p) * nf + f) * K + k]; }
+  double spot(int f, int k, int p, int q) const {
+    return spots[((static_cast<std::size_t>(f) * K + k) * ny + p) * nx + q];
+  }
+  double param(int p, int f, int k) const {
+    return params[(static_cast<std::size_t>(p) * nf + f) * K + k];
+  }
 };
 
 template <class ExecSpace>
-HostEval evaluate_all(const ExecSpace& exec, const perfex::psf::GaussHermitePsf<Mem<ExecSpace>>& psf, int f0, int nf,
+HostEval evaluate_all(const ExecSpace& exec,
+                      const perfex::psf::GaussHermitePsf<Mem<ExecSpace>>& psf, int f0, int nf,
                       const std::vector<double>& waves) {
   using M = Mem<ExecSpace>;
   HostEval r;

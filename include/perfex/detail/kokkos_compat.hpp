@@ -30,11 +30,17 @@ using Kokkos::Experimental::sqrt;
 #endif
 
 template <class T>
-KOKKOS_INLINE_FUNCTION constexpr T min(const T& a, const T& b) { return b < a ? b : a; }
+KOKKOS_INLINE_FUNCTION constexpr T min(const T& a, const T& b) {
+  return b < a ? b : a;
+}
 template <class T>
-KOKKOS_INLINE_FUNCTION constexpr T max(const T& a, const T& b) { return a < b ? b : a; }
+KOKKOS_INLINE_FUNCTION constexpr T max(const T& a, const T& b) {
+  return a < b ? b : a;
+}
 template <class T>
-KOKKOS_INLINE_FUNCTION constexpr T abs(const T& a) { return a < T(0) ? -a : a; }
+KOKKOS_INLINE_FUNCTION constexpr T abs(const T& a) {
+  return a < T(0) ? -a : a;
+}
 
 constexpr double pi = 3.14159265358979323846;
 constexpr double sqrt2 = 1.41421356237309504880;
@@ -53,7 +59,9 @@ class ScopedRegion {
 };
 
 // Allocation property for a view whose every entry is written before it is read.
-inline auto uninitialized(const std::string& label) { return Kokkos::view_alloc(Kokkos::WithoutInitializing, label); }
+inline auto uninitialized(const std::string& label) {
+  return Kokkos::view_alloc(Kokkos::WithoutInitializing, label);
+}
 
 // Concurrency of an execution-space instance (static in 3.4, a member in 4.x: an instance
 // call compiles on both).

@@ -35,12 +35,15 @@ struct DeviceImage {
 
 // Copies the image to exec's memory space, treating NaN/Inf pixels or ivar as masked (counted).
 template <class ExecSpace>
-DeviceImage<typename ExecSpace::memory_space> upload_image(const ExecSpace& exec, const CcdImage& image) {
+DeviceImage<typename ExecSpace::memory_space> upload_image(const ExecSpace& exec,
+                                                           const CcdImage& image) {
   using Mem = typename ExecSpace::memory_space;
-  const std::size_t npix = static_cast<std::size_t>(image.nrows) * static_cast<std::size_t>(image.ncols);
-  if (image.nrows <= 0 || image.ncols <= 0 || image.pixels.size() != npix || image.ivar.size() != npix)
-    throw Error("image: pixel and ivar arrays must both hold nrows x ncols = " + std::to_string(image.nrows) + " x " +
-                std::to_string(image.ncols) + " values");
+  const std::size_t npix =
+      static_cast<std::size_t>(image.nrows) * static_cast<std::size_t>(image.ncols);
+  if (image.nrows <= 0 || image.ncols <= 0 || image.pixels.size() != npix ||
+      image.ivar.size() != npix)
+    throw Error("image: pixel and ivar arrays must both hold nrows x ncols = " +
+                std::to_string(image.nrows) + " x " + std::to_string(image.ncols) + " values");
   DeviceImage<Mem> out;
   out.pixels = decltype(out.pixels)(uninitialized("perfex::image"), image.nrows, image.ncols);
   out.ivar = decltype(out.ivar)(uninitialized("perfex::ivar"), image.nrows, image.ncols);
@@ -81,7 +84,8 @@ inline double median(std::vector<double> v) {
 // wavelengths for that fibre.
 inline void set_mask(Frame& frame) {
   frame.mask.assign(frame.flux.size(), 0u);
-  std::vector<double> wave_median(static_cast<std::size_t>(frame.nwave)), fibre_median(static_cast<std::size_t>(frame.nspec));
+  std::vector<double> wave_median(static_cast<std::size_t>(frame.nwave)),
+      fibre_median(static_cast<std::size_t>(frame.nspec));
   std::vector<double> tmp;
   for (int k = 0; k < frame.nwave; ++k) {
     tmp.clear();
@@ -100,7 +104,9 @@ inline void set_mask(Frame& frame) {
       if (frame.pixmask_fraction[i] > 0.5) m |= somebadpix;
       if (frame.pixmask_fraction[i] >= 1.0 - 1e-9) m |= allbadpix;  // a spot's sum is 1 to rounding
       const double c = frame.chi2pix[i];
-      if (c > 5 * wave_median[static_cast<std::size_t>(k)] && c > 5 * fibre_median[static_cast<std::size_t>(f)]) m |= bad2dfit;
+      if (c > 5 * wave_median[static_cast<std::size_t>(k)] &&
+          c > 5 * fibre_median[static_cast<std::size_t>(f)])
+        m |= bad2dfit;
       frame.mask[i] = m;
     }
 }
@@ -110,8 +116,8 @@ inline void set_mask(Frame& frame) {
 // Extracts the requested fibres of an image already in exec's memory (see upload_image).
 template <class ExecSpace>
 Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_data,
-                    const DeviceImage<typename ExecSpace::memory_space>& image, const ExtractionOptions& options,
-                    const ProgressCallback& progress = {}) {
+                    const DeviceImage<typename ExecSpace::memory_space>& image,
+                    const ExtractionOptions& options, const ProgressCallback& progress = {}) {
   using Mem = typename ExecSpace::memory_space;
   ScopedRegion region("perfex::extract_frame");
   Kokkos::Timer timer;
@@ -127,15 +133,18 @@ Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_d
   const int wavepad = opt.wavepad(), nwavestep = opt.nwavestep, nwt = nwavestep + 2 * wavepad;
   const int ndiag = psf.hsizey();
   if (wavepad < ndiag)
-    throw Error("extraction option wavepad (" + std::to_string(wavepad) + ") must be >= the PSF's HSIZEY (" +
-                std::to_string(ndiag) + ") to store the resolution band");
+    throw Error("extraction option wavepad (" + std::to_string(wavepad) +
+                ") must be >= the PSF's HSIZEY (" + std::to_string(ndiag) +
+                ") to store the resolution band");
 
   frame.wave = make_wavelength_grid(opt.wmin, opt.wmax, opt.dw);
   const int nwave = static_cast<int>(frame.wave.size());
   const std::vector<double> dlambda = gradient(frame.wave);
   const std::vector<double> fullwave = make_padded_grid(frame.wave, opt.dw, wavepad, nwavestep);
   Kokkos::View<double*, Mem> dfullwave("perfex::fullwave", fullwave.size());
-  Kokkos::deep_copy(exec, dfullwave, Kokkos::View<const double*, Kokkos::HostSpace>(fullwave.data(), fullwave.size()));
+  Kokkos::deep_copy(
+      exec, dfullwave,
+      Kokkos::View<const double*, Kokkos::HostSpace>(fullwave.data(), fullwave.size()));
 
   frame.specmin = opt.specmin;
   frame.nspec = opt.nspec;
@@ -150,7 +159,8 @@ Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_d
 
   frame.nonfinite_pixels = image.nonfinite_pixels;
   if (image.nonfinite_pixels > 0)
-    frame.warnings.push_back(std::to_string(image.nonfinite_pixels) + " NaN/Inf image or ivar pixels treated as masked");
+    frame.warnings.push_back(std::to_string(image.nonfinite_pixels) +
+                             " NaN/Inf image or ivar pixels treated as masked");
   const auto& pixels = image.pixels;
   const auto& ivar = image.ivar;
   const int nrows = image.nrows(), ncols = image.ncols();
@@ -173,32 +183,40 @@ Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_d
     // Spots of the solved fibres only: the requested ones and their padding neighbours.
     const FibreRange spot_range = spot_fibres(bundle);
     const int nb = spot_range.hi - spot_range.lo;
-    Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots(uninitialized("perfex::spots"), nb, fullwave.size(), ny, nx);
-    Kokkos::View<int**, Mem> xcorner("perfex::xcorner", nb, fullwave.size()), ycorner("perfex::ycorner", nb, fullwave.size());
-    psf::compute_spots(exec, psf, spot_range.lo, nb, Kokkos::View<const double*, Mem>(dfullwave), spots, xcorner, ycorner);
+    Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots(uninitialized("perfex::spots"), nb,
+                                                             fullwave.size(), ny, nx);
+    Kokkos::View<int**, Mem> xcorner("perfex::xcorner", nb, fullwave.size()),
+        ycorner("perfex::ycorner", nb, fullwave.size());
+    psf::compute_spots(exec, psf, spot_range.lo, nb, Kokkos::View<const double*, Mem>(dfullwave),
+                       spots, xcorner, ycorner);
     auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), xcorner);
     auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ycorner);
 
-    const std::vector<PatchDesc> plan = plan_patches(bundle, opt, nwave, nx, ny, ncols, nrows,
-                                                     [&](int f, int k) { return hx(f, k); },
-                                                     [&](int f, int k) { return hy(f, k); });
+    const std::vector<PatchDesc> plan = plan_patches(
+        bundle, opt, nwave, nx, ny, ncols, nrows, [&](int f, int k) { return hx(f, k); },
+        [&](int f, int k) { return hy(f, k); });
     int maxpix = 0;
-    for (const PatchDesc& p : plan) maxpix = std::max(maxpix, (p.row1 - p.row0) * (p.col1 - p.col0));
+    for (const PatchDesc& p : plan)
+      maxpix = std::max(maxpix, (p.row1 - p.row0) * (p.col1 - p.col0));
     Kokkos::View<PatchDesc*, Mem> dplan("perfex::patches", plan.size());
-    Kokkos::deep_copy(exec, dplan, Kokkos::View<const PatchDesc*, Kokkos::HostSpace>(plan.data(), plan.size()));
+    Kokkos::deep_copy(exec, dplan,
+                      Kokkos::View<const PatchDesc*, Kokkos::HostSpace>(plan.data(), plan.size()));
     const int npatch = static_cast<int>(plan.size());
-    const int band = measure_bandwidths(exec, Kokkos::View<const int**, Mem>(xcorner),
-                                        Kokkos::View<const int**, Mem>(ycorner), dplan, nwt, ny, nx);
+    const int band =
+        measure_bandwidths(exec, Kokkos::View<const int**, Mem>(xcorner),
+                           Kokkos::View<const int**, Mem>(ycorner), dplan, nwt, ny, nx);
     frame.max_band = std::max(frame.max_band, band);
     {
       const auto measured = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dplan);
-      for (int i = 0; i < npatch; ++i) frame.linalg_flops += patch_flops(measured(i), nwt, opt.decorrelation);
+      for (int i = 0; i < npatch; ++i)
+        frame.linalg_flops += patch_flops(measured(i), nwt, opt.decorrelation);
     }
 
     int batch = opt.batch_patches;
     if (batch == 0) {
       const double budget = 512.0 * 1024 * 1024;  // bytes of per-batch scratch
-      const double per = PatchWorkspace<Mem>::bytes_per_patch(nmax, band, nwt, maxpix, spotpix, opt.decorrelation);
+      const double per =
+          PatchWorkspace<Mem>::bytes_per_patch(nmax, band, nwt, maxpix, spotpix, opt.decorrelation);
       batch = static_cast<int>(std::max(1.0, std::floor(budget / per)));
     }
     batch = std::min(batch, npatch);
@@ -210,9 +228,23 @@ Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_d
       results = PatchResults<Mem>(new_batch, maxsub, nwavestep, ndiag);
     }
 
-    PatchSolver<ExecSpace, Mem> solver{spots, xcorner, ycorner, pixels, ivar, {}, ws, results, model,
-                                       nwt, wavepad, nwavestep, ndiag, opt.regularize, opt.psferr,
-                                       opt.eigen_clip, opt.decorrelation};
+    PatchSolver<ExecSpace, Mem> solver{spots,
+                                       xcorner,
+                                       ycorner,
+                                       pixels,
+                                       ivar,
+                                       {},
+                                       ws,
+                                       results,
+                                       model,
+                                       nwt,
+                                       wavepad,
+                                       nwavestep,
+                                       ndiag,
+                                       opt.regularize,
+                                       opt.psferr,
+                                       opt.eigen_clip,
+                                       opt.decorrelation};
     auto hflux = Kokkos::create_mirror_view(results.flux);
     auto hivar = Kokkos::create_mirror_view(results.ivar);
     auto hchi = Kokkos::create_mirror_view(results.chi2pix);
@@ -224,7 +256,8 @@ Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_d
       solver.patches = Kokkos::subview(dplan, Kokkos::make_pair(first, first + count));
       // Dynamic: patches at the CCD edges and the last wavelength step are smaller.
       Kokkos::parallel_for("perfex::extract::solve_patches",
-                           Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>(exec, count, Kokkos::AUTO),
+                           Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>(
+                               exec, count, Kokkos::AUTO),
                            solver);
       Kokkos::deep_copy(exec, hflux, results.flux);
       Kokkos::deep_copy(exec, hivar, results.ivar);
@@ -237,11 +270,13 @@ Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_d
         const PatchDesc& p = plan[static_cast<std::size_t>(first + i)];
         if (hst(i) != linalg::ok) {
           ++frame.failed_patches;
-          frame.warnings.push_back("patch of fibres " + std::to_string(p.out_fibre0 + opt.specmin) + "-" +
-                                   std::to_string(p.out_fibre0 + opt.specmin + p.nkeepfib - 1) + ", wavelengths " +
-                                   std::to_string(frame.wave[static_cast<std::size_t>(p.kf0)]) + "+: " +
-                                   (hst(i) == linalg::not_positive_definite ? "singular system" : "eigensolver did not converge") +
-                                   "; flux and ivar set to 0");
+          frame.warnings.push_back(
+              "patch of fibres " + std::to_string(p.out_fibre0 + opt.specmin) + "-" +
+              std::to_string(p.out_fibre0 + opt.specmin + p.nkeepfib - 1) + ", wavelengths " +
+              std::to_string(frame.wave[static_cast<std::size_t>(p.kf0)]) + "+: " +
+              (hst(i) == linalg::not_positive_definite ? "singular system"
+                                                       : "eigensolver did not converge") +
+              "; flux and ivar set to 0");
         }
         for (int f = 0; f < p.nkeepfib; ++f)
           for (int j = 0; j < p.nkeep; ++j) {
@@ -253,7 +288,9 @@ Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_d
             frame.chi2pix[o] = hchi(i, f, j);
             frame.pixmask_fraction[o] = hpm(i, f, j);
             for (int d = 0; d <= 2 * ndiag; ++d)
-              frame.resolution[(static_cast<std::size_t>(p.out_fibre0 + f) * (2 * ndiag + 1) + d) * nwave + k] = hrd(i, f, d, j);
+              frame.resolution[(static_cast<std::size_t>(p.out_fibre0 + f) * (2 * ndiag + 1) + d) *
+                                   nwave +
+                               k] = hrd(i, f, d, j);
           }
       }
       done += count;
@@ -274,8 +311,9 @@ Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_d
 
 // Host image: uploaded for this call only.
 template <class ExecSpace>
-Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_data, const CcdImage& image,
-                    const ExtractionOptions& options, const ProgressCallback& progress = {}) {
+Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_data,
+                    const CcdImage& image, const ExtractionOptions& options,
+                    const ProgressCallback& progress = {}) {
   return extract_frame(exec, psf_data, upload_image(exec, image), options, progress);
 }
 

@@ -19,20 +19,21 @@ struct ExtractionOptions {
   int bundlesize = 25;
   int nsubbundles = 5;
   int nwavestep = 50;
-  int wavepad0 = 10;           // wavepad = wavepad0 + int(wavepad0 * wavepad_frac)
+  int wavepad0 = 10;  // wavepad = wavepad0 + int(wavepad0 * wavepad_frac)
   double wavepad_frac = 0.2;
   double pixpad_frac = 0.8;
   double regularize = 0.0;
-  double psferr = -1.0;        // < 0: the PSF file's PSFERR (0.01 when absent)
+  double psferr = -1.0;  // < 0: the PSF file's PSFERR (0.01 when absent)
   Decorrelation decorrelation = Decorrelation::signal;
-  double eigen_clip = 1e-14;   // eigenvalues clipped at eigen_clip * max (gpu_specter GPU)
-  bool model_image = false;    // also accumulate the model image (spec §6.9)
+  double eigen_clip = 1e-14;  // eigenvalues clipped at eigen_clip * max (gpu_specter GPU)
+  bool model_image = false;   // also accumulate the model image (spec §6.9)
   // Patches solved per device launch sequence; 0 = chosen from available memory.
   int batch_patches = 0;
   // Throws perfex::Error naming the first invalid parameter.
   void validate() const {
     auto fail = [](const std::string& what) { throw Error("extraction option " + what); };
-    if (!(dw > 0) || !(wmax >= wmin)) fail("wavelength grid (-w wmin,wmax,dw): need wmin <= wmax and dw > 0");
+    if (!(dw > 0) || !(wmax >= wmin))
+      fail("wavelength grid (-w wmin,wmax,dw): need wmin <= wmax and dw > 0");
     if (specmin < 0) fail("specmin must be >= 0");
     if (nspec < 1) fail("nspec must be >= 1");
     if (bundlesize < 1) fail("bundlesize must be >= 1");

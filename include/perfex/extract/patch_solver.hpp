@@ -24,7 +24,8 @@ namespace extract {
 // Per-patch results: kept fibres x core wavelengths, per wavelength bin (not yet per Angstrom).
 template <class MemorySpace>
 struct PatchResults {
-  Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace> flux, ivar, chi2pix, pixmask;  // (batch, fibre, k)
+  Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace> flux, ivar, chi2pix,
+      pixmask;                                                        // (batch, fibre, k)
   Kokkos::View<double****, Kokkos::LayoutRight, MemorySpace> rdiags;  // (batch, fibre, d, k)
   Kokkos::View<int*, MemorySpace> status;                             // linalg::Status per patch
 
@@ -43,9 +44,9 @@ template <class MemorySpace>
 struct PatchWorkspace {
   using Matrices = Kokkos::View<double***, Kokkos::LayoutLeft, MemorySpace>;
   using Vectors = Kokkos::View<double**, Kokkos::LayoutLeft, MemorySpace>;
-  Matrices H;        // (band + 1, N, batch): lower band of the normal matrix, then its factor
-  Matrices Hsym;     // (N, N, batch): symmetric dense H, noise decorrelation only
-  Matrices V;        // eigenvectors: (nwt, nwt) or (N, N) for the noise variant
+  Matrices H;          // (band + 1, N, batch): lower band of the normal matrix, then its factor
+  Matrices Hsym;       // (N, N, batch): symmetric dense H, noise decorrelation only
+  Matrices V;          // eigenvectors: (nwt, nwt) or (N, N) for the noise variant
   Matrices blockwork;  // (N, nwt, batch): columns of L^-1 for one fibre's block of H^-1
   Matrices cblock;     // (nwt, nwt, batch): that block, then its inverse square root
   Vectors b, omega, phi, eigval, eigwork;  // per-unknown vectors and eigen scratch
@@ -56,20 +57,24 @@ struct PatchWorkspace {
   int nmax = 0, band = 0, nwt = 0, maxpix = 0, spotpix = 0, batch = 0;
 
   // Bytes one patch needs (for choosing the batch size).
-  static double bytes_per_patch(int nmax, int band, int nwt, int maxpix, int spotpix, Decorrelation d) {
+  static double bytes_per_patch(int nmax, int band, int nwt, int maxpix, int spotpix,
+                                Decorrelation d) {
     const int neig = d == Decorrelation::noise ? nmax : nwt;
-    double words = double(band + 1) * nmax + double(neig) * neig + double(nmax) * nwt + double(nwt) * nwt +
-                   3.0 * nmax + 2.0 * neig + linalg::syev_work_size(neig) + double(nmax) * spotpix + 2.0 * maxpix + nwt;
+    double words = double(band + 1) * nmax + double(neig) * neig + double(nmax) * nwt +
+                   double(nwt) * nwt + 3.0 * nmax + 2.0 * neig + linalg::syev_work_size(neig) +
+                   double(nmax) * spotpix + 2.0 * maxpix + nwt;
     if (d == Decorrelation::noise) words += double(nmax) * nmax;
     return 8.0 * words;
   }
 
   PatchWorkspace() = default;
-  PatchWorkspace(int nmax_, int band_, int nwt_, int maxpix_, int spotpix_, int batch_, Decorrelation d)
+  PatchWorkspace(int nmax_, int band_, int nwt_, int maxpix_, int spotpix_, int batch_,
+                 Decorrelation d)
       : nmax(nmax_), band(band_), nwt(nwt_), maxpix(maxpix_), spotpix(spotpix_), batch(batch_) {
     const int neig = d == Decorrelation::noise ? nmax : nwt;
     H = Matrices(uninitialized("perfex::H_band"), band + 1, nmax, batch);
-    if (d == Decorrelation::noise) Hsym = Matrices(uninitialized("perfex::Hsym"), nmax, nmax, batch);
+    if (d == Decorrelation::noise)
+      Hsym = Matrices(uninitialized("perfex::Hsym"), nmax, nmax, batch);
     V = Matrices(uninitialized("perfex::eigvec"), neig, neig, batch);
     blockwork = Matrices(uninitialized("perfex::blockwork"), nmax, nwt, batch);
     cblock = Matrices(uninitialized("perfex::cblock"), nwt, nwt, batch);
@@ -78,7 +83,8 @@ struct PatchWorkspace {
     phi = Vectors(uninitialized("perfex::phi"), nmax, batch);
     eigval = Vectors(uninitialized("perfex::eigval"), neig, batch);
     eigwork = Vectors(uninitialized("perfex::eigwork"), linalg::syev_work_size(neig), batch);
-    wspot = Vectors(uninitialized("perfex::wspot"), static_cast<std::size_t>(nmax) * spotpix, batch);
+    wspot =
+        Vectors(uninitialized("perfex::wspot"), static_cast<std::size_t>(nmax) * spotpix, batch);
     pixmodel = Vectors(uninitialized("perfex::pixmodel"), maxpix, batch);
     pixtest = Vectors(uninitialized("perfex::pixtest"), maxpix, batch);
     rowsum = Vectors(uninitialized("perfex::rowsum"), nwt, batch);
@@ -119,7 +125,8 @@ struct PatchBandwidth {
           }
         },
         Kokkos::Max<int>(band));
-    Kokkos::single(Kokkos::PerTeam(member), [&]() { patches(member.league_rank()).band = math::max(band, 0); });
+    Kokkos::single(Kokkos::PerTeam(member),
+                   [&]() { patches(member.league_rank()).band = math::max(band, 0); });
   }
 };
 
@@ -149,14 +156,18 @@ inline double patch_flops(const PatchDesc& p, int nwt, Decorrelation decorrelati
 template <class ExecSpace, class MemorySpace>
 int measure_bandwidths(const ExecSpace& exec, const Kokkos::View<const int**, MemorySpace>& xcorner,
                        const Kokkos::View<const int**, MemorySpace>& ycorner,
-                       const Kokkos::View<PatchDesc*, MemorySpace>& patches, int nwt, int nrow, int ncol) {
+                       const Kokkos::View<PatchDesc*, MemorySpace>& patches, int nwt, int nrow,
+                       int ncol) {
   const int npatch = static_cast<int>(patches.extent(0));
-  Kokkos::parallel_for("perfex::extract::patch_bandwidth", Kokkos::TeamPolicy<ExecSpace>(exec, npatch, Kokkos::AUTO),
-                       PatchBandwidth<ExecSpace, MemorySpace>{xcorner, ycorner, patches, nwt, nrow, ncol});
+  Kokkos::parallel_for(
+      "perfex::extract::patch_bandwidth", Kokkos::TeamPolicy<ExecSpace>(exec, npatch, Kokkos::AUTO),
+      PatchBandwidth<ExecSpace, MemorySpace>{xcorner, ycorner, patches, nwt, nrow, ncol});
   int band = 0;
   Kokkos::parallel_reduce(
       "perfex::extract::max_bandwidth", Kokkos::RangePolicy<ExecSpace>(exec, 0, npatch),
-      KOKKOS_LAMBDA(int i, int& widest) { widest = widest < patches(i).band ? patches(i).band : widest; },
+      KOKKOS_LAMBDA(int i, int& widest) {
+        widest = widest < patches(i).band ? patches(i).band : widest;
+      },
       Kokkos::Max<int>(band));
   return band;
 }
@@ -206,13 +217,14 @@ struct PatchSolver {
       // Overflowing data make a non-finite solution: the patch fails like a singular one.
       int finite = 1;
       Kokkos::parallel_reduce(
-          Kokkos::TeamThreadRange(member, n), [&](int j, int& all) { all = math::min(all, math::isfinite(phi(j)) ? 1 : 0); },
+          Kokkos::TeamThreadRange(member, n),
+          [&](int j, int& all) { all = math::min(all, math::isfinite(phi(j)) ? 1 : 0); },
           Kokkos::Min<int>(finite));
       if (!finite) status = linalg::not_positive_definite;
     }
     if (status == linalg::ok) {
       status = decorrelation == Decorrelation::signal ? decorrelate_blocks(member, p, H, phi, omega)
-                                                     : decorrelate_full(member, p, n, phi, omega);
+                                                      : decorrelate_full(member, p, n, phi, omega);
     }
     member.team_barrier();
     if (status != linalg::ok) {
@@ -226,13 +238,15 @@ struct PatchSolver {
   }
 
   // Fibre and wavelength of unknown j (wavelength-major: j = k * nfib + s).
-  KOKKOS_INLINE_FUNCTION int fibre_of(const PatchDesc& p, int j) const { return p.fib0 + j % p.nfib; }
+  KOKKOS_INLINE_FUNCTION int fibre_of(const PatchDesc& p, int j) const {
+    return p.fib0 + j % p.nfib;
+  }
   KOKKOS_INLINE_FUNCTION int wave_of(const PatchDesc& p, int j) const { return p.kf0 + j / p.nfib; }
 
   // w_P * S_J[P] over each spot box (0 outside the window), and b_J = sum w S d, omega_J = sum w S.
   template <class BV, class OV>
-  KOKKOS_INLINE_FUNCTION void weigh_spots(const Member& member, const PatchDesc& p, int n, const BV& b,
-                                          const OV& omega) const {
+  KOKKOS_INLINE_FUNCTION void weigh_spots(const Member& member, const PatchDesc& p, int n,
+                                          const BV& b, const OV& omega) const {
     const int nrow = static_cast<int>(spots.extent(2)), ncol = static_cast<int>(spots.extent(3));
     const int ip = member.league_rank();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](int j) {
@@ -262,7 +276,8 @@ struct PatchSolver {
 
   // Lower band of H0 = A^T W A (H(d, j) = H0(j + d, j)) from overlapping spot boxes only.
   template <class HV>
-  KOKKOS_INLINE_FUNCTION void normal_matrix(const Member& member, const PatchDesc& p, int n, const HV& H) const {
+  KOKKOS_INLINE_FUNCTION void normal_matrix(const Member& member, const PatchDesc& p, int n,
+                                            const HV& H) const {
     const int nrow = static_cast<int>(spots.extent(2)), ncol = static_cast<int>(spots.extent(3));
     const int ip = member.league_rank();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](int jc) {
@@ -272,7 +287,8 @@ struct PatchSolver {
       const int last = math::min(n - 1, jc + p.band);
       for (int jr = jc; jr <= last; ++jr) {
         const int fr = fibre_of(p, jr), kr = wave_of(p, jr);
-        const int dc = xcorner(fr, kr) - c0c, dr = ycorner(fr, kr) - r0c;  // offset of spot jr in box jc
+        const int dc = xcorner(fr, kr) - c0c,
+                  dr = ycorner(fr, kr) - r0c;  // offset of spot jr in box jc
         double h = 0;
         if (dc > -ncol && dc < ncol && dr > -nrow && dr < nrow) {
           const int rlo = math::max(0, dr), rhi = math::min(nrow, nrow + dr);
@@ -290,7 +306,8 @@ struct PatchSolver {
 
   // H += diag(rho), rho_J = alpha_J^2 + 1e-15 with alpha as gpu_specter (spec §6.2).
   template <class HV, class OV>
-  KOKKOS_INLINE_FUNCTION void regularise(const Member& member, int n, const HV& H, const OV& omega) const {
+  KOKKOS_INLINE_FUNCTION void regularise(const Member& member, int n, const HV& H,
+                                         const OV& omega) const {
     double wmax = 0;
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(member, n), [&](int j, double& m) { m = math::max(m, omega(j)); },
@@ -305,7 +322,8 @@ struct PatchSolver {
   // Dense symmetric H from its band (before the band is factored in place).
   template <class HV>
   KOKKOS_INLINE_FUNCTION void copy_symmetric(const Member& member, int n, const HV& H) const {
-    auto S = Kokkos::subview(ws.Hsym, Kokkos::make_pair(0, n), Kokkos::make_pair(0, n), member.league_rank());
+    auto S = Kokkos::subview(ws.Hsym, Kokkos::make_pair(0, n), Kokkos::make_pair(0, n),
+                             member.league_rank());
     const int band = static_cast<int>(H.extent(0)) - 1;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](int c) {
       for (int r = c; r < n; ++r) S(r, c) = S(c, r) = r - c <= band ? H(r - c, c) : 0.0;
@@ -315,8 +333,8 @@ struct PatchSolver {
   // Per-fibre ("signal") decorrelation of the kept fibres: Q_f = C_ff^(-1/2), where C_ff is
   // the fibre's block of H^-1 (rows/columns keep0 + f + k * nfib).
   template <class LV, class PV, class OV>
-  KOKKOS_INLINE_FUNCTION int decorrelate_blocks(const Member& member, const PatchDesc& p, const LV& L, const PV& phi,
-                                                const OV& omega) const {
+  KOKKOS_INLINE_FUNCTION int decorrelate_blocks(const Member& member, const PatchDesc& p,
+                                                const LV& L, const PV& phi, const OV& omega) const {
     const int ip = member.league_rank();
     auto Q = Kokkos::subview(ws.cblock, Kokkos::ALL, Kokkos::ALL, ip);
     auto work = Kokkos::subview(ws.blockwork, Kokkos::make_pair(0, p.nfib * nwt), Kokkos::ALL, ip);
@@ -326,7 +344,8 @@ struct PatchSolver {
     int status = linalg::ok;
     for (int f = 0; f < p.nkeepfib; ++f) {
       const Strided unknowns{p.keep0 + f, p.nfib};
-      linalg::team_band_cholesky_inverse_strided_block(member, L, unknowns.first, unknowns.step, nwt, Q, work);
+      linalg::team_band_cholesky_inverse_strided_block(member, L, unknowns.first, unknowns.step,
+                                                       nwt, Q, work);
       const int st = linalg::team_inverse_sqrt(member, Q, V, w, ework, eigen_clip);
       member.team_barrier();
       if (st != linalg::ok) status = st;
@@ -339,8 +358,8 @@ struct PatchSolver {
 
   // Full ("noise") decorrelation: Q = H^(1/2); R rows of the kept fibres.
   template <class PV, class OV>
-  KOKKOS_INLINE_FUNCTION int decorrelate_full(const Member& member, const PatchDesc& p, int n, const PV& phi,
-                                              const OV& omega) const {
+  KOKKOS_INLINE_FUNCTION int decorrelate_full(const Member& member, const PatchDesc& p, int n,
+                                              const PV& phi, const OV& omega) const {
     const int ip = member.league_rank();
     auto Q = Kokkos::subview(ws.Hsym, Kokkos::make_pair(0, n), Kokkos::make_pair(0, n), ip);
     auto V = Kokkos::subview(ws.V, Kokkos::make_pair(0, n), Kokkos::make_pair(0, n), ip);
@@ -362,8 +381,9 @@ struct PatchSolver {
   // where column own(j) of Q is the fibre's wavelength j and column c multiplies
   // phi(phi_of(c)). Bins no pixel constrains (omega ~ 0) get ivar 0, as specter does.
   template <class QV, class PV, class OV>
-  KOKKOS_INLINE_FUNCTION void store_fibre(const Member& member, const PatchDesc& p, int f, const QV& Q,
-                                          const Strided rows, const Strided own, const Strided phi_of, const PV& phi,
+  KOKKOS_INLINE_FUNCTION void store_fibre(const Member& member, const PatchDesc& p, int f,
+                                          const QV& Q, const Strided rows, const Strided own,
+                                          const Strided phi_of, const PV& phi,
                                           const OV& omega) const {
     const int ip = member.league_rank();
     const int ncolq = static_cast<int>(Q.extent(1));
@@ -379,7 +399,8 @@ struct PatchSolver {
       rowsum(i) = s;
       const int jcore = i - wavepad;
       if (jcore >= 0 && jcore < p.nkeep) {
-        const bool constrained = omega(unknowns(i)) > 1e-8 && math::isfinite(s) && math::isfinite(fl);
+        const bool constrained =
+            omega(unknowns(i)) > 1e-8 && math::isfinite(s) && math::isfinite(fl);
         out.flux(ip, f, jcore) = constrained ? fl / s : 0.0;
         out.ivar(ip, f, jcore) = constrained ? s * s : 0.0;
       }
@@ -399,7 +420,8 @@ struct PatchSolver {
   // Model A*phi on the window, chi2 per pixel, then chi2pix and pixmask_fraction of the
   // kept core bins (gpu_specter CPU definitions, spec §6.7-6.8).
   template <class PV>
-  KOKKOS_INLINE_FUNCTION void chi2_and_pixmask(const Member& member, const PatchDesc& p, const PV& phi) const {
+  KOKKOS_INLINE_FUNCTION void chi2_and_pixmask(const Member& member, const PatchDesc& p,
+                                               const PV& phi) const {
     const int ip = member.league_rank();
     const int nrow = static_cast<int>(spots.extent(2)), ncol = static_cast<int>(spots.extent(3));
     const int wcols = p.col1 - p.col0, npix = (p.row1 - p.row0) * wcols;
@@ -414,7 +436,8 @@ struct PatchSolver {
       const double a = phi(j);
       for (int r = math::max(0, p.row0 - r0); r < math::min(nrow, p.row1 - r0); ++r)
         for (int c = math::max(0, p.col0 - c0); c < math::min(ncol, p.col1 - c0); ++c)
-          team_add(member, pm((r0 + r - p.row0) * wcols + (c0 + c - p.col0)), a * spots(f, k, r, c));
+          team_add(member, pm((r0 + r - p.row0) * wcols + (c0 + c - p.col0)),
+                   a * spots(f, k, r, c));
     });
     member.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, npix), [&](int q) {

@@ -14,15 +14,16 @@ namespace extract {
 // One patch, as the device solver sees it. Fibre indices are local to the bundle's spot
 // arrays; wavelength indices are in the padded grid.
 struct PatchDesc {
-  int fib0 = 0;       // first solved fibre (local)
-  int nfib = 0;       // solved fibres, padding included
-  int keep0 = 0;      // position of the first kept fibre in the solved set
-  int nkeepfib = 0;   // kept fibres
-  int kf0 = 0;        // first padded-grid wavelength (= output index of the first core bin)
-  int nkeep = 0;      // kept (core) wavelengths, <= nwavestep
+  int fib0 = 0;      // first solved fibre (local)
+  int nfib = 0;      // solved fibres, padding included
+  int keep0 = 0;     // position of the first kept fibre in the solved set
+  int nkeepfib = 0;  // kept fibres
+  int kf0 = 0;       // first padded-grid wavelength (= output index of the first core bin)
+  int nkeep = 0;     // kept (core) wavelengths, <= nwavestep
   int row0 = 0, row1 = 0, col0 = 0, col1 = 0;  // pixel window, half-open, clipped to the CCD
-  int out_fibre0 = 0; // frame row (fibre - specmin) of the first kept fibre
-  int band = 0;       // half-bandwidth of the normal matrix, unknowns wavelength-major (set on the device)
+  int out_fibre0 = 0;  // frame row (fibre - specmin) of the first kept fibre
+  // Half-bandwidth of the normal matrix, unknowns wavelength-major (set on the device).
+  int band = 0;
 };
 
 struct SubBundle {
@@ -55,8 +56,8 @@ inline std::vector<BundlePlan> plan_bundles(const ExtractionOptions& opt, int ps
   std::vector<BundlePlan> plans;
   const int lo = opt.specmin, hi = opt.specmin + opt.nspec;
   if (lo < 0 || hi > psf_nfib)
-    throw Error("fibres [" + std::to_string(lo) + ", " + std::to_string(hi) + ") outside the PSF's " +
-                std::to_string(psf_nfib) + " fibres (specmin/nspec)");
+    throw Error("fibres [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                ") outside the PSF's " + std::to_string(psf_nfib) + " fibres (specmin/nspec)");
   for (int b0 = (lo / opt.bundlesize) * opt.bundlesize; b0 < hi; b0 += opt.bundlesize) {
     BundlePlan p;
     p.bundle_lo = b0;
@@ -77,7 +78,9 @@ inline std::vector<BundlePlan> plan_bundles(const ExtractionOptions& opt, int ps
 // local fibre f at padded wavelength k. Rows keep pixpad_frac of the padding rows each side
 // (with Python int() truncation), columns span every solved spot; then clipped to the CCD.
 template <class XCornerFn, class YCornerFn>
-void set_patch_window(PatchDesc& p, int nwt, int wavepad, int nwavestep, int nx, int ny, double pixpad_frac, int npix_x, int npix_y, const XCornerFn& xcorner, const YCornerFn& ycorner) {
+void set_patch_window(PatchDesc& p, int nwt, int wavepad, int nwavestep, int nx, int ny,
+                      double pixpad_frac, int npix_x, int npix_y, const XCornerFn& xcorner,
+                      const YCornerFn& ycorner) {
   int xmin = 1 << 30, xmax = -(1 << 30), ypadmin = 1 << 30, ypadmax = -(1 << 30);
   int ymin = 1 << 30, ymax = -(1 << 30);
   for (int f = p.fib0; f < p.fib0 + p.nfib; ++f) {
@@ -107,21 +110,24 @@ struct FibreRange {
   int lo = 0, hi = 0;
 };
 inline FibreRange solved_fibres(const BundlePlan& bundle, const SubBundle& sub) {
-  return {sub.first > bundle.bundle_lo ? sub.first - 1 : sub.first,
-          sub.first + sub.count < bundle.bundle_hi ? sub.first + sub.count + 1 : sub.first + sub.count};
+  return {
+      sub.first > bundle.bundle_lo ? sub.first - 1 : sub.first,
+      sub.first + sub.count < bundle.bundle_hi ? sub.first + sub.count + 1 : sub.first + sub.count};
 }
 
 // Fibres whose spots a bundle's patches use.
 inline FibreRange spot_fibres(const BundlePlan& bundle) {
-  return {solved_fibres(bundle, bundle.subbundles.front()).lo, solved_fibres(bundle, bundle.subbundles.back()).hi};
+  return {solved_fibres(bundle, bundle.subbundles.front()).lo,
+          solved_fibres(bundle, bundle.subbundles.back()).hi};
 }
 
 // A bundle's patches, sub-bundle by sub-bundle, each over the nwave output wavelengths in steps
 // of nwavestep, with their pixel windows. Fibre indices are local to spot_fibres(bundle);
 // corner functions as for set_patch_window; npix_x x npix_y is the CCD.
 template <class XCornerFn, class YCornerFn>
-std::vector<PatchDesc> plan_patches(const BundlePlan& bundle, const ExtractionOptions& opt, int nwave, int nx, int ny,
-                                    int npix_x, int npix_y, const XCornerFn& xcorner, const YCornerFn& ycorner) {
+std::vector<PatchDesc> plan_patches(const BundlePlan& bundle, const ExtractionOptions& opt,
+                                    int nwave, int nx, int ny, int npix_x, int npix_y,
+                                    const XCornerFn& xcorner, const YCornerFn& ycorner) {
   const int wavepad = opt.wavepad(), nwt = opt.nwavestep + 2 * wavepad;
   const int spot_lo = spot_fibres(bundle).lo;
   std::vector<PatchDesc> plan;
@@ -136,7 +142,8 @@ std::vector<PatchDesc> plan_patches(const BundlePlan& bundle, const ExtractionOp
       p.kf0 = k0;
       p.nkeep = std::min(opt.nwavestep, nwave - k0);
       p.out_fibre0 = sub.first - opt.specmin;
-      set_patch_window(p, nwt, wavepad, opt.nwavestep, nx, ny, opt.pixpad_frac, npix_x, npix_y, xcorner, ycorner);
+      set_patch_window(p, nwt, wavepad, opt.nwavestep, nx, ny, opt.pixpad_frac, npix_x, npix_y,
+                       xcorner, ycorner);
       plan.push_back(p);
     }
   }

@@ -1,7 +1,8 @@
 #pragma once
 // Simulated CCD images with known input spectra (for the demo and the tests), in the way the
 // reference data were made: spectra (photons per wavelength bin) are projected with the PSF's
-// normalised spots, then pixels = Poisson(model) + N(0, read_noise), ivar = 1/(read_noise² + model).
+// normalised spots, then pixels = Poisson(model) + N(0, read_noise), ivar = 1/(read_noise² +
+// model).
 //
 // The spots are computed on the execution space (psf::compute_spots); the accumulation into
 // the image and the noise draws are done on the host in a fixed order with a seeded
@@ -24,8 +25,8 @@ namespace perfex {
 namespace extract {
 
 struct SimulatedImage {
-  CcdImage ccd;               // noisy pixels and ivar, [npix_y][npix_x]
-  std::vector<double> model;  // noiseless projected spectra, [npix_y][npix_x]
+  CcdImage ccd;                  // noisy pixels and ivar, [npix_y][npix_x]
+  std::vector<double> model;     // noiseless projected spectra, [npix_y][npix_x]
   double projected_photons = 0;  // Σ model: the photons that landed on the CCD
 };
 
@@ -34,17 +35,20 @@ struct SimulatedImage {
 // Spot pixels outside the CCD are lost. read_noise >= 0; a pixel with read_noise² + model == 0
 // gets ivar 0.
 template <class ExecSpace, class Mem>
-SimulatedImage simulate_image(const ExecSpace& exec, const psf::GaussHermitePsf<Mem>& psf, int specmin, int nspec,
-                              const std::vector<double>& wave, const std::vector<double>& photons, double read_noise,
+SimulatedImage simulate_image(const ExecSpace& exec, const psf::GaussHermitePsf<Mem>& psf,
+                              int specmin, int nspec, const std::vector<double>& wave,
+                              const std::vector<double>& photons, double read_noise,
                               unsigned seed) {
   const int K = static_cast<int>(wave.size());
   if (specmin < 0 || nspec < 1 || specmin + nspec > psf.nfib())
-    throw Error("simulate_image: fibres [" + std::to_string(specmin) + ", " + std::to_string(specmin + nspec) +
-                ") outside the PSF's " + std::to_string(psf.nfib()) + " fibres");
+    throw Error("simulate_image: fibres [" + std::to_string(specmin) + ", " +
+                std::to_string(specmin + nspec) + ") outside the PSF's " +
+                std::to_string(psf.nfib()) + " fibres");
   if (K < 1) throw Error("simulate_image: empty wavelength grid");
   if (photons.size() != static_cast<std::size_t>(nspec) * static_cast<std::size_t>(K))
-    throw Error("simulate_image: photons has " + std::to_string(photons.size()) + " values, expected nspec x nwave = " +
-                std::to_string(nspec) + " x " + std::to_string(K));
+    throw Error("simulate_image: photons has " + std::to_string(photons.size()) +
+                " values, expected nspec x nwave = " + std::to_string(nspec) + " x " +
+                std::to_string(K));
   if (!(read_noise >= 0) || !std::isfinite(read_noise))
     throw Error("simulate_image: read noise must be >= 0, got " + std::to_string(read_noise));
 
@@ -56,17 +60,22 @@ SimulatedImage simulate_image(const ExecSpace& exec, const psf::GaussHermitePsf<
   sim.model.assign(npix, 0.0);
 
   Kokkos::View<double*, Mem> dwave("perfex::simulate::wave", static_cast<std::size_t>(K));
-  Kokkos::deep_copy(exec, dwave, Kokkos::View<const double*, Kokkos::HostSpace>(wave.data(), wave.size()));
+  Kokkos::deep_copy(exec, dwave,
+                    Kokkos::View<const double*, Kokkos::HostSpace>(wave.data(), wave.size()));
   // Fibres in blocks to bound the spot memory (block × K × ny × nx doubles).
-  const int block = std::max(1, std::min(nspec, static_cast<int>(4000000 / (static_cast<long>(K) * ny * nx) + 1)));
-  Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots("perfex::simulate::spots", block, K, ny, nx);
-  Kokkos::View<int**, Mem> xc("perfex::simulate::xcorner", block, K), yc("perfex::simulate::ycorner", block, K);
+  const int block = std::max(
+      1, std::min(nspec, static_cast<int>(4000000 / (static_cast<long>(K) * ny * nx) + 1)));
+  Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots("perfex::simulate::spots", block, K, ny,
+                                                           nx);
+  Kokkos::View<int**, Mem> xc("perfex::simulate::xcorner", block, K),
+      yc("perfex::simulate::ycorner", block, K);
   auto hspots = Kokkos::create_mirror_view(spots);
   auto hxc = Kokkos::create_mirror_view(xc);
   auto hyc = Kokkos::create_mirror_view(yc);
   for (int f0 = 0; f0 < nspec; f0 += block) {
     const int nf = std::min(block, nspec - f0);
-    psf::compute_spots(exec, psf, specmin + f0, nf, Kokkos::View<const double*, Mem>(dwave), spots, xc, yc);
+    psf::compute_spots(exec, psf, specmin + f0, nf, Kokkos::View<const double*, Mem>(dwave), spots,
+                       xc, yc);
     Kokkos::deep_copy(exec, hspots, spots);
     Kokkos::deep_copy(exec, hxc, xc);
     Kokkos::deep_copy(exec, hyc, yc);
@@ -115,9 +124,11 @@ SimulatedImage simulate_image(const ExecSpace& exec, const psf::GaussHermitePsf<
 // emission lines per fibre (σ 0.8–2.5 Å), and the r-band night-sky lines common to all
 // fibres (±5 % throughput per fibre). Lines are integrated exactly over each bin (erf); the
 // continuum is density × bin width. Deterministic for a seed.
-inline std::vector<double> make_test_spectra(int nspec, const std::vector<double>& wave, unsigned seed) {
+inline std::vector<double> make_test_spectra(int nspec, const std::vector<double>& wave,
+                                             unsigned seed) {
   const int K = static_cast<int>(wave.size());
-  if (nspec < 1 || K < 2) throw Error("make_test_spectra: need nspec >= 1 and at least 2 wavelengths");
+  if (nspec < 1 || K < 2)
+    throw Error("make_test_spectra: need nspec >= 1 and at least 2 wavelengths");
   // Bin edges half-way between centres; the outer edges mirror the first/last step.
   std::vector<double> edges(static_cast<std::size_t>(K) + 1);
   for (int k = 1; k < K; ++k) edges[k] = 0.5 * (wave[k - 1] + wave[k]);
@@ -129,23 +140,26 @@ inline std::vector<double> make_test_spectra(int nspec, const std::vector<double
     double centre, sigma, flux;
   };
   // Night-sky lines (Å, relative strength) in and around the DESI r band.
-  static const double sky[][2] = {{5577.34, 3.0}, {5889.95, 0.8}, {5895.92, 0.6}, {6300.30, 2.0}, {6363.78, 0.7},
-                                  {6498.73, 0.4}, {6533.04, 0.6}, {6553.62, 0.5}, {6577.28, 0.6}, {6604.13, 0.5},
-                                  {6827.46, 0.4}, {6834.01, 0.4}, {6863.96, 1.0}, {6923.22, 0.9}, {6948.94, 0.6},
-                                  {7276.41, 0.8}, {7316.28, 1.2}, {7340.89, 1.1}, {7369.25, 0.9}, {7401.69, 0.7},
+  static const double sky[][2] = {{5577.34, 3.0}, {5889.95, 0.8}, {5895.92, 0.6}, {6300.30, 2.0},
+                                  {6363.78, 0.7}, {6498.73, 0.4}, {6533.04, 0.6}, {6553.62, 0.5},
+                                  {6577.28, 0.6}, {6604.13, 0.5}, {6827.46, 0.4}, {6834.01, 0.4},
+                                  {6863.96, 1.0}, {6923.22, 0.9}, {6948.94, 0.6}, {7276.41, 0.8},
+                                  {7316.28, 1.2}, {7340.89, 1.1}, {7369.25, 0.9}, {7401.69, 0.7},
                                   {7524.12, 0.5}, {7571.75, 0.7}, {7750.64, 1.2}, {7794.11, 1.1}};
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   std::vector<double> out(static_cast<std::size_t>(nspec) * K);
   for (int f = 0; f < nspec; ++f) {
-    const double level = 20.0 + 180.0 * u(rng) * 0.7;         // 20 … 146 photons/Å at the blue end
-    const double slope = (u(rng) - 0.5) * 0.6;                 // ±30 % across the range
-    const double wiggle = 0.05 * u(rng), period = 200.0 + 400.0 * u(rng), phase = 6.283185307179586 * u(rng);
+    const double level = 20.0 + 180.0 * u(rng) * 0.7;  // 20 … 146 photons/Å at the blue end
+    const double slope = (u(rng) - 0.5) * 0.6;         // ±30 % across the range
+    const double wiggle = 0.05 * u(rng), period = 200.0 + 400.0 * u(rng),
+                 phase = 6.283185307179586 * u(rng);
     const double throughput = 1.0 + 0.1 * (u(rng) - 0.5);
     std::vector<Line> lines;
     const int nlines = 2 + static_cast<int>(u(rng) * 4.0);  // 2 … 5
     for (int l = 0; l < nlines; ++l)
-      lines.push_back({w0 + span * (0.05 + 0.9 * u(rng)), 0.8 + 1.7 * u(rng), 100.0 + 900.0 * u(rng)});
+      lines.push_back(
+          {w0 + span * (0.05 + 0.9 * u(rng)), 0.8 + 1.7 * u(rng), 100.0 + 900.0 * u(rng)});
     for (const auto& s : sky) lines.push_back({s[0], 0.9, 400.0 * s[1] * throughput});
     for (int k = 0; k < K; ++k) {
       const double lam = wave[k], width = edges[k + 1] - edges[k];

@@ -144,18 +144,21 @@ inline int parse_int(const std::string& opt, const std::string& text) {
   char* end = nullptr;
   errno = 0;
   const long v = std::strtol(s, &end, 10);
-  if (text.empty() || end == s || *end != '\0' || errno == ERANGE || v < -2147483647L || v > 2147483647L)
+  if (text.empty() || end == s || *end != '\0' || errno == ERANGE || v < -2147483647L ||
+      v > 2147483647L)
     throw UsageError("option " + opt + ": '" + text + "' is not an integer");
   return static_cast<int>(v);
 }
 
 inline int parse_int_min(const std::string& opt, const std::string& text, int min) {
   const int v = parse_int(opt, text);
-  if (v < min) throw UsageError("option " + opt + ": must be >= " + std::to_string(min) + ", got " + text);
+  if (v < min)
+    throw UsageError("option " + opt + ": must be >= " + std::to_string(min) + ", got " + text);
   return v;
 }
 
-inline double parse_double_range(const std::string& opt, const std::string& text, double lo, double hi) {
+inline double parse_double_range(const std::string& opt, const std::string& text, double lo,
+                                 double hi) {
   const double v = parse_double(opt, text);
   if (v < lo || v > hi) {
     std::ostringstream m;
@@ -171,7 +174,8 @@ inline double parse_double_range(const std::string& opt, const std::string& text
 }
 
 // "wmin,wmax,dw"
-inline void parse_wavelength(const std::string& opt, const std::string& text, extract::ExtractionOptions& o) {
+inline void parse_wavelength(const std::string& opt, const std::string& text,
+                             extract::ExtractionOptions& o) {
   std::vector<std::string> parts;
   std::string cur;
   for (char c : text) {
@@ -183,7 +187,8 @@ inline void parse_wavelength(const std::string& opt, const std::string& text, ex
     }
   }
   parts.push_back(cur);
-  if (parts.size() != 3) throw UsageError("option " + opt + ": expected WMIN,WMAX,DW, got '" + text + "'");
+  if (parts.size() != 3)
+    throw UsageError("option " + opt + ": expected WMIN,WMAX,DW, got '" + text + "'");
   double v[3];
   for (int i = 0; i < 3; ++i) {
     const char* s = parts[i].c_str();
@@ -193,7 +198,8 @@ inline void parse_wavelength(const std::string& opt, const std::string& text, ex
       throw UsageError("option " + opt + ": expected WMIN,WMAX,DW, got '" + text + "'");
   }
   if (!(v[2] > 0)) throw UsageError("option " + opt + ": DW must be > 0, got '" + text + "'");
-  if (!(v[1] >= v[0])) throw UsageError("option " + opt + ": WMAX must be >= WMIN, got '" + text + "'");
+  if (!(v[1] >= v[0]))
+    throw UsageError("option " + opt + ": WMAX must be >= WMIN, got '" + text + "'");
   if (!(v[0] > 0)) throw UsageError("option " + opt + ": WMIN must be > 0, got '" + text + "'");
   o.wmin = v[0];
   o.wmax = v[1];
@@ -206,8 +212,9 @@ inline void parse_wavelength(const std::string& opt, const std::string& text, ex
 // "-x value"). Starts from `defaults`. Unknown arguments are an error unless `rest` is given,
 // in which case they are appended there (the demo adds its own options on top). Files are
 // required only when `require_files` (and not --help). Throws UsageError naming the option.
-inline ExtractArgs parse_extract_args(const std::vector<std::string>& argv, bool require_files = true,
-                                      const ExtractArgs& defaults = {}, std::vector<std::string>* rest = nullptr) {
+inline ExtractArgs parse_extract_args(const std::vector<std::string>& argv,
+                                      bool require_files = true, const ExtractArgs& defaults = {},
+                                      std::vector<std::string>* rest = nullptr) {
   ExtractArgs a = defaults;
   for (std::size_t i = 0; i < argv.size(); ++i) {
     std::string arg = argv[i];
@@ -274,7 +281,8 @@ inline ExtractArgs parse_extract_args(const std::vector<std::string>& argv, bool
       const auto avail = available_backends();
       bool ok = false;
       for (const auto& x : avail) ok = ok || x == b;
-      if (!ok) throw UsageError("option " + name + ": '" + b + "' is not one of " + join(avail, ", "));
+      if (!ok)
+        throw UsageError("option " + name + ": '" + b + "' is not one of " + join(avail, ", "));
       a.backend = b;
     } else if (is(nullptr, "--threads")) {
       a.threads = detail::parse_int_min(name, take(name), 1);
@@ -296,7 +304,8 @@ inline ExtractArgs parse_extract_args(const std::vector<std::string>& argv, bool
   return a;
 }
 
-inline ExtractArgs parse_extract_args(int argc, const char* const* argv, bool require_files = true) {
+inline ExtractArgs parse_extract_args(int argc, const char* const* argv,
+                                      bool require_files = true) {
   std::vector<std::string> v;
   for (int i = 1; i < argc; ++i) v.emplace_back(argv[i]);
   return parse_extract_args(v, require_files);
@@ -342,7 +351,8 @@ decltype(auto) with_backend(const std::string& backend, F&& f) {
 #ifdef KOKKOS_ENABLE_SERIAL
   if (backend == "serial") return f(Kokkos::Serial());
 #endif
-  throw UsageError("option --backend: '" + backend + "' is not one of " + join(available_backends(), ", "));
+  throw UsageError("option --backend: '" + backend + "' is not one of " +
+                   join(available_backends(), ", "));
 }
 
 inline int backend_threads(const std::string& backend) {
@@ -353,7 +363,8 @@ inline int backend_threads(const std::string& backend) {
 // only when enabled (perfex-extract: stderr is a terminal), at most ~10 times a second.
 class ProgressBar {
  public:
-  ProgressBar(std::ostream& out, bool enabled) : out_(out), enabled_(enabled), start_(clock::now()) {}
+  ProgressBar(std::ostream& out, bool enabled)
+      : out_(out), enabled_(enabled), start_(clock::now()) {}
   static bool stderr_is_terminal() { return isatty(fileno(stderr)) != 0; }
 
   // (0, 0) marks the start of the extraction (run_extraction sends it): the clock restarts.
@@ -370,7 +381,8 @@ class ProgressBar {
     const int fill = static_cast<int>(static_cast<double>(width) * done / total);
     std::ostringstream line;
     line << "\r[" << std::string(static_cast<std::size_t>(fill), '#')
-         << std::string(static_cast<std::size_t>(width - fill), '.') << "] " << done << "/" << total << " patches  ";
+         << std::string(static_cast<std::size_t>(width - fill), '.') << "] " << done << "/" << total
+         << " patches  ";
     line.setf(std::ios::fixed);
     line.precision(1);
     line << rate << " patches/s";
@@ -408,7 +420,8 @@ struct RunResult {
 // Extracts `image` with `psf` on the named backend. progress(0, 0) is called once when the
 // extraction starts, then extract_frame's (done, total) after each batch of patches.
 inline RunResult run_extraction(const std::string& backend, const psf::GaussHermitePsfData& psf,
-                                const extract::CcdImage& image, const extract::ExtractionOptions& options,
+                                const extract::CcdImage& image,
+                                const extract::ExtractionOptions& options,
                                 const extract::ProgressCallback& progress = {}) {
   RunResult r;
   r.backend = backend;
@@ -428,10 +441,12 @@ inline RunResult run_extraction(const std::string& backend, const psf::GaussHerm
 inline void check_output_folder(const std::string& option, const std::string& path) {
   const std::string folder = frame_fits_detail::folder_of(path);
   if (access(folder.c_str(), W_OK) != 0)
-    throw Error("option " + option + ": cannot write " + path + ": folder " + folder + ": " + std::strerror(errno));
+    throw Error("option " + option + ": cannot write " + path + ": folder " + folder + ": " +
+                std::strerror(errno));
 }
 
-inline RunResult run_extract_files(const ExtractArgs& args, const extract::ProgressCallback& progress = {}) {
+inline RunResult run_extract_files(const ExtractArgs& args,
+                                   const extract::ProgressCallback& progress = {}) {
   check_output_folder("-o/--output", args.output);
   if (!args.model.empty()) check_output_folder("-m/--model", args.model);
   const psf::GaussHermitePsfData psf = read_psf(args.psf);
@@ -439,8 +454,8 @@ inline RunResult run_extract_files(const ExtractArgs& args, const extract::Progr
   extract::ExtractionOptions options = args.options;
   options.model_image = !args.model.empty();
   if (options.specmin >= psf.nfib)
-    throw UsageError("option -s/--specmin: " + std::to_string(options.specmin) + " is beyond the PSF's " +
-                     std::to_string(psf.nfib) + " fibres");
+    throw UsageError("option -s/--specmin: " + std::to_string(options.specmin) +
+                     " is beyond the PSF's " + std::to_string(psf.nfib) + " fibres");
   if (options.specmin + options.nspec > psf.nfib) options.nspec = psf.nfib - options.specmin;
   RunResult r = run_extraction(args.backend, psf, image.ccd, options, progress);
   const FrameProvenance prov{args.input, args.psf};
@@ -450,12 +465,13 @@ inline RunResult run_extract_files(const ExtractArgs& args, const extract::Progr
 }
 
 // "perfex-extract: N fibres x K wavelengths, P patches in T s (X patches/s, G GFLOP/s),
-// backend B, threads T, failed patches F" (GFLOP/s of the patch linear algebra, Frame::linalg_flops)
+// backend B, threads T, failed patches F" (GFLOP/s of the patch linear algebra,
+// Frame::linalg_flops)
 inline std::string summary_line(const std::string& tool, const RunResult& r) {
   std::ostringstream s;
   const double rate = r.seconds > 0 ? r.frame.npatches / r.seconds : 0.0;
-  s << tool << ": " << r.frame.nspec << " fibres x " << r.frame.nwave << " wavelengths, " << r.frame.npatches
-    << " patches in ";
+  s << tool << ": " << r.frame.nspec << " fibres x " << r.frame.nwave << " wavelengths, "
+    << r.frame.npatches << " patches in ";
   s.setf(std::ios::fixed);
   s.precision(2);
   s << r.seconds << " s (";
@@ -478,8 +494,8 @@ inline int extract_main(int argc, const char* const* argv) {
   }
   if (args.help) {
     std::cout << "usage: " << tool << " -i IMAGE -p PSF -o FRAME [options]\n"
-              << "Spectro-perfectionism extraction of a DESI preproc image (perfex " << PERFEX_VERSION_STRING
-              << ").\n\noptions:\n"
+              << "Spectro-perfectionism extraction of a DESI preproc image (perfex "
+              << PERFEX_VERSION_STRING << ").\n\noptions:\n"
               << extract_options_help();
     return 0;
   }

@@ -124,7 +124,9 @@ class FitsFile {
     }
   }
   static FitsFile open(const std::string& path) { return FitsFile(path, Mode::read); }
-  static FitsFile open_readwrite(const std::string& path) { return FitsFile(path, Mode::readwrite); }
+  static FitsFile open_readwrite(const std::string& path) {
+    return FitsFile(path, Mode::readwrite);
+  }
   static FitsFile create(const std::string& path) { return FitsFile(path, Mode::create); }
 
   ~FitsFile() { close_quietly(); }
@@ -147,7 +149,8 @@ class FitsFile {
     int status = 0;
     fits_close_file(fptr_, &status);
     fptr_ = nullptr;
-    if (status) throw Error("FITS file '" + path_ + "': error while closing: " + detail::status_text(status));
+    if (status)
+      throw Error("FITS file '" + path_ + "': error while closing: " + detail::status_text(status));
   }
 
   bool is_open() const { return fptr_ != nullptr; }
@@ -245,7 +248,8 @@ class FitsFile {
     out = v != 0;
     return true;
   }
-  template <class T, class = std::enable_if_t<std::is_arithmetic<T>::value && !std::is_same<T, bool>::value>>
+  template <class T,
+            class = std::enable_if_t<std::is_arithmetic<T>::value && !std::is_same<T, bool>::value>>
   bool read_key(const std::string& name, T& out) const {
     int status = 0;
     if (std::is_floating_point<T>::value) {
@@ -288,7 +292,8 @@ class FitsFile {
     fits_update_key(handle_checked(), TLOGICAL, name.c_str(), &v, cstr_or_null(comment), &status);
     if (status) fail_key(status, name);
   }
-  void write_key(const std::string& name, const std::string& value, const std::string& comment = "") {
+  void write_key(const std::string& name, const std::string& value,
+                 const std::string& comment = "") {
     int status = 0;
     fits_update_key(handle_checked(), TSTRING, name.c_str(), const_cast<char*>(value.c_str()),
                     cstr_or_null(comment), &status);
@@ -329,9 +334,11 @@ class FitsFile {
       if (status) src.fail(status, "cannot read header card " + std::to_string(i));
       const int cls = fits_get_keyclass(card);
       const std::string c(card);
-      if (cls == TYP_STRUC_KEY || cls == TYP_CMPRS_KEY || cls == TYP_SCAL_KEY || cls == TYP_NULL_KEY ||
-          cls == TYP_DIM_KEY || cls == TYP_DISP_KEY || cls == TYP_CKSUM_KEY || cls == TYP_HDUID_KEY ||
-          (cls == TYP_UNIT_KEY && c.compare(0, 5, "TUNIT") == 0) || c.compare(0, 8, "END     ") == 0) {
+      if (cls == TYP_STRUC_KEY || cls == TYP_CMPRS_KEY || cls == TYP_SCAL_KEY ||
+          cls == TYP_NULL_KEY || cls == TYP_DIM_KEY || cls == TYP_DISP_KEY ||
+          cls == TYP_CKSUM_KEY || cls == TYP_HDUID_KEY ||
+          (cls == TYP_UNIT_KEY && c.compare(0, 5, "TUNIT") == 0) ||
+          c.compare(0, 8, "END     ") == 0) {
         continue;
       }
       fits_write_record(fptr_, card, &status);
@@ -360,7 +367,8 @@ class FitsFile {
     img.data.assign(static_cast<std::size_t>(n), T{});
     if (n > 0) {
       int status = 0, anynul = 0;
-      fits_read_img(fptr_, detail::FitsType<T>::datatype, 1, n, nullptr, img.data.data(), &anynul, &status);
+      fits_read_img(fptr_, detail::FitsType<T>::datatype, 1, n, nullptr, img.data.data(), &anynul,
+                    &status);
       if (status) fail(status, "cannot read image data");
     }
     return img;
@@ -388,12 +396,13 @@ class FitsFile {
     }
   }
   template <class T>
-  void write_image(const std::string& extname, const std::vector<long>& axes, const std::vector<T>& data) {
+  void write_image(const std::string& extname, const std::vector<long>& axes,
+                   const std::vector<T>& data) {
     long long n = axes.empty() ? 0 : 1;
     for (long a : axes) n *= a;
     if (static_cast<long long>(data.size()) != n) {
-      throw Error("FITS file '" + path_ + "': image '" + extname + "' has " + std::to_string(data.size()) +
-                  " values for " + std::to_string(n) + " pixels");
+      throw Error("FITS file '" + path_ + "': image '" + extname + "' has " +
+                  std::to_string(data.size()) + " values for " + std::to_string(n) + " pixels");
     }
     write_image(extname, axes, data.data());
   }
@@ -444,8 +453,8 @@ class FitsFile {
     std::vector<T> out(static_cast<std::size_t>(nrows) * static_cast<std::size_t>(repeat));
     if (!out.empty()) {
       int status = 0, anynul = 0;
-      fits_read_col(fptr_, detail::FitsType<T>::datatype, col, 1, 1, static_cast<LONGLONG>(out.size()), nullptr,
-                    out.data(), &anynul, &status);
+      fits_read_col(fptr_, detail::FitsType<T>::datatype, col, 1, 1,
+                    static_cast<LONGLONG>(out.size()), nullptr, out.data(), &anynul, &status);
       if (status) fail_column(status, name, "cannot read column");
     }
     return out;
@@ -460,7 +469,8 @@ class FitsFile {
     if (status) fail_column(status, name, "cannot get column type");
     if (type != TSTRING) fail_column(0, name, "not a string column");
     const long w = repeat > 0 ? repeat : 1;
-    std::vector<char> buffer(static_cast<std::size_t>(nrows) * static_cast<std::size_t>(w + 1), '\0');
+    std::vector<char> buffer(static_cast<std::size_t>(nrows) * static_cast<std::size_t>(w + 1),
+                             '\0');
     std::vector<char*> ptrs(static_cast<std::size_t>(nrows));
     for (long r = 0; r < nrows; ++r) ptrs[r] = buffer.data() + r * (w + 1);
     std::vector<std::string> out;
@@ -476,7 +486,8 @@ class FitsFile {
     return out;
   }
   // Appends a binary table HDU with nrows rows and the given columns.
-  void create_table(const std::string& extname, long nrows, const std::vector<ColumnSpec>& columns) {
+  void create_table(const std::string& extname, long nrows,
+                    const std::vector<ColumnSpec>& columns) {
     std::vector<char*> ttype, tform, tunit;
     for (const auto& c : columns) {
       ttype.push_back(const_cast<char*>(c.name.c_str()));
@@ -484,13 +495,15 @@ class FitsFile {
       tunit.push_back(const_cast<char*>(c.unit.c_str()));
     }
     int status = 0;
-    fits_create_tbl(handle_checked(), BINARY_TBL, nrows, static_cast<int>(columns.size()), ttype.data(),
-                    tform.data(), tunit.data(), extname.empty() ? nullptr : extname.c_str(), &status);
+    fits_create_tbl(handle_checked(), BINARY_TBL, nrows, static_cast<int>(columns.size()),
+                    ttype.data(), tform.data(), tunit.data(),
+                    extname.empty() ? nullptr : extname.c_str(), &status);
     if (status) fail(status, "cannot create binary table '" + extname + "'");
     for (std::size_t i = 0; i < columns.size(); ++i) {
       if (columns[i].tdim.empty()) continue;
       std::vector<long> dims(columns[i].tdim);
-      fits_write_tdim(fptr_, static_cast<int>(i + 1), static_cast<int>(dims.size()), dims.data(), &status);
+      fits_write_tdim(fptr_, static_cast<int>(i + 1), static_cast<int>(dims.size()), dims.data(),
+                      &status);
       if (status) fail_column(status, columns[i].name, "cannot write TDIM");
     }
   }
@@ -500,8 +513,8 @@ class FitsFile {
     const int col = column_number(name);
     if (values.empty()) return;
     int status = 0;
-    fits_write_col(fptr_, detail::FitsType<T>::datatype, col, 1, 1, static_cast<LONGLONG>(values.size()),
-                   const_cast<T*>(values.data()), &status);
+    fits_write_col(fptr_, detail::FitsType<T>::datatype, col, 1, 1,
+                   static_cast<LONGLONG>(values.size()), const_cast<T*>(values.data()), &status);
     if (status) fail_column(status, name, "cannot write column");
   }
   void write_column_strings(const std::string& name, const std::vector<std::string>& values) {
@@ -510,7 +523,8 @@ class FitsFile {
     std::vector<char*> ptrs;
     for (const auto& s : values) ptrs.push_back(const_cast<char*>(s.c_str()));
     int status = 0;
-    fits_write_col(fptr_, TSTRING, col, 1, 1, static_cast<LONGLONG>(ptrs.size()), ptrs.data(), &status);
+    fits_write_col(fptr_, TSTRING, col, 1, 1, static_cast<LONGLONG>(ptrs.size()), ptrs.data(),
+                   &status);
     if (status) fail_column(status, name, "cannot write column");
   }
 
@@ -553,8 +567,12 @@ class FitsFile {
     fits_clear_errmsg();
     return false;
   }
-  static char* cstr_or_null(const std::string& s) { return s.empty() ? nullptr : const_cast<char*>(s.c_str()); }
-  [[noreturn]] void fail_key(int status, const std::string& key) const { fail(status, "keyword '" + key + "'"); }
+  static char* cstr_or_null(const std::string& s) {
+    return s.empty() ? nullptr : const_cast<char*>(s.c_str());
+  }
+  [[noreturn]] void fail_key(int status, const std::string& key) const {
+    fail(status, "keyword '" + key + "'");
+  }
   [[noreturn]] void fail_column(int status, const std::string& col, const std::string& what) const {
     fail(status, "column '" + col + "': " + what);
   }

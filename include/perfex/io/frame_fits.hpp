@@ -70,8 +70,8 @@ inline std::string make_temp_name(const std::string& path) {
   buf.push_back('\0');
   const int fd = mkstemp(buf.data());
   if (fd < 0)
-    throw Error("perfex: cannot create a temporary file in " + folder_of(path) + " to write " + path + ": " +
-                std::strerror(errno));
+    throw Error("perfex: cannot create a temporary file in " + folder_of(path) + " to write " +
+                path + ": " + std::strerror(errno));
   ::close(fd);
   return std::string(buf.data());
 }
@@ -125,13 +125,16 @@ inline void write_checksum(FitsFile& f) {
 }
 
 // Strings of any length (CFITSIO long-string convention for values over 68 characters).
-inline void write_long_string(FitsFile& f, const std::string& key, const std::string& value, const char* comment) {
+inline void write_long_string(FitsFile& f, const std::string& key, const std::string& value,
+                              const char* comment) {
   int status = 0;
   fits_update_key_longstr(f.handle(), key.c_str(), value.c_str(), comment, &status);
   check(f, status, "keyword '" + key + "'");
 }
 
-inline std::vector<float> to_f4(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
+inline std::vector<float> to_f4(const std::vector<double>& v) {
+  return std::vector<float>(v.begin(), v.end());
+}
 
 // The input preproc image, when it exists: its IMAGE HDU header cards go into FLUX and its
 // FIBERMAP (if any) is the source of the output FIBERMAP. A missing file (provenance only, e.g.
@@ -190,7 +193,8 @@ inline void write_fibermap(FitsFile& out, const extract::Frame& fr, FitsFile* in
   std::vector<unsigned char> bytes(static_cast<std::size_t>(rowbytes));
   for (int i = 0; i < fr.nspec; ++i) {
     if (row_of[i] > 0) {
-      if (rowbytes > 0) fits_read_tblbytes(in->handle(), row_of[i], 1, rowbytes, bytes.data(), &status);
+      if (rowbytes > 0)
+        fits_read_tblbytes(in->handle(), row_of[i], 1, rowbytes, bytes.data(), &status);
       check(*in, status, "cannot read FIBERMAP row " + std::to_string(row_of[i]));
     } else {
       std::fill(bytes.begin(), bytes.end(), 0);
@@ -210,7 +214,8 @@ inline void write_fibermap(FitsFile& out, const extract::Frame& fr, FitsFile* in
 }  // namespace frame_fits_detail
 
 // ---------------------------------------------------------------------------------------------
-inline void write_frame(const std::string& path, const extract::Frame& frame, const FrameProvenance& prov) {
+inline void write_frame(const std::string& path, const extract::Frame& frame,
+                        const FrameProvenance& prov) {
   using namespace frame_fits_detail;
   check_frame(frame, path);
   write_atomically(path, [&](const std::string& tmp) {
@@ -245,7 +250,8 @@ inline void write_frame(const std::string& path, const extract::Frame& frame, co
     out.write_key("PIXPADF", o.pixpad_frac, "pixpad_frac");
     out.write_key("REGULARI", o.regularize, "regularize");
     out.write_key("PSFERR", o.psferr, "PSF error (chi2pix only)");
-    out.write_key("DECORR", decorrelation_name(o.decorrelation), "decorrelation (signal = per fibre)");
+    out.write_key("DECORR", decorrelation_name(o.decorrelation),
+                  "decorrelation (signal = per fibre)");
     out.write_key("EIGCLIP", o.eigen_clip, "eigenvalue clip relative to the largest");
     out.write_key("NDIAG", frame.ndiag, "resolution half-width (2*NDIAG+1 diagonals)");
     out.write_key("MODELIMG", o.model_image, "model image requested");
@@ -284,7 +290,8 @@ inline void write_frame(const std::string& path, const extract::Frame& frame, co
   });
 }
 
-inline void write_model(const std::string& path, const extract::Frame& frame, const FrameProvenance& prov) {
+inline void write_model(const std::string& path, const extract::Frame& frame,
+                        const FrameProvenance& prov) {
   using namespace frame_fits_detail;
   if (frame.model_rows <= 0 || frame.model_cols <= 0 ||
       frame.model.size() != static_cast<std::size_t>(frame.model_rows) * frame.model_cols)
@@ -292,7 +299,8 @@ inline void write_model(const std::string& path, const extract::Frame& frame, co
                 "': the frame has no model image (extract with options.model_image = true)");
   write_atomically(path, [&](const std::string& tmp) {
     FitsFile out(tmp, FitsFile::Mode::create);
-    out.write_image("MODEL", {static_cast<long>(frame.model_cols), static_cast<long>(frame.model_rows)},
+    out.write_image("MODEL",
+                    {static_cast<long>(frame.model_cols), static_cast<long>(frame.model_rows)},
                     frame.model);
     out.write_key("BUNIT", "electron", "model unit");
     write_long_string(out, "IN_PSF", prov.input_psf, "input PSF file");
@@ -316,13 +324,15 @@ inline extract::Frame read_frame(const std::string& path) {
   fr.nspec = static_cast<int>(flux.axes[1]);
   fr.flux = std::move(flux.data);
   if (auto n = in.read_key_optional<int>("NSPEC"); n && *n != fr.nspec)
-    in.fail(0, "keyword NSPEC = " + std::to_string(*n) + " does not match the image's " + std::to_string(fr.nspec) +
-                   " spectra");
+    in.fail(0, "keyword NSPEC = " + std::to_string(*n) + " does not match the image's " +
+                   std::to_string(fr.nspec) + " spectra");
   fr.specmin = in.read_key_optional<int>("SPECMIN").value_or(0);
   auto& o = fr.options;
   o.specmin = fr.specmin;
   o.nspec = fr.nspec;
-  auto opt_d = [&](const char* key, double& v) { v = in.read_key_optional<double>(key).value_or(v); };
+  auto opt_d = [&](const char* key, double& v) {
+    v = in.read_key_optional<double>(key).value_or(v);
+  };
   auto opt_i = [&](const char* key, int& v) { v = in.read_key_optional<int>(key).value_or(v); };
   opt_d("GRIDWMIN", o.wmin);
   opt_d("GRIDWMAX", o.wmax);
@@ -362,7 +372,8 @@ inline extract::Frame read_frame(const std::string& path) {
     using T = decltype(tag);
     auto img = in.read_image<T>(name);
     if (img.axes != axes)
-      in.fail(0, "image axes " + shape_text(img.axes) + " (NAXIS1 first), expected " + shape_text(axes));
+      in.fail(0, "image axes " + shape_text(img.axes) + " (NAXIS1 first), expected " +
+                     shape_text(axes));
     return std::move(img.data);
   };
   fr.ivar = read("IVAR", {K, nspec}, double{});
@@ -371,8 +382,8 @@ inline extract::Frame read_frame(const std::string& path) {
   {
     auto res = in.read_image<double>("RESOLUTION");
     if (res.axes.size() != 3 || res.axes[0] != K || res.axes[2] != nspec || res.axes[1] % 2 != 1)
-      in.fail(0, "image axes " + shape_text(res.axes) + " (NAXIS1 first), expected " + std::to_string(K) +
-                     "x(2*NDIAG+1)x" + std::to_string(nspec));
+      in.fail(0, "image axes " + shape_text(res.axes) + " (NAXIS1 first), expected " +
+                     std::to_string(K) + "x(2*NDIAG+1)x" + std::to_string(nspec));
     fr.ndiag = static_cast<int>((res.axes[1] - 1) / 2);
     if (auto nd = in.read_key_optional<int>("NDIAG"); nd && *nd != fr.ndiag)
       in.fail(0, "keyword NDIAG = " + std::to_string(*nd) + " does not match the image's " +
@@ -380,9 +391,11 @@ inline extract::Frame read_frame(const std::string& path) {
     fr.resolution = std::move(res.data);
   }
   const std::size_t n = static_cast<std::size_t>(nspec) * static_cast<std::size_t>(K);
-  fr.chi2pix = in.has_hdu("CHI2PIX") ? read("CHI2PIX", {K, nspec}, double{}) : std::vector<double>(n, 0.0);
-  fr.pixmask_fraction = in.has_hdu("PIXMASK_FRACTION") ? read("PIXMASK_FRACTION", {K, nspec}, double{})
-                                                       : std::vector<double>(n, 0.0);
+  fr.chi2pix =
+      in.has_hdu("CHI2PIX") ? read("CHI2PIX", {K, nspec}, double{}) : std::vector<double>(n, 0.0);
+  fr.pixmask_fraction = in.has_hdu("PIXMASK_FRACTION")
+                            ? read("PIXMASK_FRACTION", {K, nspec}, double{})
+                            : std::vector<double>(n, 0.0);
   return fr;
 }
 

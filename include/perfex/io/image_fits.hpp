@@ -21,7 +21,7 @@ struct PreprocImage {
   extract::CcdImage ccd;
   long long masked_pixels = 0;     // pixels with (MASK & mask_bits) != 0
   long long nonfinite_pixels = 0;  // pixels whose value or ivar was NaN/Inf
-  bool has_fibermap = false;       // a FIBERMAP HDU is present (copy it with FitsFile::copy_hdu_from)
+  bool has_fibermap = false;  // a FIBERMAP HDU is present (copy it with FitsFile::copy_hdu_from)
 };
 
 inline PreprocImage read_preproc(const std::string& path, std::uint32_t mask_bits = 0x2FF) {
@@ -40,7 +40,8 @@ inline PreprocImage read_preproc(const std::string& path, std::uint32_t mask_bit
   auto ivar = read2d("IVAR");
   if (ivar.axes != image.axes) {
     file.fail(0, "shape " + std::to_string(ivar.axes[1]) + "x" + std::to_string(ivar.axes[0]) +
-                     " differs from IMAGE's " + std::to_string(image.axes[1]) + "x" + std::to_string(image.axes[0]));
+                     " differs from IMAGE's " + std::to_string(image.axes[1]) + "x" +
+                     std::to_string(image.axes[0]));
   }
   std::vector<std::int64_t> mask;
   if (file.has_hdu("MASK")) {
@@ -65,7 +66,8 @@ inline PreprocImage read_preproc(const std::string& path, std::uint32_t mask_bit
     } else if (iv[n] < 0) {
       file.move_to("IVAR");
       file.fail(0, "negative inverse variance " + std::to_string(iv[n]) + " at row " +
-                       std::to_string(n / out.ccd.ncols) + ", column " + std::to_string(n % out.ccd.ncols));
+                       std::to_string(n / out.ccd.ncols) + ", column " +
+                       std::to_string(n % out.ccd.ncols));
     }
     if (!mask.empty() && (static_cast<std::uint64_t>(mask[n]) & mask_bits) != 0) {
       iv[n] = 0;
@@ -81,9 +83,10 @@ inline void write_preproc(const std::string& path, const extract::CcdImage& img,
   const std::size_t n = static_cast<std::size_t>(img.nrows) * static_cast<std::size_t>(img.ncols);
   if (img.nrows <= 0 || img.ncols <= 0 || img.pixels.size() != n || img.ivar.size() != n ||
       (!mask.empty() && mask.size() != n)) {
-    throw Error("write_preproc '" + path + "': inconsistent image (" + std::to_string(img.nrows) + " x " +
-                std::to_string(img.ncols) + ", " + std::to_string(img.pixels.size()) + " pixels, " +
-                std::to_string(img.ivar.size()) + " ivar, " + std::to_string(mask.size()) + " mask values)");
+    throw Error("write_preproc '" + path + "': inconsistent image (" + std::to_string(img.nrows) +
+                " x " + std::to_string(img.ncols) + ", " + std::to_string(img.pixels.size()) +
+                " pixels, " + std::to_string(img.ivar.size()) + " ivar, " +
+                std::to_string(mask.size()) + " mask values)");
   }
   const std::vector<long> axes{img.ncols, img.nrows};
   FitsFile file = FitsFile::create(path);

@@ -25,8 +25,8 @@ inline psf::LegendreTraceSet read_trace_hdu(FitsFile& file, const std::string& e
   if (file.hdu_type() != HduType::image) file.fail(0, "is not an image HDU");
   auto img = file.read_image<double>();
   if (img.axes.size() != 2 || img.axes[0] < 1 || img.axes[1] < 1) {
-    file.fail(0, "expected a 2-D [nfib][ncoeff] coefficient image, found " + std::to_string(img.axes.size()) +
-                     " axes");
+    file.fail(0, "expected a 2-D [nfib][ncoeff] coefficient image, found " +
+                     std::to_string(img.axes.size()) + " axes");
   }
   psf::LegendreTraceSet t;
   t.wavemin = file.read_key<double>("WAVEMIN");
@@ -35,13 +35,13 @@ inline psf::LegendreTraceSet read_trace_hdu(FitsFile& file, const std::string& e
   t.coeff = std::move(img.data);
   for (std::size_t n = 0; n < t.coeff.size(); ++n) {
     if (!std::isfinite(t.coeff[n])) {
-      file.fail(0, "coefficient " + std::to_string(n % t.ncoeff) + " of fibre " + std::to_string(n / t.ncoeff) +
-                       " is not finite");
+      file.fail(0, "coefficient " + std::to_string(n % t.ncoeff) + " of fibre " +
+                       std::to_string(n / t.ncoeff) + " is not finite");
     }
   }
   if (!(t.wavemax > t.wavemin)) {
-    file.fail(0, "WAVEMIN/WAVEMAX = " + std::to_string(t.wavemin) + "/" + std::to_string(t.wavemax) +
-                     " is not a valid domain");
+    file.fail(0, "WAVEMIN/WAVEMAX = " + std::to_string(t.wavemin) + "/" +
+                     std::to_string(t.wavemax) + " is not a valid domain");
   }
   return t;
 }
@@ -69,7 +69,8 @@ inline psf::GaussHermitePsfData read_psf(const std::string& path) {
       char* end = nullptr;
       const double v = std::strtod(ver->c_str(), &end);
       if (end == ver->c_str() || v < 3) {
-        file.fail(0, "PSFVER '" + *ver + "' unsupported (only the PSFVER 3 XTRACE/YTRACE/PSF layout)");
+        file.fail(0,
+                  "PSFVER '" + *ver + "' unsupported (only the PSFVER 3 XTRACE/YTRACE/PSF layout)");
       }
     }
   };
@@ -80,7 +81,8 @@ inline psf::GaussHermitePsfData read_psf(const std::string& path) {
   d.ytrace = detail::read_trace_hdu(file, "YTRACE");
   const long nfib_y = static_cast<long>(d.ytrace.coeff.size() / d.ytrace.ncoeff);
   if (nfib_y != nfib_x) {
-    file.fail(0, "YTRACE has " + std::to_string(nfib_y) + " fibres but XTRACE has " + std::to_string(nfib_x));
+    file.fail(0, "YTRACE has " + std::to_string(nfib_y) + " fibres but XTRACE has " +
+                     std::to_string(nfib_x));
   }
   d.nfib = static_cast<int>(nfib_x);
 
@@ -98,21 +100,25 @@ inline psf::GaussHermitePsfData read_psf(const std::string& path) {
   d.wavemax = file.read_key<double>("WAVEMAX");
   d.psferr = file.read_key_optional<double>("PSFERR").value_or(0.01);
   d.fibermin = 0;
-  if (auto fmin = file.read_key_optional<long long>("FIBERMIN")) d.fibermin = static_cast<int>(*fmin);
+  if (auto fmin = file.read_key_optional<long long>("FIBERMIN"))
+    d.fibermin = static_cast<int>(*fmin);
   if (auto fmax = file.read_key_optional<long long>("FIBERMAX")) {
     const long long n = *fmax - d.fibermin + 1;
     if (n != d.nfib) {
-      file.fail(0, "FIBERMIN/FIBERMAX = " + std::to_string(d.fibermin) + "/" + std::to_string(*fmax) + " say " +
-                       std::to_string(n) + " fibres but XTRACE/YTRACE have " + std::to_string(d.nfib));
+      file.fail(0, "FIBERMIN/FIBERMAX = " + std::to_string(d.fibermin) + "/" +
+                       std::to_string(*fmax) + " say " + std::to_string(n) +
+                       " fibres but XTRACE/YTRACE have " + std::to_string(d.nfib));
     }
   }
-  if (d.hsizex < 0 || d.hsizey < 0 || d.hsizex > psf::kMaxHalfSize || d.hsizey > psf::kMaxHalfSize) {
-    file.fail(0, "keywords HSIZEX/HSIZEY = " + std::to_string(d.hsizex) + "/" + std::to_string(d.hsizey) +
-                     " unsupported");
+  if (d.hsizex < 0 || d.hsizey < 0 || d.hsizex > psf::kMaxHalfSize ||
+      d.hsizey > psf::kMaxHalfSize) {
+    file.fail(0, "keywords HSIZEX/HSIZEY = " + std::to_string(d.hsizex) + "/" +
+                     std::to_string(d.hsizey) + " unsupported");
   }
-  if (d.ghdegx < 0 || d.ghdegy < 0 || d.ghdegx > psf::kMaxGhDegree || d.ghdegy > psf::kMaxGhDegree) {
-    file.fail(0, "keywords GHDEGX/GHDEGY = " + std::to_string(d.ghdegx) + "/" + std::to_string(d.ghdegy) +
-                     " unsupported");
+  if (d.ghdegx < 0 || d.ghdegy < 0 || d.ghdegx > psf::kMaxGhDegree ||
+      d.ghdegy > psf::kMaxGhDegree) {
+    file.fail(0, "keywords GHDEGX/GHDEGY = " + std::to_string(d.ghdegx) + "/" +
+                     std::to_string(d.ghdegy) + " unsupported");
   }
   if (d.legdeg < 0 || d.legdeg + 1 > psf::kMaxLegendreCoeffs) {
     file.fail(0, "keyword LEGDEG = " + std::to_string(d.legdeg) + " unsupported");
@@ -128,11 +134,12 @@ inline psf::GaussHermitePsfData read_psf(const std::string& path) {
   shape += ")";
   if (repeat != expected || (dims.size() == 2 && (dims[0] != d.legdeg + 1 || dims[1] != d.nfib))) {
     file.fail(0, "column 'COEFF' shape " + shape + " (" + std::to_string(repeat) +
-                     " values per row) does not match LEGDEG " + std::to_string(d.legdeg) + " + 1 x " +
-                     std::to_string(d.nfib) + " fibres");
+                     " values per row) does not match LEGDEG " + std::to_string(d.legdeg) +
+                     " + 1 x " + std::to_string(d.nfib) + " fibres");
   }
   d.coeff = file.read_column<double>("COEFF");
-  if (static_cast<long>(d.coeff.size()) != nrows * expected) file.fail(0, "column 'COEFF' has an unexpected size");
+  if (static_cast<long>(d.coeff.size()) != nrows * expected)
+    file.fail(0, "column 'COEFF' has an unexpected size");
   for (std::size_t n = 0; n < d.coeff.size(); ++n) {
     if (!std::isfinite(d.coeff[n])) {
       const std::size_t row = n / expected;
@@ -149,7 +156,8 @@ inline void write_psf(const std::string& path, const psf::GaussHermitePsfData& d
   d.validate();
   FitsFile file = FitsFile::create(path);
   auto write_trace = [&](const char* name, const psf::LegendreTraceSet& t) {
-    file.write_image<double>(name, {static_cast<long>(t.ncoeff), static_cast<long>(d.nfib)}, t.coeff);
+    file.write_image<double>(name, {static_cast<long>(t.ncoeff), static_cast<long>(d.nfib)},
+                             t.coeff);
     if (std::string(name) == "XTRACE") {
       file.write_key("PSFTYPE", "GAUSS-HERMITE");
       file.write_key("PSFVER", 3);
@@ -165,9 +173,10 @@ inline void write_psf(const std::string& path, const psf::GaussHermitePsfData& d
   std::size_t width = 8;
   for (const auto& n : d.param_names) width = std::max(width, n.size());
   const long per_row = static_cast<long>(d.nfib) * d.ncoeff();
-  file.create_table("PSF", static_cast<long>(d.param_names.size()),
-                    {{"PARAM", std::to_string(width) + "A", "", {}},
-                     {"COEFF", std::to_string(per_row) + "D", "", {static_cast<long>(d.ncoeff()), d.nfib}}});
+  file.create_table(
+      "PSF", static_cast<long>(d.param_names.size()),
+      {{"PARAM", std::to_string(width) + "A", "", {}},
+       {"COEFF", std::to_string(per_row) + "D", "", {static_cast<long>(d.ncoeff()), d.nfib}}});
   file.write_column_strings("PARAM", d.param_names);
   file.write_column<double>("COEFF", d.coeff);
   file.write_key("PSFTYPE", "GAUSS-HERMITE");

@@ -16,12 +16,15 @@ namespace perfex {
 namespace linalg {
 namespace detail {
 
-KOKKOS_INLINE_FUNCTION int band_rows_below(int j, int n, int kd) { return kd < n - 1 - j ? kd : n - 1 - j; }
+KOKKOS_INLINE_FUNCTION int band_rows_below(int j, int n, int kd) {
+  return kd < n - 1 - j ? kd : n - 1 - j;
+}
 
 // Right-looking column by column: scale column j, then a rank-1 update of the kd x kd window
 // below it (each trailing column a contiguous axpy).
 template <bool Unit, class Member>
-KOKKOS_INLINE_FUNCTION int team_band_cholesky_impl(const Member& member, const MatRef<Unit>& AB, int n, int kd) {
+KOKKOS_INLINE_FUNCTION int team_band_cholesky_impl(const Member& member, const MatRef<Unit>& AB,
+                                                   int n, int kd) {
   const long rs = AB.rs();
   for (int j = 0; j < n; ++j) {
     const double ajj = AB(0, j);
@@ -46,7 +49,8 @@ KOKKOS_INLINE_FUNCTION int team_band_cholesky_impl(const Member& member, const M
 
 // x <- (L L^T)^{-1} x, sequential (teams of one thread).
 template <bool UnitL, bool UnitX>
-KOKKOS_INLINE_FUNCTION void serial_band_solve(const MatRef<UnitL>& L, int n, int kd, const VecRef<UnitX>& x) {
+KOKKOS_INLINE_FUNCTION void serial_band_solve(const MatRef<UnitL>& L, int n, int kd,
+                                              const VecRef<UnitX>& x) {
   for (int j = 0; j < n; ++j) {
     const double xj = x(j) / L(0, j);
     x(j) = xj;
@@ -62,8 +66,8 @@ KOKKOS_INLINE_FUNCTION void serial_band_solve(const MatRef<UnitL>& L, int n, int
 }
 
 template <bool UnitL, bool UnitX, class Member>
-KOKKOS_INLINE_FUNCTION void team_band_solve(const Member& member, const MatRef<UnitL>& L, int n, int kd,
-                                            const VecRef<UnitX>& x) {
+KOKKOS_INLINE_FUNCTION void team_band_solve(const Member& member, const MatRef<UnitL>& L, int n,
+                                            int kd, const VecRef<UnitX>& x) {
   for (int j = 0; j < n; ++j) {
     const double xj = x(j) / L(0, j);
     member.team_barrier();
@@ -80,7 +84,8 @@ KOKKOS_INLINE_FUNCTION void team_band_solve(const Member& member, const MatRef<U
     const int kn = band_rows_below(j, n, kd);
     double s = 0;
     Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(member, 1, kn + 1), [&](int d, double& acc) { acc += L(d, j) * x(j + d); }, s);
+        Kokkos::TeamThreadRange(member, 1, kn + 1),
+        [&](int d, double& acc) { acc += L(d, j) * x(j + d); }, s);
     const double xj = (x(j) - s) / L(0, j);
     member.team_barrier();
     Kokkos::single(Kokkos::PerTeam(member), [&]() { x(j) = xj; });
@@ -91,8 +96,8 @@ KOKKOS_INLINE_FUNCTION void team_band_solve(const Member& member, const MatRef<U
 // Columns [c0, c1) of Y <- L^{-1} Y, starting at row j0 (rows above j0 are zero in these
 // columns). Up to four columns share each column of L.
 template <bool UnitL, bool UnitY>
-KOKKOS_INLINE_FUNCTION void band_forward_columns(const MatRef<UnitL>& L, int n, int kd, const MatRef<UnitY>& Y,
-                                                 int j0, int c0, int c1) {
+KOKKOS_INLINE_FUNCTION void band_forward_columns(const MatRef<UnitL>& L, int n, int kd,
+                                                 const MatRef<UnitY>& Y, int j0, int c0, int c1) {
   const long ls = L.rs(), ys = Y.rs();
   double* y[4];
   const int nc = c1 - c0;
@@ -122,9 +127,11 @@ KOKKOS_INLINE_FUNCTION void band_forward_columns(const MatRef<UnitL>& L, int n, 
 }
 
 template <bool UnitL, bool UnitY, class Member, class CView>
-KOKKOS_INLINE_FUNCTION void team_band_inverse_strided_block_impl(const Member& member, const MatRef<UnitL>& L,
-                                                                 int n, int kd, int first, int stride, int count,
-                                                                 const CView& C, const MatRef<UnitY>& Y) {
+KOKKOS_INLINE_FUNCTION void team_band_inverse_strided_block_impl(const Member& member,
+                                                                 const MatRef<UnitL>& L, int n,
+                                                                 int kd, int first, int stride,
+                                                                 int count, const CView& C,
+                                                                 const MatRef<UnitY>& Y) {
   // Column a of Y = L^{-1} e_{s_a}, s_a = first + a * stride: zero above s_a. A group of four
   // columns is solved together from its first start (the later columns are zero until theirs).
   const int ngroups = (count + 3) / 4;
@@ -164,13 +171,15 @@ KOKKOS_INLINE_FUNCTION int band_width(const BandView& AB) {
 template <class Member, class BandView>
 KOKKOS_INLINE_FUNCTION int team_band_cholesky(const Member& member, const BandView& AB) {
   const int n = int(AB.extent(1)), kd = band_width(AB);
-  if (detail::unit_rows(AB)) return detail::team_band_cholesky_impl<true>(member, detail::mat<true>(AB), n, kd);
+  if (detail::unit_rows(AB))
+    return detail::team_band_cholesky_impl<true>(member, detail::mat<true>(AB), n, kd);
   return detail::team_band_cholesky_impl<false>(member, detail::mat<false>(AB), n, kd);
 }
 
 // x <- H^{-1} x with the band factor L from team_band_cholesky (x rank 1, length n).
 template <class Member, class BandView, class XView>
-KOKKOS_INLINE_FUNCTION void team_band_cholesky_solve(const Member& member, const BandView& L, const XView& x) {
+KOKKOS_INLINE_FUNCTION void team_band_cholesky_solve(const Member& member, const BandView& L,
+                                                     const XView& x) {
   static_assert(XView::rank == 1, "team_band_cholesky_solve: x must be rank 1");
   const int n = int(L.extent(1)), kd = band_width(L);
   const bool ul = detail::unit_rows(L), ux = detail::unit_rows(x);
@@ -180,7 +189,8 @@ KOKKOS_INLINE_FUNCTION void team_band_cholesky_solve(const Member& member, const
     else
       detail::serial_band_solve<false, false>(detail::mat<false>(L), n, kd, detail::vec<false>(x));
   } else {
-    detail::team_band_solve<false, false>(member, detail::mat<false>(L), n, kd, detail::vec<false>(x));
+    detail::team_band_solve<false, false>(member, detail::mat<false>(L), n, kd,
+                                          detail::vec<false>(x));
   }
 }
 
@@ -190,16 +200,18 @@ KOKKOS_INLINE_FUNCTION void team_band_cholesky_solve(const Member& member, const
 // unit row stride preferred. Cost: about count * (n - first) * kd for the solves plus
 // count^2 (n - first) / 6 for the products.
 template <class Member, class BandView, class CView, class WView>
-KOKKOS_INLINE_FUNCTION void team_band_cholesky_inverse_strided_block(const Member& member, const BandView& L,
-                                                                     int first, int stride, int count,
-                                                                     const CView& C, const WView& work) {
+KOKKOS_INLINE_FUNCTION void team_band_cholesky_inverse_strided_block(const Member& member,
+                                                                     const BandView& L, int first,
+                                                                     int stride, int count,
+                                                                     const CView& C,
+                                                                     const WView& work) {
   const int n = int(L.extent(1)), kd = band_width(L);
   if (detail::unit_rows(L) && detail::unit_rows(work))
-    detail::team_band_inverse_strided_block_impl<true, true>(member, detail::mat<true>(L), n, kd, first, stride,
-                                                             count, C, detail::mat<true>(work));
+    detail::team_band_inverse_strided_block_impl<true, true>(
+        member, detail::mat<true>(L), n, kd, first, stride, count, C, detail::mat<true>(work));
   else
-    detail::team_band_inverse_strided_block_impl<false, false>(member, detail::mat<false>(L), n, kd, first, stride,
-                                                               count, C, detail::mat<false>(work));
+    detail::team_band_inverse_strided_block_impl<false, false>(
+        member, detail::mat<false>(L), n, kd, first, stride, count, C, detail::mat<false>(work));
 }
 
 }  // namespace linalg

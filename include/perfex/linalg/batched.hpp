@@ -28,10 +28,12 @@ template <class ExecSpace>
 using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
 
 template <class ExecSpace>
-using ScratchVector = Kokkos::View<double*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+using ScratchVector =
+    Kokkos::View<double*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
 template <class ExecSpace>
 using ScratchMatrix =
-    Kokkos::View<double**, Kokkos::LayoutLeft, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+    Kokkos::View<double**, Kokkos::LayoutLeft, typename ExecSpace::scratch_memory_space,
+                 Kokkos::MemoryUnmanaged>;
 
 // Storage of the matrices a Cholesky functor works on: dense (n, n) or lower band (kd+1, n).
 enum class Storage { dense, band };
@@ -98,8 +100,8 @@ struct BatchedInverseDiagBlocks {
   KOKKOS_INLINE_FUNCTION void operator()(const Member<ExecSpace>& member) const {
     const int b = member.league_rank();
     ScratchMatrix<ExecSpace> work(member.team_scratch(1), n, bs);
-    team_cholesky_inverse_diag_blocks(member, Kokkos::subview(L, Kokkos::ALL(), Kokkos::ALL(), b), bs, first_block,
-                                      nblocks, BlockSlice<C4>{C, b}, work);
+    team_cholesky_inverse_diag_blocks(member, Kokkos::subview(L, Kokkos::ALL(), Kokkos::ALL(), b),
+                                      bs, first_block, nblocks, BlockSlice<C4>{C, b}, work);
   }
 };
 
@@ -113,8 +115,9 @@ struct BatchedBandInverseStridedBlocks {
     ScratchMatrix<ExecSpace> work(member.team_scratch(1), n, count);
     auto Lb = Kokkos::subview(L, Kokkos::ALL(), Kokkos::ALL(), b);
     for (int blk = 0; blk < int(C.extent(2)); ++blk)
-      team_band_cholesky_inverse_strided_block(member, Lb, first + blk, stride, count,
-                                               Kokkos::subview(C, Kokkos::ALL(), Kokkos::ALL(), blk, b), work);
+      team_band_cholesky_inverse_strided_block(
+          member, Lb, first + blk, stride, count,
+          Kokkos::subview(C, Kokkos::ALL(), Kokkos::ALL(), blk, b), work);
   }
 };
 
@@ -161,16 +164,20 @@ constexpr bool host_exec() {
 
 template <class ExecSpace, class View>
 void require_lapack_usable(const std::string& what, const View& v) {
-  if (!PERFEX_HAVE_LAPACK) throw Error(what + ": Backend::lapack requested but perfex was built without LAPACK");
-  constexpr bool host = host_exec<ExecSpace>() &&
-                        Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible;
+  if (!PERFEX_HAVE_LAPACK)
+    throw Error(what + ": Backend::lapack requested but perfex was built without LAPACK");
+  constexpr bool host =
+      host_exec<ExecSpace>() &&
+      Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible;
   if (!host) throw Error(what + ": Backend::lapack needs a host execution space and host memory");
-  if (v.extent(0) > 1 && v.stride(0) != 1) throw Error(what + ": Backend::lapack needs column-major (LayoutLeft) views");
+  if (v.extent(0) > 1 && v.stride(0) != 1)
+    throw Error(what + ": Backend::lapack needs column-major (LayoutLeft) views");
 }
 
 // One team per batch member, optionally with level-1 team scratch.
 template <class ExecSpace, class Functor>
-void run_teams(const ExecSpace& exec, const std::string& name, int nbatch, const Functor& f, std::size_t scratch = 0) {
+void run_teams(const ExecSpace& exec, const std::string& name, int nbatch, const Functor& f,
+               std::size_t scratch = 0) {
   Kokkos::TeamPolicy<ExecSpace> policy(exec, nbatch, Kokkos::AUTO);
   if (scratch > 0) policy.set_scratch_size(1, Kokkos::PerTeam(scratch));
   Kokkos::parallel_for(name, policy, f);
@@ -180,8 +187,9 @@ void run_teams(const ExecSpace& exec, const std::string& name, int nbatch, const
 // host functor (one RangePolicy index per member) after checking that LAPACK can run on these
 // views (else perfex::Error).
 template <class ExecSpace, class Portable, class Host, class... Views>
-void run_batched(const ExecSpace& exec, const std::string& name, int nbatch, Backend backend, const Portable& portable,
-                 std::size_t scratch, const Host& host, const Views&... views) {
+void run_batched(const ExecSpace& exec, const std::string& name, int nbatch, Backend backend,
+                 const Portable& portable, std::size_t scratch, const Host& host,
+                 const Views&... views) {
   if (backend == Backend::lapack) {
     (require_lapack_usable<ExecSpace>(name, views), ...);
     if constexpr (PERFEX_HAVE_LAPACK && host_exec<ExecSpace>())
@@ -195,19 +203,20 @@ void run_batched(const ExecSpace& exec, const std::string& name, int nbatch, Bac
 
 // Lower Cholesky factor of every A(:, :, b) in place; status(b) = ok or not_positive_definite.
 template <class ExecSpace, class A3, class S1>
-void batched_cholesky(const ExecSpace& exec, const A3& A, const S1& status, Backend backend = Backend::portable) {
+void batched_cholesky(const ExecSpace& exec, const A3& A, const S1& status,
+                      Backend backend = Backend::portable) {
   detail::run_batched(exec, "perfex::linalg::batched_cholesky", int(A.extent(2)), backend,
-                      detail::BatchedCholesky<ExecSpace, detail::Storage::dense, A3, S1>{A, status}, 0,
-                      detail::LapackCholesky<detail::Storage::dense, A3, S1>{A, status}, A);
+                      detail::BatchedCholesky<ExecSpace, detail::Storage::dense, A3, S1>{A, status},
+                      0, detail::LapackCholesky<detail::Storage::dense, A3, S1>{A, status}, A);
 }
 
 // b(:, k) <- H_k^{-1} b(:, k) with the factors L(:, :, k) from batched_cholesky. b: (n, batch).
 template <class ExecSpace, class L3, class B2>
-void batched_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& b, Backend backend = Backend::portable) {
+void batched_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& b,
+                            Backend backend = Backend::portable) {
   detail::run_batched(exec, "perfex::linalg::batched_cholesky_solve", int(L.extent(2)), backend,
-                      detail::BatchedCholeskySolve<ExecSpace, detail::Storage::dense, L3, B2>{L, b}, 0,
-                      detail::LapackCholeskySolve<detail::Storage::dense, L3, B2>{L, b},
-                      L, b);
+                      detail::BatchedCholeskySolve<ExecSpace, detail::Storage::dense, L3, B2>{L, b},
+                      0, detail::LapackCholeskySolve<detail::Storage::dense, L3, B2>{L, b}, L, b);
 }
 
 // Eigenvectors of every A(:, :, b) (full symmetric input) in place, eigenvalues ascending in
@@ -229,31 +238,37 @@ void batched_syev(const ExecSpace& exec, const A3& A, const W2& w, const S1& sta
 // team (level-1 team scratch). Portable kernel only (the LAPACK equivalent, potri, forms the
 // whole inverse: see lapack::potri).
 template <class ExecSpace, class L3, class C4>
-void batched_cholesky_inverse_diag_blocks(const ExecSpace& exec, const L3& L, int bs, const C4& C, int first_block = 0) {
+void batched_cholesky_inverse_diag_blocks(const ExecSpace& exec, const L3& L, int bs, const C4& C,
+                                          int first_block = 0) {
   const int n = int(L.extent(0));
   const int nblocks = int(C.extent(2));
   if (bs <= 0 || (first_block + nblocks) * bs > n)
-    throw Error("perfex::linalg::batched_cholesky_inverse_diag_blocks: blocks exceed the matrix size");
-  detail::run_teams(exec, "perfex::linalg::batched_cholesky_inverse_diag_blocks", int(L.extent(2)),
-                    detail::BatchedInverseDiagBlocks<ExecSpace, L3, C4>{L, C, n, bs, first_block, nblocks},
-                    detail::ScratchMatrix<ExecSpace>::shmem_size(n, bs));
+    throw Error(
+        "perfex::linalg::batched_cholesky_inverse_diag_blocks: blocks exceed the matrix size");
+  detail::run_teams(
+      exec, "perfex::linalg::batched_cholesky_inverse_diag_blocks", int(L.extent(2)),
+      detail::BatchedInverseDiagBlocks<ExecSpace, L3, C4>{L, C, n, bs, first_block, nblocks},
+      detail::ScratchMatrix<ExecSpace>::shmem_size(n, bs));
 }
 
 // Band Cholesky factor of every lower band AB(:, :, b) ((kd+1) x n, AB(d, j, b) = A(j+d, j))
 // in place; status(b) = ok or not_positive_definite. Backend::lapack runs dpbtrf.
 template <class ExecSpace, class A3, class S1>
-void batched_band_cholesky(const ExecSpace& exec, const A3& AB, const S1& status, Backend backend = Backend::portable) {
+void batched_band_cholesky(const ExecSpace& exec, const A3& AB, const S1& status,
+                           Backend backend = Backend::portable) {
   detail::run_batched(exec, "perfex::linalg::batched_band_cholesky", int(AB.extent(2)), backend,
-                      detail::BatchedCholesky<ExecSpace, detail::Storage::band, A3, S1>{AB, status}, 0,
-                      detail::LapackCholesky<detail::Storage::band, A3, S1>{AB, status}, AB);
+                      detail::BatchedCholesky<ExecSpace, detail::Storage::band, A3, S1>{AB, status},
+                      0, detail::LapackCholesky<detail::Storage::band, A3, S1>{AB, status}, AB);
 }
 
 // x(:, k) <- H_k^{-1} x(:, k) with the band factors L(:, :, k) of batched_band_cholesky.
 template <class ExecSpace, class L3, class B2>
-void batched_band_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& x, Backend backend = Backend::portable) {
-  detail::run_batched(exec, "perfex::linalg::batched_band_cholesky_solve", int(L.extent(2)), backend,
-                      detail::BatchedCholeskySolve<ExecSpace, detail::Storage::band, L3, B2>{L, x}, 0,
-                      detail::LapackCholeskySolve<detail::Storage::band, L3, B2>{L, x}, L, x);
+void batched_band_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& x,
+                                 Backend backend = Backend::portable) {
+  detail::run_batched(exec, "perfex::linalg::batched_band_cholesky_solve", int(L.extent(2)),
+                      backend,
+                      detail::BatchedCholeskySolve<ExecSpace, detail::Storage::band, L3, B2>{L, x},
+                      0, detail::LapackCholeskySolve<detail::Storage::band, L3, B2>{L, x}, L, x);
 }
 
 // Strided blocks of H_k^{-1} from the band factors L(:, :, k): C(a, c, blk, k) = H_k^{-1}(i_a, i_c)
@@ -261,15 +276,18 @@ void batched_band_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& x
 // unknown ordering, e.g. fibre blk of a wavelength-major patch). C: (count, count, nblocks, batch).
 // Scratch: n * count doubles per team (level-1 team scratch). Portable kernel only.
 template <class ExecSpace, class L3, class C4>
-void batched_band_cholesky_inverse_strided_blocks(const ExecSpace& exec, const L3& L, int stride, const C4& C,
-                                                  int first = 0) {
+void batched_band_cholesky_inverse_strided_blocks(const ExecSpace& exec, const L3& L, int stride,
+                                                  const C4& C, int first = 0) {
   const int n = int(L.extent(1));
   const int count = int(C.extent(0)), nblocks = int(C.extent(2));
   if (stride <= 0 || count <= 0 || first < 0 || first + nblocks - 1 + (count - 1) * stride >= n)
-    throw Error("perfex::linalg::batched_band_cholesky_inverse_strided_blocks: blocks exceed the matrix size");
-  detail::run_teams(exec, "perfex::linalg::batched_band_cholesky_inverse_strided_blocks", int(L.extent(2)),
-                    detail::BatchedBandInverseStridedBlocks<ExecSpace, L3, C4>{L, C, n, stride, count, first},
-                    detail::ScratchMatrix<ExecSpace>::shmem_size(n, count));
+    throw Error(
+        "perfex::linalg::batched_band_cholesky_inverse_strided_blocks: blocks exceed the matrix "
+        "size");
+  detail::run_teams(
+      exec, "perfex::linalg::batched_band_cholesky_inverse_strided_blocks", int(L.extent(2)),
+      detail::BatchedBandInverseStridedBlocks<ExecSpace, L3, C4>{L, C, n, stride, count, first},
+      detail::ScratchMatrix<ExecSpace>::shmem_size(n, count));
 }
 
 }  // namespace linalg

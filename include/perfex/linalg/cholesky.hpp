@@ -133,8 +133,8 @@ KOKKOS_INLINE_FUNCTION void team_cholesky_solve_impl(const Member& member, const
   for (int j = n - 1; j >= 0; --j) {
     double s = 0;
     Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(member, j + 1, n), [&](int i, double& acc) { acc += L(i, j) * x(i); },
-        s);
+        Kokkos::TeamThreadRange(member, j + 1, n),
+        [&](int i, double& acc) { acc += L(i, j) * x(i); }, s);
     const double xj = (x(j) - s) / L(j, j);
     member.team_barrier();
     Kokkos::single(Kokkos::PerTeam(member), [&]() { x(j) = xj; });
@@ -144,7 +144,8 @@ KOKKOS_INLINE_FUNCTION void team_cholesky_solve_impl(const Member& member, const
 
 // Sequential (one thread) solve for one column, used when the team has a single thread.
 template <bool UnitL, bool UnitB>
-KOKKOS_INLINE_FUNCTION void serial_cholesky_solve(const MatRef<UnitL>& L, int n, const VecRef<UnitB>& x) {
+KOKKOS_INLINE_FUNCTION void serial_cholesky_solve(const MatRef<UnitL>& L, int n,
+                                                  const VecRef<UnitB>& x) {
   for (int j = 0; j < n; ++j) {
     const double xj = x(j) / L(j, j);
     x(j) = xj;
@@ -181,8 +182,8 @@ KOKKOS_INLINE_FUNCTION void solve_dispatch(const Member& member, const MatRef<Un
 // above r0 are zero), columns [c0, c1). With `tri` (identity right-hand side) column c is zero
 // above row r0+c and the solve starts there.
 template <bool UnitL>
-KOKKOS_INLINE_FUNCTION void forward_columns(const MatRef<UnitL>& L, int n, int r0, double* X, long ldx,
-                                            int c0, int c1, bool tri) {
+KOKKOS_INLINE_FUNCTION void forward_columns(const MatRef<UnitL>& L, int n, int r0, double* X,
+                                            long ldx, int c0, int c1, bool tri) {
   // Groups of 4 right-hand sides share each column of L.
   int c = c0;
   for (; c + 4 <= c1; c += 4) {
@@ -235,14 +236,16 @@ KOKKOS_INLINE_FUNCTION void forward_columns(const MatRef<UnitL>& L, int n, int r
 template <class Member, class AView>
 KOKKOS_INLINE_FUNCTION int team_cholesky(const Member& member, const AView& A) {
   const int n = int(A.extent(0));
-  if (detail::unit_rows(A)) return detail::team_cholesky_impl<true>(member, detail::mat<true>(A), n);
+  if (detail::unit_rows(A))
+    return detail::team_cholesky_impl<true>(member, detail::mat<true>(A), n);
   return detail::team_cholesky_impl<false>(member, detail::mat<false>(A), n);
 }
 
 // b <- H^{-1} b with H = L L^T, L from team_cholesky (lower triangle of L used, n = L.extent(0)).
 // b is rank 1 (n) or rank 2 (n x nrhs).
 template <class Member, class LView, class BView>
-KOKKOS_INLINE_FUNCTION void team_cholesky_solve(const Member& member, const LView& L, const BView& b) {
+KOKKOS_INLINE_FUNCTION void team_cholesky_solve(const Member& member, const LView& L,
+                                                const BView& b) {
   const int n = int(L.extent(0));
   if constexpr (BView::rank == 1) {
     const bool ul = detail::unit_rows(L), ub = detail::unit_rows(b);
@@ -270,9 +273,9 @@ KOKKOS_INLINE_FUNCTION void team_cholesky_solve(const Member& member, const LVie
 // (C: anything with operator()(b, i, j), e.g. a rank-3 view). work: rank-2 view, at least n x bs,
 // unit row stride (LayoutLeft) preferred; used as scratch.
 template <class Member, class LView, class CView, class WView>
-KOKKOS_INLINE_FUNCTION void team_cholesky_inverse_diag_blocks(const Member& member, const LView& L, int bs,
-                                                              int first_block, int nblocks, const CView& C,
-                                                              const WView& work) {
+KOKKOS_INLINE_FUNCTION void team_cholesky_inverse_diag_blocks(const Member& member, const LView& L,
+                                                              int bs, int first_block, int nblocks,
+                                                              const CView& C, const WView& work) {
   const int n = int(L.extent(0));
   const bool unit_work = detail::unit_rows(work);
   for (int blk = 0; blk < nblocks; ++blk) {
@@ -288,7 +291,8 @@ KOKKOS_INLINE_FUNCTION void team_cholesky_inverse_diag_blocks(const Member& memb
       if (unit_work) {
         double* X = work.data();
         const long ldx = long(work.stride(1));
-        // Shift so that column c of the group starts at its own triangle (X(r, c) = 0 for r < r0+c).
+        // Shift so that column c of the group starts at its own triangle (X(r, c) = 0 for r <
+        // r0+c).
         if (detail::unit_rows(L))
           detail::forward_columns<true>(detail::mat<true>(L), n, r0, X, ldx, c0, c1, true);
         else

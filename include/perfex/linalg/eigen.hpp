@@ -47,7 +47,13 @@ struct SyevWork {
   double* sn;
   double* info;
   KOKKOS_INLINE_FUNCTION SyevWork(double* w, int n)
-      : d(w), e(w + n), tau(w + 2 * n), p(w + 3 * n), cs(w + 4 * n), sn(w + 5 * n), info(w + 6 * n) {}
+      : d(w),
+        e(w + n),
+        tau(w + 2 * n),
+        p(w + 3 * n),
+        cs(w + 4 * n),
+        sn(w + 5 * n),
+        info(w + 6 * n) {}
 };
 
 // Householder tridiagonalisation. On exit d (diagonal), e (sub-diagonal, e[n-1] = 0), tau, and
@@ -131,10 +137,12 @@ KOKKOS_INLINE_FUNCTION void tridiagonalize(const Member& member, const MatRef<Un
       member.team_barrier();
       double pv = 0;
       Kokkos::parallel_reduce(
-          Kokkos::TeamThreadRange(member, k1, n), [&](int i, double& acc) { acc += p[i] * A(i, k); }, pv);
+          Kokkos::TeamThreadRange(member, k1, n),
+          [&](int i, double& acc) { acc += p[i] * A(i, k); }, pv);
       const double K = -0.5 * tau * pv;
       member.team_barrier();
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k1, n), [&](int i) { p[i] += K * A(i, k); });
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k1, n),
+                           [&](int i) { p[i] += K * A(i, k); });
       member.team_barrier();
       Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k1, n), [&](int j) {
         const double wj = p[j], vj = A(j, k);
@@ -159,7 +167,8 @@ KOKKOS_INLINE_FUNCTION void tridiagonalize(const Member& member, const MatRef<Un
 
 // Q = H_0 H_1 ... H_{n-3} formed in place in A (backward accumulation).
 template <bool Unit, class Member>
-KOKKOS_INLINE_FUNCTION void form_q(const Member& member, const MatRef<Unit>& A, int n, const SyevWork& W) {
+KOKKOS_INLINE_FUNCTION void form_q(const Member& member, const MatRef<Unit>& A, int n,
+                                   const SyevWork& W) {
   for (int k = n - 2; k >= -1; --k) {
     const int c = k + 1;  // row/column that becomes e_c
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, c, n), [&](int i) {
@@ -192,8 +201,8 @@ KOKKOS_INLINE_FUNCTION void form_q(const Member& member, const MatRef<Unit>& A, 
 // One step of the implicit QL iteration (scalar; one thread). Advances l past converged
 // eigenvalues; when a sweep is done stores its rotations for i in [lo, hi) (to be applied from
 // hi-1 down to lo) and returns 0; returns 1 when all converged, 2 at the iteration cap.
-KOKKOS_INLINE_FUNCTION int ql_next(double* d, double* e, double* cs, double* sn, int n, int& l, int& iter,
-                                   int maxit, int& lo, int& hi) {
+KOKKOS_INLINE_FUNCTION int ql_next(double* d, double* e, double* cs, double* sn, int n, int& l,
+                                   int& iter, int maxit, int& lo, int& hi) {
   const double eps = perfex::math::epsilon;
   while (l < n) {
     int m = l;
@@ -272,8 +281,8 @@ KOKKOS_INLINE_FUNCTION void apply_rotations(const MatRef<Unit>& Z, int r0, int r
 }
 
 template <bool Unit, class Member, class WVec>
-KOKKOS_INLINE_FUNCTION int team_syev_impl(const Member& member, const MatRef<Unit>& A, int n, const WVec& w,
-                                          double* work) {
+KOKKOS_INLINE_FUNCTION int team_syev_impl(const Member& member, const MatRef<Unit>& A, int n,
+                                          const WVec& w, double* work) {
   const SyevWork W(work, n);
   if (n == 0) return ok;
   // Matrices with entries far from 1 (|a| > 1e150 or < 1e-150) are scaled first so that the
@@ -370,7 +379,8 @@ KOKKOS_INLINE_FUNCTION int team_syev_impl(const Member& member, const MatRef<Uni
     }
   }
   const double wscale = rescale ? amax : 1.0;
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int i) { w(i) = W.d[i] * wscale; });
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n),
+                       [&](int i) { w(i) = W.d[i] * wscale; });
   member.team_barrier();
   return status;
 }
@@ -378,8 +388,9 @@ KOKKOS_INLINE_FUNCTION int team_syev_impl(const Member& member, const MatRef<Uni
 // A <- V diag(f(mu)) V^T (full symmetric), f(mu) = mu^power with power = -1/2 or 1/2, after the
 // guard mu <- max(mu, clip * max mu). V: eigenvectors (columns), w: eigenvalues ascending.
 template <bool UnitA, bool UnitV, class Member, class WVec>
-KOKKOS_INLINE_FUNCTION void compose(const Member& member, const MatRef<UnitA>& A, const MatRef<UnitV>& V, int n,
-                                    const WVec& w, double* f, double clip, bool inverse) {
+KOKKOS_INLINE_FUNCTION void compose(const Member& member, const MatRef<UnitA>& A,
+                                    const MatRef<UnitV>& V, int n, const WVec& w, double* f,
+                                    double clip, bool inverse) {
   const double mumax = w(n - 1);
   const double floor_mu = clip * mumax;
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int k) {
@@ -424,8 +435,9 @@ KOKKOS_INLINE_FUNCTION void compose(const Member& member, const MatRef<UnitA>& A
 }
 
 template <class Member, class AView, class VView, class WVec, class Work>
-KOKKOS_INLINE_FUNCTION int matrix_function(const Member& member, const AView& A, const VView& V, const WVec& w,
-                                           const Work& work, double clip, bool inverse);
+KOKKOS_INLINE_FUNCTION int matrix_function(const Member& member, const AView& A, const VView& V,
+                                           const WVec& w, const Work& work, double clip,
+                                           bool inverse);
 
 }  // namespace detail
 
@@ -434,16 +446,19 @@ KOKKOS_INLINE_FUNCTION int matrix_function(const Member& member, const AView& A,
 // ascending order. work: contiguous rank-1 view with at least syev_work_size(n) doubles.
 // Returns ok or not_converged (same on every thread of the team).
 template <class Member, class AView, class WVec, class Work>
-KOKKOS_INLINE_FUNCTION int team_syev(const Member& member, const AView& A, const WVec& w, const Work& work) {
+KOKKOS_INLINE_FUNCTION int team_syev(const Member& member, const AView& A, const WVec& w,
+                                     const Work& work) {
   const int n = int(A.extent(0));
-  if (detail::unit_rows(A)) return detail::team_syev_impl<true>(member, detail::mat<true>(A), n, w, work.data());
+  if (detail::unit_rows(A))
+    return detail::team_syev_impl<true>(member, detail::mat<true>(A), n, w, work.data());
   return detail::team_syev_impl<false>(member, detail::mat<false>(A), n, w, work.data());
 }
 
 namespace detail {
 template <class Member, class AView, class VView, class WVec, class Work>
-KOKKOS_INLINE_FUNCTION int matrix_function(const Member& member, const AView& A, const VView& V, const WVec& w,
-                                           const Work& work, double clip, bool inverse) {
+KOKKOS_INLINE_FUNCTION int matrix_function(const Member& member, const AView& A, const VView& V,
+                                           const WVec& w, const Work& work, double clip,
+                                           bool inverse) {
   const int n = int(A.extent(0));
   if (n == 0) return ok;
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int j) {
@@ -472,14 +487,14 @@ KOKKOS_INLINE_FUNCTION int matrix_function(const Member& member, const AView& A,
 // Scratch: V (n x n, rank 2), w (n; eigenvalues ascending on exit), work (syev_work_size(n),
 // contiguous).
 template <class Member, class AView, class VView, class WVec, class Work>
-KOKKOS_INLINE_FUNCTION int team_inverse_sqrt(const Member& member, const AView& A, const VView& V, const WVec& w,
-                                             const Work& work, double clip = 1e-14) {
+KOKKOS_INLINE_FUNCTION int team_inverse_sqrt(const Member& member, const AView& A, const VView& V,
+                                             const WVec& w, const Work& work, double clip = 1e-14) {
   return detail::matrix_function(member, A, V, w, work, clip, true);
 }
 
 template <class Member, class AView, class VView, class WVec, class Work>
-KOKKOS_INLINE_FUNCTION int team_sqrt(const Member& member, const AView& A, const VView& V, const WVec& w,
-                                     const Work& work, double clip = 1e-14) {
+KOKKOS_INLINE_FUNCTION int team_sqrt(const Member& member, const AView& A, const VView& V,
+                                     const WVec& w, const Work& work, double clip = 1e-14) {
   return detail::matrix_function(member, A, V, w, work, clip, false);
 }
 

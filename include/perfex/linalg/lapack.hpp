@@ -10,17 +10,19 @@
 
 extern "C" {
 // gfortran passes the length of CHARACTER arguments as hidden trailing size_t arguments.
-void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info, std::size_t uplo_len);
-void dpotrs_(const char* uplo, const int* n, const int* nrhs, const double* a, const int* lda, double* b,
-             const int* ldb, int* info, std::size_t uplo_len);
+void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info,
+             std::size_t uplo_len);
+void dpotrs_(const char* uplo, const int* n, const int* nrhs, const double* a, const int* lda,
+             double* b, const int* ldb, int* info, std::size_t uplo_len);
 void dpbtrf_(const char* uplo, const int* n, const int* kd, double* ab, const int* ldab, int* info,
              std::size_t uplo_len);
-void dpbtrs_(const char* uplo, const int* n, const int* kd, const int* nrhs, const double* ab, const int* ldab,
-             double* b, const int* ldb, int* info, std::size_t uplo_len);
-void dpotri_(const char* uplo, const int* n, double* a, const int* lda, int* info, std::size_t uplo_len);
-void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w, double* work,
-             const int* lwork, int* iwork, const int* liwork, int* info, std::size_t jobz_len,
+void dpbtrs_(const char* uplo, const int* n, const int* kd, const int* nrhs, const double* ab,
+             const int* ldab, double* b, const int* ldb, int* info, std::size_t uplo_len);
+void dpotri_(const char* uplo, const int* n, double* a, const int* lda, int* info,
              std::size_t uplo_len);
+void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w,
+             double* work, const int* lwork, int* iwork, const int* liwork, int* info,
+             std::size_t jobz_len, std::size_t uplo_len);
 }
 
 namespace perfex {
@@ -73,7 +75,8 @@ inline SyevdWork syevd_work_size(int n) {
 }
 
 // Eigenvalues ascending in w, eigenvectors in a (columns); lower triangle of a read.
-inline int syevd(int n, double* a, int lda, double* w, double* work, int lwork, int* iwork, int liwork) {
+inline int syevd(int n, double* a, int lda, double* w, double* work, int lwork, int* iwork,
+                 int liwork) {
   int info = 0;
   dsyevd_("V", "L", &n, a, &lda, w, work, &lwork, iwork, &liwork, &info, 1, 1);
   return info;

@@ -27,7 +27,9 @@ template <bool Unit>
 struct VecRef {
   double* p;
   long s0;
-  KOKKOS_INLINE_FUNCTION double& operator()(int i) const { return p[Unit ? long(i) : long(i) * s0]; }
+  KOKKOS_INLINE_FUNCTION double& operator()(int i) const {
+    return p[Unit ? long(i) : long(i) * s0];
+  }
 };
 
 template <class V>

@@ -33,14 +33,16 @@ KOKKOS_INLINE_FUNCTION void legendre_values(double u, int n, double* P) {
   for (int m = 2; m < n; ++m) P[m] = ((2 * m - 1) * u * P[m - 1] - (m - 1) * P[m - 2]) / m;
 }
 
-KOKKOS_INLINE_FUNCTION double reduced(double wave, double w0, double scale) { return (wave - w0) * scale - 1.0; }
+KOKKOS_INLINE_FUNCTION double reduced(double wave, double w0, double scale) {
+  return (wave - w0) * scale - 1.0;
+}
 
 // Views and scalars a kernel needs (cheap to copy into functors).
 template <class MemorySpace>
 struct PsfDeviceData {
   Kokkos::View<const double**, Kokkos::LayoutRight, MemorySpace> xcoeff, ycoeff;  // [nfib][ncoeff]
-  Kokkos::View<const double***, Kokkos::LayoutRight, MemorySpace> pcoeff;         // [nparam][nfib][L]
-  Kokkos::View<const int**, Kokkos::LayoutRight, MemorySpace> gh_row;             // [dx+1][dy+1]
+  Kokkos::View<const double***, Kokkos::LayoutRight, MemorySpace> pcoeff;  // [nparam][nfib][L]
+  Kokkos::View<const int**, Kokkos::LayoutRight, MemorySpace> gh_row;      // [dx+1][dy+1]
   int nfib = 0, nparam = 0, ncx = 0, ncy = 0, ncp = 0;
   int hx = 0, hy = 0, dx = 0, dy = 0;
   int row_sigx = -1, row_sigy = -1;
@@ -100,7 +102,8 @@ class GaussHermitePsf {
   using memory_space = MemorySpace;
   using device_data = detail::PsfDeviceData<MemorySpace>;
 
-  explicit GaussHermitePsf(const GaussHermitePsfData& data) : source_(data.source), psferr_(data.psferr) {
+  explicit GaussHermitePsf(const GaussHermitePsfData& data)
+      : source_(data.source), psferr_(data.psferr) {
     data.validate();
     npix_x_ = data.npix_x;
     npix_y_ = data.npix_y;
@@ -131,21 +134,27 @@ class GaussHermitePsf {
       d_.row_tailysca = data.param_index("TAILYSCA");
       d_.row_tailinde = data.param_index("TAILINDE");
       for (int f = 0; f < data.nfib; ++f) {
-        for (int m = 0; m < data.ncoeff(); ++m) d_.tails = d_.tails || data.c(d_.row_tailamp, f, m) != 0.0;
+        for (int m = 0; m < data.ncoeff(); ++m)
+          d_.tails = d_.tails || data.c(d_.row_tailamp, f, m) != 0.0;
       }
     }
 
-    Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace> xc("perfex::psf::xtrace", d_.nfib, d_.ncx);
-    Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace> yc("perfex::psf::ytrace", d_.nfib, d_.ncy);
-    Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace> pc("perfex::psf::coeff", d_.nparam, d_.nfib, d_.ncp);
-    Kokkos::View<int**, Kokkos::LayoutRight, MemorySpace> gh("perfex::psf::gh_row", d_.dx + 1, d_.dy + 1);
+    Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace> xc("perfex::psf::xtrace", d_.nfib,
+                                                                d_.ncx);
+    Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace> yc("perfex::psf::ytrace", d_.nfib,
+                                                                d_.ncy);
+    Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace> pc("perfex::psf::coeff", d_.nparam,
+                                                                 d_.nfib, d_.ncp);
+    Kokkos::View<int**, Kokkos::LayoutRight, MemorySpace> gh("perfex::psf::gh_row", d_.dx + 1,
+                                                             d_.dy + 1);
     copy_to(xc, data.xtrace.coeff);
     copy_to(yc, data.ytrace.coeff);
     copy_to(pc, data.coeff);
     std::vector<int> rows(static_cast<std::size_t>(d_.dx + 1) * (d_.dy + 1));
     for (int i = 0; i <= d_.dx; ++i) {
       for (int j = 0; j <= d_.dy; ++j) {
-        rows[i * (d_.dy + 1) + j] = data.param_index("GH-" + std::to_string(i) + "-" + std::to_string(j));
+        rows[i * (d_.dy + 1) + j] =
+            data.param_index("GH-" + std::to_string(i) + "-" + std::to_string(j));
       }
     }
     copy_to(gh, rows);
@@ -175,15 +184,22 @@ class GaussHermitePsf {
   double trace_wavemax() const { return ywave1_; }
   // Views and scalars for kernels.
   const device_data& data() const { return d_; }
-  Kokkos::View<const double***, Kokkos::LayoutRight, MemorySpace> coeff() const { return d_.pcoeff; }
-  Kokkos::View<const double**, Kokkos::LayoutRight, MemorySpace> xtrace_coeff() const { return d_.xcoeff; }
-  Kokkos::View<const double**, Kokkos::LayoutRight, MemorySpace> ytrace_coeff() const { return d_.ycoeff; }
+  Kokkos::View<const double***, Kokkos::LayoutRight, MemorySpace> coeff() const {
+    return d_.pcoeff;
+  }
+  Kokkos::View<const double**, Kokkos::LayoutRight, MemorySpace> xtrace_coeff() const {
+    return d_.xcoeff;
+  }
+  Kokkos::View<const double**, Kokkos::LayoutRight, MemorySpace> ytrace_coeff() const {
+    return d_.ycoeff;
+  }
 
   // Throws unless [f0, f0+nf) is a valid fibre range.
   void check_fibres(int f0, int nf, const char* who) const {
     if (f0 < 0 || nf < 0 || f0 + nf > d_.nfib) {
-      throw Error(std::string(who) + ": fibres [" + std::to_string(f0) + ", " + std::to_string(f0 + nf) +
-                  ") outside the PSF's 0.." + std::to_string(d_.nfib - 1) +
+      throw Error(std::string(who) + ": fibres [" + std::to_string(f0) + ", " +
+                  std::to_string(f0 + nf) + ") outside the PSF's 0.." +
+                  std::to_string(d_.nfib - 1) +
                   (source_.empty() ? std::string() : " of '" + source_ + "'"));
     }
   }
@@ -191,8 +207,9 @@ class GaussHermitePsf {
  private:
   template <class V>
   static void copy_to(const V& dst, const std::vector<typename V::value_type>& src) {
-    Kokkos::View<const typename V::value_type*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> s(
-        src.data(), src.size());
+    Kokkos::View<const typename V::value_type*, Kokkos::HostSpace,
+                 Kokkos::MemoryTraits<Kokkos::Unmanaged>>
+        s(src.data(), src.size());
     auto mirror = Kokkos::create_mirror_view(dst);
     typename V::value_type* m = mirror.data();
     for (std::size_t n = 0; n < src.size(); ++n) m[n] = s(n);
@@ -362,8 +379,8 @@ struct InvertTraceFunctor {
   Kokkos::View<const double*, MemorySpace> rows;
   Kokkos::View<double**, MemorySpace> wave;
 
-  KOKKOS_INLINE_FUNCTION static double solve(const detail::PsfDeviceData<MemorySpace>& d, int fib, double w0,
-                                             double w1, double target) {
+  KOKKOS_INLINE_FUNCTION static double solve(const detail::PsfDeviceData<MemorySpace>& d, int fib,
+                                             double w0, double w1, double target) {
     const double y0 = d.trace_y(fib, w0), y1 = d.trace_y(fib, w1);
     double lam = (y1 != y0) ? w0 + (target - y0) * (w1 - w0) / (y1 - y0) : 0.5 * (w0 + w1);
     for (int it = 0; it < 100; ++it) {
@@ -377,13 +394,15 @@ struct InvertTraceFunctor {
     const double zero = 0.0;
     return zero / zero;  // NaN: no convergence
   }
-  KOKKOS_INLINE_FUNCTION void operator()(int f, int k) const { wave(f, k) = solve(d, f0 + f, w0, w1, rows(k)); }
+  KOKKOS_INLINE_FUNCTION void operator()(int f, int k) const {
+    wave(f, k) = solve(d, f0 + f, w0, w1, rows(k));
+  }
 };
 
 template <class ExecSpace, class MemorySpace>
 void evaluate_traces(const ExecSpace& exec, const GaussHermitePsf<MemorySpace>& psf, int f0, int nf,
-                     Kokkos::View<const double*, MemorySpace> wave, Kokkos::View<double**, MemorySpace> x,
-                     Kokkos::View<double**, MemorySpace> y) {
+                     Kokkos::View<const double*, MemorySpace> wave,
+                     Kokkos::View<double**, MemorySpace> x, Kokkos::View<double**, MemorySpace> y) {
   psf.check_fibres(f0, nf, "perfex::psf::evaluate_traces");
   const int K = static_cast<int>(wave.extent(0));
   if (static_cast<int>(x.extent(0)) < nf || static_cast<int>(x.extent(1)) < K ||
@@ -398,11 +417,12 @@ void evaluate_traces(const ExecSpace& exec, const GaussHermitePsf<MemorySpace>& 
 
 template <class ExecSpace, class MemorySpace>
 void evaluate_params(const ExecSpace& exec, const GaussHermitePsf<MemorySpace>& psf, int f0, int nf,
-                     Kokkos::View<const double*, MemorySpace> wave, Kokkos::View<double***, MemorySpace> params) {
+                     Kokkos::View<const double*, MemorySpace> wave,
+                     Kokkos::View<double***, MemorySpace> params) {
   psf.check_fibres(f0, nf, "perfex::psf::evaluate_params");
   const int K = static_cast<int>(wave.extent(0));
-  if (static_cast<int>(params.extent(0)) < psf.nparam() || static_cast<int>(params.extent(1)) < nf ||
-      static_cast<int>(params.extent(2)) < K) {
+  if (static_cast<int>(params.extent(0)) < psf.nparam() ||
+      static_cast<int>(params.extent(1)) < nf || static_cast<int>(params.extent(2)) < K) {
     throw Error("perfex::psf::evaluate_params: output view smaller than [nparam][nf][K]");
   }
   if (nf == 0 || K == 0) return;
@@ -417,26 +437,30 @@ template <class ExecSpace, class MemorySpace>
 void compute_spots(const ExecSpace& exec, const GaussHermitePsf<MemorySpace>& psf, int f0, int nf,
                    Kokkos::View<const double*, MemorySpace> wave,
                    Kokkos::View<double****, Kokkos::LayoutRight, MemorySpace> spots,
-                   Kokkos::View<int**, MemorySpace> xcorner, Kokkos::View<int**, MemorySpace> ycorner) {
+                   Kokkos::View<int**, MemorySpace> xcorner,
+                   Kokkos::View<int**, MemorySpace> ycorner) {
   psf.check_fibres(f0, nf, "perfex::psf::compute_spots");
   const int K = static_cast<int>(wave.extent(0));
   if (static_cast<int>(spots.extent(0)) < nf || static_cast<int>(spots.extent(1)) < K ||
-      static_cast<int>(spots.extent(2)) != psf.ny() || static_cast<int>(spots.extent(3)) != psf.nx() ||
-      static_cast<int>(xcorner.extent(0)) < nf || static_cast<int>(xcorner.extent(1)) < K ||
-      static_cast<int>(ycorner.extent(0)) < nf || static_cast<int>(ycorner.extent(1)) < K) {
-    throw Error("perfex::psf::compute_spots: output views must be [nf][K][" + std::to_string(psf.ny()) + "][" +
-                std::to_string(psf.nx()) + "] and [nf][K]");
+      static_cast<int>(spots.extent(2)) != psf.ny() ||
+      static_cast<int>(spots.extent(3)) != psf.nx() || static_cast<int>(xcorner.extent(0)) < nf ||
+      static_cast<int>(xcorner.extent(1)) < K || static_cast<int>(ycorner.extent(0)) < nf ||
+      static_cast<int>(ycorner.extent(1)) < K) {
+    throw Error("perfex::psf::compute_spots: output views must be [nf][K][" +
+                std::to_string(psf.ny()) + "][" + std::to_string(psf.nx()) + "] and [nf][K]");
   }
   if (nf == 0 || K == 0) return;
   using Policy = Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>, Kokkos::IndexType<int>>;
-  Kokkos::parallel_for("perfex::psf::compute_spots", Policy(exec, {0, 0}, {nf, K}),
-                       ComputeSpotsFunctor<MemorySpace>{psf.data(), f0, wave, spots, xcorner, ycorner});
+  Kokkos::parallel_for(
+      "perfex::psf::compute_spots", Policy(exec, {0, 0}, {nf, K}),
+      ComputeSpotsFunctor<MemorySpace>{psf.data(), f0, wave, spots, xcorner, ycorner});
 }
 
 // wave(f, k) = λ at which fibre f0+f's trace reaches row rows(k) (Newton; extrapolates).
 template <class ExecSpace, class MemorySpace>
 void invert_ytrace(const ExecSpace& exec, const GaussHermitePsf<MemorySpace>& psf, int f0, int nf,
-                   Kokkos::View<const double*, MemorySpace> rows, Kokkos::View<double**, MemorySpace> wave) {
+                   Kokkos::View<const double*, MemorySpace> rows,
+                   Kokkos::View<double**, MemorySpace> wave) {
   psf.check_fibres(f0, nf, "perfex::psf::invert_ytrace");
   const int K = static_cast<int>(rows.extent(0));
   if (static_cast<int>(wave.extent(0)) < nf || static_cast<int>(wave.extent(1)) < K) {
@@ -445,20 +469,20 @@ void invert_ytrace(const ExecSpace& exec, const GaussHermitePsf<MemorySpace>& ps
   if (nf == 0 || K == 0) return;
   using Policy = Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>, Kokkos::IndexType<int>>;
   Kokkos::parallel_for("perfex::psf::invert_ytrace", Policy(exec, {0, 0}, {nf, K}),
-                       InvertTraceFunctor<MemorySpace>{psf.data(), f0, psf.trace_wavemin(), psf.trace_wavemax(),
-                                                       rows, wave});
+                       InvertTraceFunctor<MemorySpace>{psf.data(), f0, psf.trace_wavemin(),
+                                                       psf.trace_wavemax(), rows, wave});
 }
 
 // Per-fibre wavelength coverage of the CCD rows [−0.5, NPIX_Y − 0.5] (specter's wmin/wmax).
 struct WavelengthCoverage {
-  std::vector<double> wmin, wmax;  // [nf]
-  double wmin_all = 0, wmax_all = 0;  // min of wmin, max of wmax (the union)
+  std::vector<double> wmin, wmax;           // [nf]
+  double wmin_all = 0, wmax_all = 0;        // min of wmin, max of wmax (the union)
   double wmin_common = 0, wmax_common = 0;  // max of wmin, min of wmax (the intersection)
 };
 
 template <class ExecSpace, class MemorySpace>
-WavelengthCoverage wavelength_coverage(const ExecSpace& exec, const GaussHermitePsf<MemorySpace>& psf, int f0,
-                                       int nf) {
+WavelengthCoverage wavelength_coverage(const ExecSpace& exec,
+                                       const GaussHermitePsf<MemorySpace>& psf, int f0, int nf) {
   Kokkos::View<double*, MemorySpace> rows("perfex::psf::coverage_rows", 2);
   auto hrows = Kokkos::create_mirror_view(rows);
   hrows(0) = -0.5;

@@ -13,8 +13,8 @@ namespace perfex {
 namespace psf {
 
 // Hard limits of the device model (sizes of per-spot local arrays); validate() checks them.
-constexpr int kMaxGhDegree = 10;      // GHDEGX, GHDEGY
-constexpr int kMaxHalfSize = 20;      // HSIZEX, HSIZEY (box up to 41 pixels)
+constexpr int kMaxGhDegree = 10;        // GHDEGX, GHDEGY
+constexpr int kMaxHalfSize = 20;        // HSIZEX, HSIZEY (box up to 41 pixels)
 constexpr int kMaxLegendreCoeffs = 24;  // trace coefficients, LEGDEG + 1
 
 // Legendre coefficients of x(λ) or y(λ) for every fibre, on [wavemin, wavemax].
@@ -41,15 +41,17 @@ struct GaussHermitePsfData {
   std::string source;  // file it came from ("" for synthetic): used in messages and IN_PSF
   int nfib = 0, fibermin = 0;
   int hsizex = 0, hsizey = 0, ghdegx = 0, ghdegy = 0, legdeg = 0, npix_x = 0, npix_y = 0;
-  double psferr = 0.01;  // PSFERR, 0.01 when absent
-  LegendreTraceSet xtrace, ytrace;  // each with its own WAVEMIN/WAVEMAX domain (spec §2.1)
-  double wavemin = 0, wavemax = 0;  // PSF-table domain
+  double psferr = 0.01;                  // PSFERR, 0.01 when absent
+  LegendreTraceSet xtrace, ytrace;       // each with its own WAVEMIN/WAVEMAX domain (spec §2.1)
+  double wavemin = 0, wavemax = 0;       // PSF-table domain
   std::vector<std::string> param_names;  // table rows (trailing blanks stripped)
   std::vector<double> coeff;             // [nparam][nfib][legdeg+1]
 
   int nparam() const { return static_cast<int>(param_names.size()); }
   int ncoeff() const { return legdeg + 1; }
-  std::string label() const { return source.empty() ? std::string("synthetic PSF") : "PSF '" + source + "'"; }
+  std::string label() const {
+    return source.empty() ? std::string("synthetic PSF") : "PSF '" + source + "'";
+  }
 
   // Row of parameter `name`, or -1.
   int find_param(const std::string& name) const {
@@ -65,8 +67,12 @@ struct GaussHermitePsfData {
     return p;
   }
   // Coefficient m of parameter row p for fibre f.
-  double& c(int p, int f, int m) { return coeff[(static_cast<std::size_t>(p) * nfib + f) * ncoeff() + m]; }
-  double c(int p, int f, int m) const { return coeff[(static_cast<std::size_t>(p) * nfib + f) * ncoeff() + m]; }
+  double& c(int p, int f, int m) {
+    return coeff[(static_cast<std::size_t>(p) * nfib + f) * ncoeff() + m];
+  }
+  double c(int p, int f, int m) const {
+    return coeff[(static_cast<std::size_t>(p) * nfib + f) * ncoeff() + m];
+  }
 
   // Consistent degrees and shapes, finite coefficients, required parameters present.
   void validate() const {
@@ -74,22 +80,25 @@ struct GaussHermitePsfData {
     auto fail = [&](const std::string& what) { throw Error(who + ": " + what); };
     if (nfib <= 0) fail("no fibres (nfib = " + std::to_string(nfib) + ")");
     if (hsizex < 0 || hsizey < 0 || hsizex > kMaxHalfSize || hsizey > kMaxHalfSize) {
-      fail("HSIZEX/HSIZEY = " + std::to_string(hsizex) + "/" + std::to_string(hsizey) + " outside [0, " +
-           std::to_string(kMaxHalfSize) + "]");
+      fail("HSIZEX/HSIZEY = " + std::to_string(hsizex) + "/" + std::to_string(hsizey) +
+           " outside [0, " + std::to_string(kMaxHalfSize) + "]");
     }
     if (ghdegx < 0 || ghdegy < 0 || ghdegx > kMaxGhDegree || ghdegy > kMaxGhDegree) {
-      fail("GHDEGX/GHDEGY = " + std::to_string(ghdegx) + "/" + std::to_string(ghdegy) + " outside [0, " +
-           std::to_string(kMaxGhDegree) + "]");
+      fail("GHDEGX/GHDEGY = " + std::to_string(ghdegx) + "/" + std::to_string(ghdegy) +
+           " outside [0, " + std::to_string(kMaxGhDegree) + "]");
     }
-    if (legdeg < 0 || legdeg + 1 > kMaxLegendreCoeffs) fail("LEGDEG = " + std::to_string(legdeg) + " unsupported");
+    if (legdeg < 0 || legdeg + 1 > kMaxLegendreCoeffs)
+      fail("LEGDEG = " + std::to_string(legdeg) + " unsupported");
     if (npix_x <= 0 || npix_y <= 0) {
-      fail("CCD size NPIX_X/NPIX_Y = " + std::to_string(npix_x) + "/" + std::to_string(npix_y) + " not positive");
+      fail("CCD size NPIX_X/NPIX_Y = " + std::to_string(npix_x) + "/" + std::to_string(npix_y) +
+           " not positive");
     }
-    if (!(psferr >= 0) || !std::isfinite(psferr)) fail("PSFERR = " + std::to_string(psferr) + " invalid");
+    if (!(psferr >= 0) || !std::isfinite(psferr))
+      fail("PSFERR = " + std::to_string(psferr) + " invalid");
     auto check_domain = [&](const char* what, double w0, double w1) {
       if (!std::isfinite(w0) || !std::isfinite(w1) || !(w1 > w0)) {
-        fail(std::string(what) + " WAVEMIN/WAVEMAX = " + std::to_string(w0) + "/" + std::to_string(w1) +
-             " is not a valid domain");
+        fail(std::string(what) + " WAVEMIN/WAVEMAX = " + std::to_string(w0) + "/" +
+             std::to_string(w1) + " is not a valid domain");
       }
     };
     check_domain("PSF", wavemin, wavemax);
@@ -115,30 +124,32 @@ struct GaussHermitePsfData {
     const std::size_t expected = param_names.size() * static_cast<std::size_t>(nfib) * ncoeff();
     if (coeff.size() != expected) {
       fail("PSF COEFF has " + std::to_string(coeff.size()) + " values, expected " +
-           std::to_string(param_names.size()) + " parameters x " + std::to_string(nfib) + " fibres x (LEGDEG " +
-           std::to_string(legdeg) + " + 1)");
+           std::to_string(param_names.size()) + " parameters x " + std::to_string(nfib) +
+           " fibres x (LEGDEG " + std::to_string(legdeg) + " + 1)");
     }
     for (std::size_t p = 0; p < param_names.size(); ++p) {
       for (std::size_t q = 0; q < p; ++q) {
-        if (param_names[p] == param_names[q]) fail("parameter '" + param_names[p] + "' appears twice");
+        if (param_names[p] == param_names[q])
+          fail("parameter '" + param_names[p] + "' appears twice");
       }
       int i = 0, j = 0;
       if (parse_gh_name(param_names[p], i, j) && (i > ghdegx || j > ghdegy)) {
-        fail("parameter '" + param_names[p] + "' is inconsistent with GHDEGX " + std::to_string(ghdegx) +
-             " / GHDEGY " + std::to_string(ghdegy));
+        fail("parameter '" + param_names[p] + "' is inconsistent with GHDEGX " +
+             std::to_string(ghdegx) + " / GHDEGY " + std::to_string(ghdegy));
       }
       const std::size_t n0 = p * static_cast<std::size_t>(nfib) * ncoeff();
       for (std::size_t n = 0; n < static_cast<std::size_t>(nfib) * ncoeff(); ++n) {
         if (!std::isfinite(coeff[n0 + n])) {
-          fail("parameter '" + param_names[p] + "' coefficient " + std::to_string(n % ncoeff()) + " of fibre " +
-               std::to_string(n / ncoeff()) + " is not finite");
+          fail("parameter '" + param_names[p] + "' coefficient " + std::to_string(n % ncoeff()) +
+               " of fibre " + std::to_string(n / ncoeff()) + " is not finite");
         }
       }
     }
     param_index("GHSIGX");
     param_index("GHSIGY");
     for (int j = 0; j <= ghdegy; ++j) {
-      for (int i = 0; i <= ghdegx; ++i) param_index("GH-" + std::to_string(i) + "-" + std::to_string(j));
+      for (int i = 0; i <= ghdegx; ++i)
+        param_index("GH-" + std::to_string(i) + "-" + std::to_string(j));
     }
     // Tails: all or nothing (TAILAMP alone cannot be evaluated).
     if (find_param("TAILAMP") >= 0) {

@@ -16,9 +16,9 @@ namespace psf {
 struct SyntheticPsfOptions {
   int nfib = 500;
   int bundlesize = 25;
-  double pitch = 7.28;        // px between fibres of a bundle
-  double bundle_gap = 19.7;   // px between the last fibre of a bundle and the first of the next
-  double x_first = 111.0;     // x of fibre 0 at the middle of the domain
+  double pitch = 7.28;       // px between fibres of a bundle
+  double bundle_gap = 19.7;  // px between the last fibre of a bundle and the first of the next
+  double x_first = 111.0;    // x of fibre 0 at the middle of the domain
   double wavemin = 5543.0, wavemax = 7827.0;              // PSF-table domain
   double trace_wavemin = 5543.0, trace_wavemax = 7826.0;  // XTRACE/YTRACE domain
   double y_first = -5.0, y_last = 4312.0;  // fibre 0's y at trace_wavemin / trace_wavemax
@@ -42,8 +42,10 @@ struct SplitMix64 {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
     return z ^ (z >> 31);
   }
-  double uniform() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }  // [0, 1)
-  double symmetric() { return 2.0 * uniform() - 1.0; }                                          // [−1, 1)
+  double uniform() {
+    return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0);
+  }                                                     // [0, 1)
+  double symmetric() { return 2.0 * uniform() - 1.0; }  // [−1, 1)
 };
 }  // namespace detail
 
@@ -105,9 +107,11 @@ inline GaussHermitePsfData make_synthetic_psf(const SyntheticPsfOptions& o = {})
   // Parameter rows in the real files' order.
   d.param_names = {"GHSIGX", "GHSIGY"};
   for (int j = 0; j <= o.ghdegy; ++j) {
-    for (int i = 0; i <= o.ghdegx; ++i) d.param_names.push_back("GH-" + std::to_string(i) + "-" + std::to_string(j));
+    for (int i = 0; i <= o.ghdegx; ++i)
+      d.param_names.push_back("GH-" + std::to_string(i) + "-" + std::to_string(j));
   }
-  for (const char* n : {"TAILAMP", "TAILCORE", "TAILXSCA", "TAILYSCA", "TAILINDE", "BUNDLE", "STATUS", "CONT"}) {
+  for (const char* n :
+       {"TAILAMP", "TAILCORE", "TAILXSCA", "TAILYSCA", "TAILINDE", "BUNDLE", "STATUS", "CONT"}) {
     d.param_names.push_back(n);
   }
   d.coeff.assign(d.param_names.size() * static_cast<std::size_t>(o.nfib) * L, 0.0);
