@@ -192,6 +192,29 @@ TEST_CASE("extraction is reproducible and identical on every CPU backend", "[ext
 #endif
 }
 
+TEST_CASE("host arrays are used in place when clean, copied and sanitised otherwise", "[extract]") {
+  using perfex::extract::wrap_host_image;
+  auto img = scene().image;
+  const auto wrapped = wrap_host_image(img.pixels.data(), img.ivar.data(), img.nrows, img.ncols);
+  CHECK(wrapped.pixels.data() == img.pixels.data());
+  CHECK(wrapped.ivar.data() == img.ivar.data());
+  CHECK(wrapped.nonfinite_pixels == 0);
+  const Frame direct = perfex::extract::extract_frame(Kokkos::DefaultHostExecutionSpace(),
+                                                      scene().psf, wrapped, scene_options());
+  const Frame uploaded = extract<Kokkos::DefaultHostExecutionSpace>(img);
+  CHECK(direct.flux == uploaded.flux);  // bitwise: same pixels, same solver
+
+  img.pixels[5] = std::nan("");
+  const auto copied = wrap_host_image(img.pixels.data(), img.ivar.data(), img.nrows, img.ncols);
+  CHECK(copied.pixels.data() != img.pixels.data());
+  CHECK(copied.nonfinite_pixels == 1);
+  CHECK(copied.value(0, 5) == 0.0);
+  CHECK(copied.weight(0, 5) == 0.0);
+  img.ivar[7] = -1.0;
+  CHECK_THROWS_WITH(wrap_host_image(img.pixels.data(), img.ivar.data(), img.nrows, img.ncols),
+                    Catch::Contains("negative inverse variance"));
+}
+
 PERFEX_BACKEND_TEST_CASE("masked, non-finite and overflowing pixels never produce NaN",
                          "[extract]") {
   PERFEX_ONLY_SELECTED_BACKEND();

@@ -2,6 +2,7 @@
 // Frame extraction driver: bundles → sub-bundles → wavelength patches, solved in batches on
 // the execution space, stitched into a Frame (spec §5).
 #include <perfex/detail/kokkos_compat.hpp>
+#include <perfex/detail/team_shape.hpp>
 #include <perfex/error.hpp>
 #include <perfex/extract/frame.hpp>
 #include <perfex/extract/image.hpp>
@@ -23,95 +24,6 @@ namespace extract {
 
 // Called on the host after each batch of patches: (patches done, patches in total).
 using ProgressCallback = std::function<void(int, int)>;
-
-// An image resident in the execution space's memory: upload once, extract many times.
-template <class MemorySpace>
-struct DeviceImage {
-  Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace> pixels, ivar;
-  long long nonfinite_pixels = 0;  // NaN/Inf pixel or ivar values, stored as masked (0, ivar 0)
-  int nrows() const { return static_cast<int>(pixels.extent(0)); }
-  int ncols() const { return static_cast<int>(pixels.extent(1)); }
-};
-
-// Copies the image to exec's memory space, treating NaN/Inf pixels or ivar as masked (counted).
-template <class ExecSpace>
-DeviceImage<typename ExecSpace::memory_space> upload_image(const ExecSpace& exec,
-                                                           const CcdImage& image) {
-  using Mem = typename ExecSpace::memory_space;
-  const std::size_t npix =
-      static_cast<std::size_t>(image.nrows) * static_cast<std::size_t>(image.ncols);
-  if (image.nrows <= 0 || image.ncols <= 0 || image.pixels.size() != npix ||
-      image.ivar.size() != npix)
-    throw Error("image: pixel and ivar arrays must both hold nrows x ncols = " +
-                std::to_string(image.nrows) + " x " + std::to_string(image.ncols) + " values");
-  DeviceImage<Mem> out;
-  out.pixels = decltype(out.pixels)(uninitialized("perfex::image"), image.nrows, image.ncols);
-  out.ivar = decltype(out.ivar)(uninitialized("perfex::ivar"), image.nrows, image.ncols);
-  auto hp = Kokkos::create_mirror_view(out.pixels);
-  auto hw = Kokkos::create_mirror_view(out.ivar);
-  long long nonfinite = 0;
-  for (std::size_t i = 0; i < npix; ++i) {
-    const double d = image.pixels[i], w = image.ivar[i];
-    if (w < 0)
-      throw Error("image: negative inverse variance " + std::to_string(w) + " at row " +
-                  std::to_string(i / static_cast<std::size_t>(image.ncols)) + ", column " +
-                  std::to_string(i % static_cast<std::size_t>(image.ncols)));
-    const bool ok = std::isfinite(d) && std::isfinite(w);
-    nonfinite += ok ? 0 : 1;
-    hp.data()[i] = ok ? d : 0.0;
-    hw.data()[i] = ok ? w : 0.0;
-  }
-  Kokkos::deep_copy(exec, out.pixels, hp);
-  Kokkos::deep_copy(exec, out.ivar, hw);
-  exec.fence();  // the host mirrors go out of scope
-  out.nonfinite_pixels = nonfinite;
-  return out;
-}
-
-namespace detail {
-
-inline double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  const std::size_t h = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(h), v.end());
-  const double hi = v[h];
-  if (v.size() % 2) return hi;
-  return 0.5 * (hi + *std::max_element(v.begin(), v.begin() + static_cast<long>(h)));
-}
-
-// desispec's spectrum mask: SOMEBADPIX / ALLBADPIX from pixmask_fraction, BAD2DFIT where
-// chi2pix exceeds 5x its median over fibres at that wavelength and 5x its median over
-// wavelengths for that fibre.
-inline void set_mask(Frame& frame) {
-  frame.mask.assign(frame.flux.size(), 0u);
-  std::vector<double> wave_median(static_cast<std::size_t>(frame.nwave)),
-      fibre_median(static_cast<std::size_t>(frame.nspec));
-  std::vector<double> tmp;
-  for (int k = 0; k < frame.nwave; ++k) {
-    tmp.clear();
-    for (int f = 0; f < frame.nspec; ++f) tmp.push_back(frame.chi2pix[frame.index(f, k)]);
-    wave_median[static_cast<std::size_t>(k)] = median(tmp);
-  }
-  for (int f = 0; f < frame.nspec; ++f) {
-    tmp.assign(frame.chi2pix.begin() + static_cast<long>(frame.index(f, 0)),
-               frame.chi2pix.begin() + static_cast<long>(frame.index(f, 0) + frame.nwave));
-    fibre_median[static_cast<std::size_t>(f)] = median(tmp);
-  }
-  for (int f = 0; f < frame.nspec; ++f)
-    for (int k = 0; k < frame.nwave; ++k) {
-      const std::size_t i = frame.index(f, k);
-      std::uint32_t m = 0;
-      if (frame.pixmask_fraction[i] > 0.5) m |= somebadpix;
-      if (frame.pixmask_fraction[i] >= 1.0 - 1e-9) m |= allbadpix;  // a spot's sum is 1 to rounding
-      const double c = frame.chi2pix[i];
-      if (c > 5 * wave_median[static_cast<std::size_t>(k)] &&
-          c > 5 * fibre_median[static_cast<std::size_t>(f)])
-        m |= bad2dfit;
-      frame.mask[i] = m;
-    }
-}
-
-}  // namespace detail
 
 // Extracts the requested fibres of an image already in exec's memory (see upload_image).
 template <class ExecSpace>
@@ -161,8 +73,6 @@ Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_d
   if (image.nonfinite_pixels > 0)
     frame.warnings.push_back(std::to_string(image.nonfinite_pixels) +
                              " NaN/Inf image or ivar pixels treated as masked");
-  const auto& pixels = image.pixels;
-  const auto& ivar = image.ivar;
   const int nrows = image.nrows(), ncols = image.ncols();
   Kokkos::View<double**, Kokkos::LayoutRight, Mem> model;
   if (opt.model_image) model = decltype(model)("perfex::model", nrows, ncols);
@@ -231,8 +141,7 @@ Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_d
     PatchSolver<ExecSpace, Mem> solver{spots,
                                        xcorner,
                                        ycorner,
-                                       pixels,
-                                       ivar,
+                                       image,
                                        {},
                                        ws,
                                        results,
@@ -255,10 +164,11 @@ Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_d
       const int count = std::min(batch, npatch - first);
       solver.patches = Kokkos::subview(dplan, Kokkos::make_pair(first, first + count));
       // Dynamic: patches at the CCD edges and the last wavelength step are smaller.
-      Kokkos::parallel_for("perfex::extract::solve_patches",
-                           Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>(
-                               exec, count, Kokkos::AUTO),
-                           solver);
+      Kokkos::parallel_for(
+          "perfex::extract::solve_patches",
+          perfex::detail::team_policy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>(
+              exec, count, perfex::detail::default_team_shape<ExecSpace>()),
+          solver);
       Kokkos::deep_copy(exec, hflux, results.flux);
       Kokkos::deep_copy(exec, hivar, results.ivar);
       Kokkos::deep_copy(exec, hchi, results.chi2pix);
@@ -298,7 +208,7 @@ Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_d
       if (progress) progress(done, total_patches);
     }
   }
-  detail::set_mask(frame);
+  set_frame_mask(frame);
   if (opt.model_image) {
     auto hm = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), model);
     frame.model_rows = nrows;

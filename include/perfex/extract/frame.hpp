@@ -1,6 +1,7 @@
 #pragma once
 #include <perfex/extract/options.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,6 +44,52 @@ struct Frame {
 
   std::size_t index(int fibre, int k) const { return static_cast<std::size_t>(fibre) * nwave + k; }
 };
+
+namespace detail {
+
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  const std::size_t h = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(h), v.end());
+  const double hi = v[h];
+  if (v.size() % 2) return hi;
+  return 0.5 * (hi + *std::max_element(v.begin(), v.begin() + static_cast<long>(h)));
+}
+
+}  // namespace detail
+
+// desispec's spectrum mask: SOMEBADPIX / ALLBADPIX from pixmask_fraction, BAD2DFIT where
+// chi2pix exceeds 5x its median over fibres at that wavelength and 5x its median over
+// wavelengths for that fibre. Computed on the whole frame (the medians span every fibre):
+// a frame assembled from parts (MPI ranks) gets its mask once, after the assembly.
+inline void set_frame_mask(Frame& frame) {
+  frame.mask.assign(frame.flux.size(), 0u);
+  std::vector<double> wave_median(static_cast<std::size_t>(frame.nwave)),
+      fibre_median(static_cast<std::size_t>(frame.nspec));
+  std::vector<double> tmp;
+  for (int k = 0; k < frame.nwave; ++k) {
+    tmp.clear();
+    for (int f = 0; f < frame.nspec; ++f) tmp.push_back(frame.chi2pix[frame.index(f, k)]);
+    wave_median[static_cast<std::size_t>(k)] = detail::median(tmp);
+  }
+  for (int f = 0; f < frame.nspec; ++f) {
+    tmp.assign(frame.chi2pix.begin() + static_cast<long>(frame.index(f, 0)),
+               frame.chi2pix.begin() + static_cast<long>(frame.index(f, 0) + frame.nwave));
+    fibre_median[static_cast<std::size_t>(f)] = detail::median(tmp);
+  }
+  for (int f = 0; f < frame.nspec; ++f)
+    for (int k = 0; k < frame.nwave; ++k) {
+      const std::size_t i = frame.index(f, k);
+      std::uint32_t m = 0;
+      if (frame.pixmask_fraction[i] > 0.5) m |= somebadpix;
+      if (frame.pixmask_fraction[i] >= 1.0 - 1e-9) m |= allbadpix;  // a spot's sum is 1 to rounding
+      const double c = frame.chi2pix[i];
+      if (c > 5 * wave_median[static_cast<std::size_t>(k)] &&
+          c > 5 * fibre_median[static_cast<std::size_t>(f)])
+        m |= bad2dfit;
+      frame.mask[i] = m;
+    }
+}
 
 }  // namespace extract
 }  // namespace perfex

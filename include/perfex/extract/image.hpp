@@ -1,17 +1,116 @@
 #pragma once
+// CCD images as the extraction sees them: pixel values and inverse variances (ivar 0 marks a
+// masked pixel), on the host (CcdImage) and in an execution space's memory (DeviceImage).
+#include <perfex/detail/kokkos_compat.hpp>
+#include <perfex/error.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <string>
 #include <vector>
 
 namespace perfex {
 namespace extract {
 
-// A CCD image on the host as the extraction sees it (spec §1.7): pixel values and inverse
-// variances, row-major [nrows][ncols]; ivar 0 marks a masked pixel.
+// A CCD image on the host, row-major [nrows][ncols].
 struct CcdImage {
   int nrows = 0;
   int ncols = 0;
   std::vector<double> pixels;
   std::vector<double> ivar;
 };
+
+// An image resident in a memory space: upload once (upload_image), extract many times. The
+// solver reads it only through value() and weight().
+template <class MemorySpace>
+struct DeviceImage {
+  using Pixels = Kokkos::View<const double**, Kokkos::LayoutRight, MemorySpace>;
+  Pixels pixels, ivar;
+  long long nonfinite_pixels = 0;  // NaN/Inf pixel or ivar values, stored as masked (0, ivar 0)
+  int nrows() const { return static_cast<int>(pixels.extent(0)); }
+  int ncols() const { return static_cast<int>(pixels.extent(1)); }
+  KOKKOS_INLINE_FUNCTION double value(int row, int col) const { return pixels(row, col); }
+  KOKKOS_INLINE_FUNCTION double weight(int row, int col) const { return ivar(row, col); }
+};
+
+namespace detail {
+
+inline void check_image_shape(int nrows, int ncols, std::size_t npixels, std::size_t nivar) {
+  const std::size_t npix = static_cast<std::size_t>(nrows) * static_cast<std::size_t>(ncols);
+  if (nrows <= 0 || ncols <= 0 || npixels != npix || nivar != npix)
+    throw Error("image: pixel and ivar arrays must both hold nrows x ncols = " +
+                std::to_string(nrows) + " x " + std::to_string(ncols) + " values");
+}
+
+// Copies (pixels, ivar) into the host arrays hp, hw, storing NaN/Inf pixels as masked;
+// returns their count. A negative ivar is an error naming the pixel.
+inline long long sanitize_image(const double* pixels, const double* ivar, int ncols,
+                                std::size_t npix, double* hp, double* hw) {
+  long long nonfinite = 0;
+  for (std::size_t i = 0; i < npix; ++i) {
+    const double d = pixels[i], w = ivar[i];
+    if (w < 0)
+      throw Error("image: negative inverse variance " + std::to_string(w) + " at row " +
+                  std::to_string(i / static_cast<std::size_t>(ncols)) + ", column " +
+                  std::to_string(i % static_cast<std::size_t>(ncols)));
+    const bool ok = std::isfinite(d) && std::isfinite(w);
+    nonfinite += ok ? 0 : 1;
+    hp[i] = ok ? d : 0.0;
+    hw[i] = ok ? w : 0.0;
+  }
+  return nonfinite;
+}
+
+template <class ExecSpace>
+DeviceImage<typename ExecSpace::memory_space> upload_pixels(const ExecSpace& exec,
+                                                            const double* pixels,
+                                                            const double* ivar, int nrows,
+                                                            int ncols) {
+  using Mem = typename ExecSpace::memory_space;
+  Kokkos::View<double**, Kokkos::LayoutRight, Mem> p(uninitialized("perfex::image"), nrows, ncols);
+  Kokkos::View<double**, Kokkos::LayoutRight, Mem> w(uninitialized("perfex::ivar"), nrows, ncols);
+  auto hp = Kokkos::create_mirror_view(p);
+  auto hw = Kokkos::create_mirror_view(w);
+  DeviceImage<Mem> out;
+  out.nonfinite_pixels = sanitize_image(pixels, ivar, ncols, hp.size(), hp.data(), hw.data());
+  Kokkos::deep_copy(exec, p, hp);
+  Kokkos::deep_copy(exec, w, hw);
+  exec.fence();  // the host mirrors go out of scope
+  out.pixels = p;
+  out.ivar = w;
+  return out;
+}
+
+}  // namespace detail
+
+// Copies the image to exec's memory space, treating NaN/Inf pixels or ivar as masked (counted).
+template <class ExecSpace>
+DeviceImage<typename ExecSpace::memory_space> upload_image(const ExecSpace& exec,
+                                                           const CcdImage& image) {
+  detail::check_image_shape(image.nrows, image.ncols, image.pixels.size(), image.ivar.size());
+  return detail::upload_pixels(exec, image.pixels.data(), image.ivar.data(), image.nrows,
+                               image.ncols);
+}
+
+// Host arrays (row-major [nrows][ncols], e.g. numpy buffers) used in place, without a copy,
+// when every value is finite and every ivar >= 0; otherwise a sanitised copy (NaN/Inf masked
+// and counted, as upload_image). The caller keeps the arrays alive while the image is used.
+inline DeviceImage<Kokkos::HostSpace> wrap_host_image(const double* pixels, const double* ivar,
+                                                      int nrows, int ncols) {
+  const std::size_t npix = static_cast<std::size_t>(nrows) * static_cast<std::size_t>(ncols);
+  detail::check_image_shape(nrows, ncols, npix, npix);
+  bool clean = true;
+  for (std::size_t i = 0; i < npix && clean; ++i)
+    clean = std::isfinite(pixels[i]) && std::isfinite(ivar[i]) && ivar[i] >= 0;
+  if (!clean)
+    return detail::upload_pixels(Kokkos::DefaultHostExecutionSpace(), pixels, ivar, nrows, ncols);
+  DeviceImage<Kokkos::HostSpace> out;
+  out.pixels = DeviceImage<Kokkos::HostSpace>::Pixels(pixels, nrows, ncols);
+  out.ivar = DeviceImage<Kokkos::HostSpace>::Pixels(ivar, nrows, ncols);
+  return out;
+}
 
 }  // namespace extract
 }  // namespace perfex

@@ -9,6 +9,8 @@
 // ~58 for 7 x 74 unknowns) stored and factored as one. PatchBandwidth measures each
 // patch's band from the spot boxes before the solve.
 #include <perfex/detail/kokkos_compat.hpp>
+#include <perfex/detail/team_shape.hpp>
+#include <perfex/extract/image.hpp>
 #include <perfex/extract/options.hpp>
 #include <perfex/extract/plan.hpp>
 #include <perfex/linalg/band_cholesky.hpp>
@@ -160,7 +162,8 @@ int measure_bandwidths(const ExecSpace& exec, const Kokkos::View<const int**, Me
                        int ncol) {
   const int npatch = static_cast<int>(patches.extent(0));
   Kokkos::parallel_for(
-      "perfex::extract::patch_bandwidth", Kokkos::TeamPolicy<ExecSpace>(exec, npatch, Kokkos::AUTO),
+      "perfex::extract::patch_bandwidth",
+      perfex::detail::team_policy(exec, npatch, perfex::detail::default_team_shape<ExecSpace>()),
       PatchBandwidth<ExecSpace, MemorySpace>{xcorner, ycorner, patches, nwt, nrow, ncol});
   int band = 0;
   Kokkos::parallel_reduce(
@@ -178,11 +181,10 @@ struct PatchSolver {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using Spots = Kokkos::View<const double****, Kokkos::LayoutRight, MemorySpace>;
   using Corners = Kokkos::View<const int**, MemorySpace>;
-  using Image = Kokkos::View<const double**, Kokkos::LayoutRight, MemorySpace>;
 
   Spots spots;  // (fibre, padded wavelength, row, column)
   Corners xcorner, ycorner;
-  Image pixels, ivar;
+  DeviceImage<MemorySpace> image;
   Kokkos::View<const PatchDesc*, MemorySpace> patches;
   PatchWorkspace<MemorySpace> ws;
   PatchResults<MemorySpace> out;
@@ -262,8 +264,8 @@ struct PatchSolver {
           double ws_rc = 0;
           if (row_in && col >= p.col0 && col < p.col1) {
             const double s = spots(f, k, r, c);
-            ws_rc = ivar(row, col) * s;
-            bj += ws_rc * pixels(row, col);
+            ws_rc = image.weight(row, col) * s;
+            bj += ws_rc * image.value(row, col);
             wj += ws_rc;
           }
           wspot[r * ncol + c] = ws_rc;
@@ -442,10 +444,10 @@ struct PatchSolver {
     member.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, npix), [&](int q) {
       const int row = p.row0 + q / wcols, col = p.col0 + q % wcols;
-      const double w = ivar(row, col), m = pm(q);
+      const double w = image.weight(row, col), m = pm(q);
       const double vmodel = (psferr * m + 1e-32) * (psferr * m + 1e-32);
       const double t = w > 0 ? 1.0 / (vmodel + 1.0 / w) : 0.0;
-      const double resid = pixels(row, col) - m;
+      const double resid = image.value(row, col) - m;
       pm(q) = resid * resid * t;
       pt(q) = t > 0 ? 1.0 : 0.0;
     });
@@ -461,7 +463,7 @@ struct PatchSolver {
           const double a = spots(fl, k, r, c);
           chi += a * pm(q);
           norm += a * pt(q);
-          masked += ivar(r0 + r, c0 + c) == 0 ? a : 0.0;
+          masked += image.weight(r0 + r, c0 + c) == 0 ? a : 0.0;
         }
       out.chi2pix(ip, f, jcore) = norm > 0 ? chi / norm : 0.0;
       out.pixmask(ip, f, jcore) = masked;

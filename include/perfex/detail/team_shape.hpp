@@ -1,0 +1,32 @@
+#pragma once
+// Team size and vector length of perfex's team kernels, chosen per backend in one place.
+#include <Kokkos_Core.hpp>
+
+namespace perfex {
+namespace detail {
+
+// team_size 0 means Kokkos::AUTO.
+struct TeamShape {
+  int team_size = 0;
+  int vector_length = 1;
+};
+
+// Host backends: Kokkos::AUTO gives one thread per team there, so each patch (or matrix) is a
+// sequential unit and the teams run concurrently; vector loops are left to the compiler.
+template <class ExecSpace>
+TeamShape default_team_shape() {
+  return {};
+}
+
+template <class ExecSpace, class... Properties>
+Kokkos::TeamPolicy<ExecSpace, Properties...> team_policy(const ExecSpace& exec, int league,
+                                                         const TeamShape& shape) {
+  if (shape.team_size > 0)
+    return Kokkos::TeamPolicy<ExecSpace, Properties...>(exec, league, shape.team_size,
+                                                        shape.vector_length);
+  return Kokkos::TeamPolicy<ExecSpace, Properties...>(exec, league, Kokkos::AUTO,
+                                                      shape.vector_length);
+}
+
+}  // namespace detail
+}  // namespace perfex
