@@ -21,11 +21,11 @@ jobs=${PERFEX_JOBS:-$(nproc)}
 echo "== perfex demo: building the tools in ${build} (Kokkos at ${kokkos_prefix})" >&2
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="${kokkos_prefix}" >/dev/null
 cmake --build "$build" -j "$jobs" --target perfex-demo perfex-extract
-if [ ! -x "$build/examples/perfex-demo" ]; then
+if [ ! -x "$build/tools/perfex-demo" ]; then
   echo "demo.sh: perfex-demo was not built (CFITSIO missing?)" >&2
   exit 1
 fi
 
 echo "== perfex demo: running perfex-demo $*" >&2
 export OMP_PROC_BIND=${OMP_PROC_BIND:-false}
-exec "$build/examples/perfex-demo" "$@"
+exec "$build/tools/perfex-demo" "$@"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: installs the dependencies (first run only), builds perfex with its tests,
-# examples and benchmarks, runs the suite on every backend (Serial, OpenMP with 2 threads),
+# tools and benchmarks, runs the suite on every backend (Serial, OpenMP with 2 threads),
 # the consumer projects and the benchmark smoke runs, then the same suite under
 # AddressSanitizer + UndefinedBehaviorSanitizer, and last, where nvcc is installed, compiles
 # everything for CUDA (nothing runs: CI has no GPU).
@@ -21,18 +21,18 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="${kokkos_prefix
 cmake --build "$build" -j "$jobs"
 (cd "$build" && ctest --output-on-failure -j 1)
 
-echo "== perfex: AddressSanitizer + UndefinedBehaviorSanitizer build of the test suite"
+echo "== perfex: AddressSanitizer + UndefinedBehaviorSanitizer build of the tests and tools"
 san_flags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 cmake -S . -B "${build}-asan" -DCMAKE_BUILD_TYPE=Debug -DKokkos_ROOT="${kokkos_prefix}" \
       -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g ${san_flags}" -DCMAKE_EXE_LINKER_FLAGS="${san_flags}" \
-      -DPERFEX_ENABLE_EXAMPLES=OFF -DPERFEX_ENABLE_BENCHMARKS=OFF -DPERFEX_ENABLE_CONSUMER_TESTS=OFF \
+      -DPERFEX_ENABLE_BENCHMARKS=OFF -DPERFEX_ENABLE_CONSUMER_TESTS=OFF \
       -DPERFEX_ENABLE_HEADER_CHECK=OFF -DPERFEX_TEST_FILTER='~[slow]' >/dev/null
 cmake --build "${build}-asan" -j "$jobs"
 (cd "${build}-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
    ctest --output-on-failure -j 1)
 
 if [ -n "$kokkos_cuda_prefix" ]; then
-  echo "== perfex: CUDA compile check: headers, tests, examples, benchmarks (Kokkos at ${kokkos_cuda_prefix}; nothing runs)"
+  echo "== perfex: CUDA compile check: headers, tests, tools, benchmarks (Kokkos at ${kokkos_cuda_prefix}; nothing runs)"
   # nvcc_wrapper calls the nvcc on PATH.
   command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:${PATH}"
   t0=$SECONDS

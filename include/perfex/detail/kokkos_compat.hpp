@@ -63,6 +63,20 @@ inline auto uninitialized(const std::string& label) {
   return Kokkos::view_alloc(Kokkos::WithoutInitializing, label);
 }
 
+// Initialises Kokkos with `threads` host threads (0 = Kokkos' default). Kokkos 3.7 replaced
+// InitArguments by InitializationSettings.
+inline void initialize_kokkos(int threads) {
+#if KOKKOS_VERSION >= 30700
+  Kokkos::InitializationSettings settings;
+  if (threads > 0) settings.set_num_threads(threads);
+  Kokkos::initialize(settings);
+#else
+  Kokkos::InitArguments args;
+  if (threads > 0) args.num_threads = threads;
+  Kokkos::initialize(args);
+#endif
+}
+
 // Concurrency of an execution-space instance (static in 3.4, a member in 4.x: an instance
 // call compiles on both).
 template <class ExecSpace>

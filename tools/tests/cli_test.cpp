@@ -1,7 +1,8 @@
-#include "perfex_test.hpp"
+// perfex-extract's and perfex-demo's command-line layer: options, messages, summary, progress.
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
 
-#ifdef PERFEX_TEST_HAVE_IO
-#include <perfex/io/cli.hpp>
+#include "cli.hpp"
 
 #include <sstream>
 #include <string>
@@ -9,9 +10,9 @@
 
 namespace {
 
-using perfex::io::cli::ExtractArgs;
-using perfex::io::cli::parse_extract_args;
-using perfex::io::cli::UsageError;
+using perfex::cli::ExtractArgs;
+using perfex::cli::parse_extract_args;
+using perfex::cli::UsageError;
 using Args = std::vector<std::string>;
 
 Args with_files(Args extra) {
@@ -21,9 +22,9 @@ Args with_files(Args extra) {
 }
 
 // The UsageError message for a bad command line ("" if it parses).
-std::string error_of(const Args& a, bool require_files = true) {
+std::string error_of(const Args& a) {
   try {
-    parse_extract_args(a, require_files);
+    parse_extract_args(a);
   } catch (const UsageError& e) {
     return e.what();
   }
@@ -32,7 +33,7 @@ std::string error_of(const Args& a, bool require_files = true) {
 
 }  // namespace
 
-TEST_CASE("cli: desi_extract_spectra options", "[io]") {
+TEST_CASE("cli: desi_extract_spectra options", "[cli]") {
   const ExtractArgs a = parse_extract_args(Args{"-i",
                                                 "img.fits",
                                                 "--psf",
@@ -93,20 +94,53 @@ TEST_CASE("cli: desi_extract_spectra options", "[io]") {
   CHECK(d.options.nsubbundles == o.nsubbundles);
   CHECK(d.options.decorrelation == perfex::extract::Decorrelation::signal);
   CHECK_FALSE(d.options.model_image);
-  CHECK(d.backend == perfex::io::cli::default_backend());
+  CHECK(d.backend == perfex::cli::default_backend());
   CHECK(d.threads == 0);
 
-  // --help needs no files; the demo parses without files and collects its own options.
+  // --help needs no files.
   CHECK(parse_extract_args(Args{"--help"}).help);
-  std::vector<std::string> rest;
-  const ExtractArgs demo =
-      parse_extract_args(Args{"--outdir", "out", "-n", "10", "--seed=3"}, false, {}, &rest);
-  CHECK(demo.options.nspec == 10);
-  CHECK(rest == Args{"--outdir", "out", "--seed=3"});
-  CHECK(perfex::io::cli::extract_options_help().find("--decorrelate-fibers") != std::string::npos);
+  CHECK(perfex::cli::extract_options_help().find("--decorrelate-fibers") != std::string::npos);
 }
 
-TEST_CASE("cli: bad options name the option", "[io]") {
+TEST_CASE("cli: a tool adds its own options to perfex-extract's", "[cli]") {
+  // As perfex-demo does: extraction options and the tool's own, in any order, no files.
+  ExtractArgs a;
+  a.options.nspec = 50;  // the tool's default
+  std::string outdir;
+  int seed = 0;
+  perfex::cli::ArgReader r(Args{"--outdir", "out", "-n", "10", "--seed=3", "--threads=2"});
+  while (r.next()) {
+    if (perfex::cli::parse_extract_option(r, a)) continue;
+    if (r.is(nullptr, "--outdir"))
+      outdir = r.nonempty_value("folder");
+    else if (r.is(nullptr, "--seed"))
+      seed = r.int_value(0);
+    else
+      r.reject();
+  }
+  perfex::cli::finish_extract_args(a, /*require_files=*/false);
+  CHECK(a.options.nspec == 10);
+  CHECK(a.threads == 2);
+  CHECK(outdir == "out");
+  CHECK(seed == 3);
+  CHECK(a.backend == perfex::cli::default_backend());
+
+  perfex::cli::ArgReader bad(Args{"--seed", "-1"});
+  REQUIRE(bad.next());
+  CHECK_THROWS_WITH(bad.int_value(0), Catch::Contains("--seed") && Catch::Contains(">= 0"));
+  perfex::cli::ArgReader empty(Args{"--outdir="});
+  REQUIRE(empty.next());
+  CHECK_THROWS_WITH(empty.nonempty_value("folder"),
+                    Catch::Contains("--outdir") && Catch::Contains("empty folder name"));
+}
+
+TEST_CASE("cli: exit status and messages of a tool's main", "[cli]") {
+  CHECK(perfex::cli::guarded_main("t", [] { return 0; }) == 0);
+  CHECK(perfex::cli::guarded_main("t", []() -> int { throw UsageError("option -x: bad"); }) == 2);
+  CHECK(perfex::cli::guarded_main("t", []() -> int { throw perfex::Error("no file"); }) == 1);
+}
+
+TEST_CASE("cli: bad options name the option", "[cli]") {
   using Catch::Contains;
   CHECK_THAT(error_of(Args{"-p", "psf.fits", "-o", "f.fits"}),
              Contains("-i/--input") && Contains("required"));
@@ -143,8 +177,8 @@ TEST_CASE("cli: bad options name the option", "[io]") {
   CHECK(error_of(with_files({"-w", "x"})).find('\n') == std::string::npos);
 }
 
-TEST_CASE("cli: summary line and progress bar", "[io]") {
-  perfex::io::cli::RunResult r;
+TEST_CASE("cli: summary line and progress bar", "[cli]") {
+  perfex::cli::RunResult r;
   r.frame.nspec = 50;
   r.frame.nwave = 1251;
   r.frame.npatches = 260;
@@ -153,13 +187,13 @@ TEST_CASE("cli: summary line and progress bar", "[io]") {
   r.seconds = 2.0;
   r.backend = "openmp";
   r.threads = 2;
-  CHECK(perfex::io::cli::summary_line("perfex-extract", r) ==
+  CHECK(perfex::cli::summary_line("perfex-extract", r) ==
         "perfex-extract: 50 fibres x 1251 wavelengths, 260 patches in 2.00 s (130.0 patches/s, 4.5 "
         "GFLOP/s), backend openmp, "
         "threads 2, failed patches 0");
 
   std::ostringstream quiet, shown;
-  perfex::io::cli::ProgressBar off(quiet, false), on(shown, true);
+  perfex::cli::ProgressBar off(quiet, false), on(shown, true);
   off.update(1, 4);
   off.finish();
   CHECK(quiet.str().empty());
@@ -172,5 +206,3 @@ TEST_CASE("cli: summary line and progress bar", "[io]") {
   CHECK_THAT(shown.str(), Catch::Contains("4/4 patches") && Catch::Contains("patches/s"));
   CHECK(shown.str().back() == '\n');
 }
-
-#endif  // PERFEX_TEST_HAVE_IO

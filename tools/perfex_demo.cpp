@@ -3,21 +3,21 @@
 // frame back and compares it with the truth:
 //   pull = (FLUX − R·TRUEPHOT/dλ)·√IVAR, R rebuilt from the RESOLUTION band (interior bins),
 // whose RMS must be 1.00 ± 0.05 (exit status 1 otherwise).
+#include "cli.hpp"
+
+#include <perfex/config.hpp>
 #include <perfex/extract/simulate.hpp>
 #include <perfex/extract/wavelength_grid.hpp>
-#include <perfex/io/cli.hpp>
 #include <perfex/io/fits.hpp>
 #include <perfex/io/frame_fits.hpp>
 #include <perfex/io/image_fits.hpp>
 #include <perfex/io/psf_fits.hpp>
 #include <perfex/psf/synthetic.hpp>
 
-#include <sys/stat.h>
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -25,7 +25,7 @@
 
 namespace {
 
-namespace cli = perfex::io::cli;
+namespace cli = perfex::cli;
 
 struct DemoArgs {
   cli::ExtractArgs extract;
@@ -53,56 +53,33 @@ std::string usage() {
 
 DemoArgs parse(int argc, char* argv[]) {
   DemoArgs d;
-  cli::ExtractArgs defaults;
-  defaults.options.nspec = 50;
-  defaults.options.wmin = 5760.0;
-  defaults.options.wmax = 6760.0;
-  defaults.options.dw = 0.8;
-  std::vector<std::string> args(argv + 1, argv + argc), rest;
-  d.extract = cli::parse_extract_args(args, /*require_files=*/false, defaults, &rest);
+  auto& o = d.extract.options;
+  o.nspec = 50;
+  o.wmin = 5760.0;
+  o.wmax = 6760.0;
+  o.dw = 0.8;
+  cli::ArgReader r(std::vector<std::string>(argv + 1, argv + argc));
+  while (r.next()) {
+    if (cli::parse_extract_option(r, d.extract)) continue;
+    if (r.is(nullptr, "--outdir"))
+      d.outdir = r.nonempty_value("folder");
+    else if (r.is(nullptr, "--seed"))
+      d.seed = static_cast<unsigned>(r.int_value(0));
+    else if (r.is(nullptr, "--read-noise"))
+      d.read_noise = r.double_value(0.0, HUGE_VAL);
+    else
+      r.reject();
+  }
+  cli::finish_extract_args(d.extract, /*require_files=*/false);
   if (!d.extract.input.empty() || !d.extract.psf.empty() || !d.extract.output.empty())
     throw cli::UsageError("options -i, -p and -o are chosen by perfex-demo (use --outdir)");
-  for (std::size_t i = 0; i < rest.size(); ++i) {
-    std::string arg = rest[i], value;
-    bool inline_value = false;
-    const auto eq = arg.find('=');
-    if (arg.compare(0, 2, "--") == 0 && eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      inline_value = true;
-    }
-    auto take = [&]() -> std::string {
-      if (inline_value) return value;
-      if (i + 1 >= rest.size()) throw cli::UsageError("option " + arg + ": needs a value");
-      return rest[++i];
-    };
-    if (arg == "--outdir") {
-      d.outdir = take();
-      if (d.outdir.empty()) throw cli::UsageError("option --outdir: empty folder name");
-    } else if (arg == "--seed") {
-      d.seed = static_cast<unsigned>(cli::detail::parse_int_min(arg, take(), 0));
-    } else if (arg == "--read-noise") {
-      d.read_noise = cli::detail::parse_double_range(arg, take(), 0.0, HUGE_VAL);
-    } else if (!arg.empty() && arg[0] == '-') {
-      throw cli::UsageError("unknown option " + arg + " (see --help)");
-    } else {
-      throw cli::UsageError("unexpected argument '" + arg + "' (see --help)");
-    }
-  }
   return d;
 }
 
 void make_folder(const std::string& dir) {
-  std::string partial;
-  std::stringstream ss(dir);
-  std::string piece;
-  if (!dir.empty() && dir[0] == '/') partial = "/";
-  while (std::getline(ss, piece, '/')) {
-    if (piece.empty()) continue;
-    partial += piece + "/";
-    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
-      throw perfex::Error("cannot create folder " + partial + ": " + std::strerror(errno));
-  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw perfex::Error("cannot create folder " + dir + ": " + ec.message());
 }
 
 // Appends a FIBERMAP (FIBER, TARGETID, OBJTYPE) and descriptive cards to the preproc file, so
@@ -228,16 +205,7 @@ int run(const DemoArgs& d) {
   args.input = image_path;
   args.psf = psf_path;
   args.output = frame_path;
-  cli::ProgressBar bar(std::cerr, cli::ProgressBar::stderr_is_terminal());
-  cli::RunResult r;
-  try {
-    r = cli::run_extract_files(args, bar.callback());
-  } catch (...) {
-    bar.finish();
-    throw;
-  }
-  bar.finish();
-  for (const auto& w : r.frame.warnings) std::cerr << "perfex-demo: warning: " << w << "\n";
+  const cli::RunResult r = cli::run_extract_files_reporting("perfex-demo", args);
   std::cout << cli::summary_line("perfex-demo", r) << "\n";
 
   // Read the frame back and compare with the truth.
@@ -270,25 +238,13 @@ int run(const DemoArgs& d) {
 }  // namespace
 
 int main(int argc, char* argv[]) {
-  DemoArgs d;
-  try {
-    d = parse(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "perfex-demo: error: " << e.what() << "\n";
-    return 2;
-  }
-  if (d.extract.help) {
-    std::cout << usage();
-    return 0;
-  }
-  try {
+  return cli::guarded_main("perfex-demo", [&] {
+    const DemoArgs d = parse(argc, argv);
+    if (d.extract.help) {
+      std::cout << usage();
+      return 0;
+    }
     cli::KokkosSession kokkos(d.extract.threads);
     return run(d);
-  } catch (const cli::UsageError& e) {
-    std::cerr << "perfex-demo: error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "perfex-demo: error: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

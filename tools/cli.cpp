@@ -1,0 +1,418 @@
+#include "cli.hpp"
+
+#include <perfex/config.hpp>
+#include <perfex/detail/kokkos_compat.hpp>
+#include <perfex/extract/extract_frame.hpp>
+#include <perfex/io/frame_fits.hpp>
+#include <perfex/io/image_fits.hpp>
+#include <perfex/io/psf_fits.hpp>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include <unistd.h>
+
+namespace perfex {
+namespace cli {
+
+std::vector<std::string> available_backends() {
+  std::vector<std::string> b;
+#ifdef KOKKOS_ENABLE_SERIAL
+  b.push_back("serial");
+#endif
+#ifdef KOKKOS_ENABLE_OPENMP
+  b.push_back("openmp");
+#endif
+#ifdef KOKKOS_ENABLE_CUDA
+  b.push_back("cuda");
+#endif
+  return b;
+}
+
+std::string default_backend() {
+#if defined(KOKKOS_ENABLE_CUDA)
+  return "cuda";
+#elif defined(KOKKOS_ENABLE_OPENMP)
+  return "openmp";
+#else
+  return "serial";
+#endif
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+std::string extract_options_help() {
+  std::ostringstream o;
+  const extract::ExtractionOptions d;
+  o << "  -i, --input FILE        preproc image (HDUs IMAGE, IVAR, MASK[, FIBERMAP])\n"
+    << "  -p, --psf FILE          GaussHermite PSF file (specex PSFVER 3)\n"
+    << "  -o, --output FILE       output frame file\n"
+    << "  -m, --model FILE        also write the model image\n"
+    << "  -w, --wavelength WMIN,WMAX,DW\n"
+    << "                          output wavelength grid in Angstrom (default " << d.wmin << ","
+    << d.wmax << "," << d.dw << ")\n"
+    << "  -s, --specmin N         first fibre (default " << d.specmin << ")\n"
+    << "  -n, --nspec N           number of fibres (default " << d.nspec << ")\n"
+    << "      --bundlesize N      fibres per bundle (default " << d.bundlesize << ")\n"
+    << "      --nsubbundles N     sub-bundles per bundle (default " << d.nsubbundles << ")\n"
+    << "      --nwavestep N       core wavelengths per patch (default " << d.nwavestep << ")\n"
+    << "      --wavepad-frac X    wavelength padding fraction (default " << d.wavepad_frac << ")\n"
+    << "      --pixpad-frac X     pixel padding fraction in [0,1] (default " << d.pixpad_frac
+    << ")\n"
+    << "      --regularize X      regularisation (default " << d.regularize << ")\n"
+    << "      --psferr X          PSF error for chi2pix (default: the PSF's PSFERR, else 0.01)\n"
+    << "      --decorrelate-fibers  decorrelate across fibres (full H^1/2; not recommended)\n"
+    << "      --backend NAME      execution space: " << join(available_backends(), ", ")
+    << " (default " << default_backend() << ")\n"
+    << "      --threads N         host threads (default: OMP_NUM_THREADS / all cores)\n"
+    << "  -h, --help              this help\n";
+  return o.str();
+}
+
+// ---- ArgReader -------------------------------------------------------------------------------
+bool ArgReader::next() {
+  if (next_ >= args_.size()) return false;
+  name_ = args_[next_++];
+  has_inline_ = false;
+  inline_value_.clear();
+  if (name_.size() > 2 && name_.compare(0, 2, "--") == 0) {
+    const auto eq = name_.find('=');
+    if (eq != std::string::npos) {
+      inline_value_ = name_.substr(eq + 1);
+      name_.resize(eq);
+      has_inline_ = true;
+    }
+  }
+  return true;
+}
+
+bool ArgReader::is(const char* short_name, const char* long_name) const {
+  return (short_name && name_ == short_name) || name_ == long_name;
+}
+
+std::string ArgReader::value() {
+  if (has_inline_) return inline_value_;
+  if (next_ >= args_.size()) throw UsageError("option " + name_ + ": needs a value");
+  return args_[next_++];
+}
+
+std::string ArgReader::nonempty_value(const char* what) {
+  std::string v = value();
+  if (v.empty()) throw UsageError("option " + name_ + ": empty " + what + " name");
+  return v;
+}
+
+int ArgReader::int_value(int min) {
+  const std::string text = value();
+  const char* s = text.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(s, &end, 10);
+  if (text.empty() || end == s || *end != '\0' || errno == ERANGE || v < -2147483647L ||
+      v > 2147483647L)
+    throw UsageError("option " + name_ + ": '" + text + "' is not an integer");
+  if (v < min)
+    throw UsageError("option " + name_ + ": must be >= " + std::to_string(min) + ", got " + text);
+  return static_cast<int>(v);
+}
+
+namespace {
+
+// A finite number filling the whole of `text`.
+bool to_double(const std::string& text, double& v) {
+  const char* s = text.c_str();
+  char* end = nullptr;
+  errno = 0;
+  v = std::strtod(s, &end);
+  return !text.empty() && end != s && *end == '\0' && errno != ERANGE && std::isfinite(v);
+}
+
+// "wmin,wmax,dw"
+void parse_wavelength(const std::string& opt, const std::string& text,
+                      extract::ExtractionOptions& o) {
+  const std::string expected = "option " + opt + ": expected WMIN,WMAX,DW, got '" + text + "'";
+  std::vector<double> v;
+  std::stringstream parts(text);
+  std::string part;
+  while (std::getline(parts, part, ',')) {
+    double x = 0;
+    if (!to_double(part, x)) throw UsageError(expected);
+    v.push_back(x);
+  }
+  if (v.size() != 3 || text.back() == ',') throw UsageError(expected);
+  if (!(v[2] > 0)) throw UsageError("option " + opt + ": DW must be > 0, got '" + text + "'");
+  if (!(v[1] >= v[0]))
+    throw UsageError("option " + opt + ": WMAX must be >= WMIN, got '" + text + "'");
+  if (!(v[0] > 0)) throw UsageError("option " + opt + ": WMIN must be > 0, got '" + text + "'");
+  o.wmin = v[0];
+  o.wmax = v[1];
+  o.dw = v[2];
+}
+
+}  // namespace
+
+double ArgReader::double_value(double lo, double hi) {
+  const std::string text = value();
+  double v = 0;
+  if (!to_double(text, v)) throw UsageError("option " + name_ + ": '" + text + "' is not a number");
+  if (v < lo || v > hi) {
+    std::ostringstream m;
+    m << "option " << name_ << ": must be ";
+    if (hi == HUGE_VAL)
+      m << ">= " << lo;
+    else
+      m << "in [" << lo << ", " << hi << "]";
+    m << ", got " << text;
+    throw UsageError(m.str());
+  }
+  return v;
+}
+
+void ArgReader::no_value() const {
+  if (has_inline_) throw UsageError("option " + name_ + ": takes no value");
+}
+
+void ArgReader::reject() const {
+  if (!name_.empty() && name_[0] == '-')
+    throw UsageError("unknown option " + name_ + " (see --help)");
+  throw UsageError("unexpected argument '" + name_ + "' (see --help)");
+}
+
+// ---- perfex-extract's options ----------------------------------------------------------------
+bool parse_extract_option(ArgReader& r, ExtractArgs& a) {
+  auto& o = a.options;
+  if (r.is("-h", "--help")) {
+    r.no_value();
+    a.help = true;
+  } else if (r.is("-i", "--input")) {
+    a.input = r.nonempty_value("file");
+  } else if (r.is("-p", "--psf")) {
+    a.psf = r.nonempty_value("file");
+  } else if (r.is("-o", "--output")) {
+    a.output = r.nonempty_value("file");
+  } else if (r.is("-m", "--model")) {
+    a.model = r.nonempty_value("file");
+  } else if (r.is("-w", "--wavelength")) {
+    const std::string name = r.name();
+    parse_wavelength(name, r.value(), o);
+  } else if (r.is("-s", "--specmin")) {
+    o.specmin = r.int_value(0);
+  } else if (r.is("-n", "--nspec")) {
+    o.nspec = r.int_value(1);
+  } else if (r.is(nullptr, "--bundlesize")) {
+    o.bundlesize = r.int_value(1);
+  } else if (r.is(nullptr, "--nsubbundles")) {
+    o.nsubbundles = r.int_value(1);
+  } else if (r.is(nullptr, "--nwavestep")) {
+    o.nwavestep = r.int_value(1);
+  } else if (r.is(nullptr, "--wavepad-frac")) {
+    o.wavepad_frac = r.double_value(0.0, HUGE_VAL);
+  } else if (r.is(nullptr, "--pixpad-frac")) {
+    o.pixpad_frac = r.double_value(0.0, 1.0);
+  } else if (r.is(nullptr, "--regularize")) {
+    o.regularize = r.double_value(0.0, HUGE_VAL);
+  } else if (r.is(nullptr, "--psferr")) {
+    o.psferr = r.double_value(0.0, HUGE_VAL);
+  } else if (r.is(nullptr, "--decorrelate-fibers")) {
+    r.no_value();
+    o.decorrelation = extract::Decorrelation::noise;
+  } else if (r.is(nullptr, "--backend")) {
+    const std::string name = r.name(), b = r.value();
+    const auto avail = available_backends();
+    bool ok = false;
+    for (const auto& x : avail) ok = ok || x == b;
+    if (!ok)
+      throw UsageError("option " + name + ": '" + b + "' is not one of " + join(avail, ", "));
+    a.backend = b;
+  } else if (r.is(nullptr, "--threads")) {
+    a.threads = r.int_value(1);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+void finish_extract_args(ExtractArgs& a, bool require_files) {
+  a.options.model_image = !a.model.empty();
+  if (a.backend.empty()) a.backend = default_backend();
+  if (require_files && !a.help) {
+    if (a.input.empty()) throw UsageError("option -i/--input: required");
+    if (a.psf.empty()) throw UsageError("option -p/--psf: required");
+    if (a.output.empty()) throw UsageError("option -o/--output: required");
+  }
+}
+
+ExtractArgs parse_extract_args(const std::vector<std::string>& args) {
+  ExtractArgs a;
+  ArgReader r(args);
+  while (r.next())
+    if (!parse_extract_option(r, a)) r.reject();
+  finish_extract_args(a, /*require_files=*/true);
+  return a;
+}
+
+// ---- Kokkos, progress, extraction ------------------------------------------------------------
+KokkosSession::KokkosSession(int threads) {
+  if (Kokkos::is_initialized()) return;
+  // Unset OMP_PROC_BIND means "false" for OpenMP; saying so silences Kokkos' start-up warning.
+  setenv("OMP_PROC_BIND", "false", /*overwrite=*/0);
+  initialize_kokkos(threads);
+  owner_ = true;
+}
+
+KokkosSession::~KokkosSession() {
+  if (owner_) Kokkos::finalize();
+}
+
+ProgressBar::ProgressBar(std::ostream& out, bool enabled)
+    : out_(out), enabled_(enabled), start_(clock::now()) {}
+
+bool ProgressBar::stderr_is_terminal() { return isatty(fileno(stderr)) != 0; }
+
+void ProgressBar::update(int done, int total) {
+  if (done == 0 && total == 0) start_ = clock::now();
+  if (!enabled_ || total <= 0) return;
+  const auto now = clock::now();
+  if (drawn_ && done < total && now - last_ < std::chrono::milliseconds(100)) return;
+  last_ = now;
+  drawn_ = true;
+  const double t = std::chrono::duration<double>(now - start_).count();
+  const double rate = t > 0 ? done / t : 0.0;
+  const int width = 30;
+  const int fill = static_cast<int>(static_cast<double>(width) * done / total);
+  std::ostringstream line;
+  line << "\r[" << std::string(static_cast<std::size_t>(fill), '#')
+       << std::string(static_cast<std::size_t>(width - fill), '.') << "] " << done << "/" << total
+       << " patches  ";
+  line.setf(std::ios::fixed);
+  line.precision(1);
+  line << rate << " patches/s";
+  if (done < total && rate > 0) {
+    line.precision(0);
+    line << "  ETA " << (total - done) / rate << " s";
+  }
+  line << "   ";
+  out_ << line.str() << std::flush;
+}
+
+void ProgressBar::finish() {
+  if (enabled_ && drawn_) out_ << "\n" << std::flush;
+  drawn_ = false;
+}
+
+RunResult run_extraction(const std::string& backend, const psf::GaussHermitePsfData& psf,
+                         const extract::CcdImage& image, const extract::ExtractionOptions& options,
+                         const ProgressCallback& progress) {
+  RunResult r;
+  r.backend = backend;
+  if (progress) progress(0, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  r.frame = with_backend(backend, [&](const auto& exec) {
+    r.threads = perfex::concurrency(exec);
+    return extract::extract_frame(exec, psf, image, options, progress);
+  });
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+namespace {
+
+void check_output_folder(const std::string& option, const std::string& path) {
+  std::string folder = std::filesystem::path(path).parent_path().string();
+  if (folder.empty()) folder = ".";
+  if (access(folder.c_str(), W_OK) != 0)
+    throw Error("option " + option + ": cannot write " + path + ": folder " + folder + ": " +
+                std::strerror(errno));
+}
+
+}  // namespace
+
+RunResult run_extract_files(const ExtractArgs& args, const ProgressCallback& progress) {
+  check_output_folder("-o/--output", args.output);
+  if (!args.model.empty()) check_output_folder("-m/--model", args.model);
+  const psf::GaussHermitePsfData psf = io::read_psf(args.psf);
+  const io::PreprocImage image = io::read_preproc(args.input);
+  extract::ExtractionOptions options = args.options;
+  options.model_image = !args.model.empty();
+  if (options.specmin >= psf.nfib)
+    throw UsageError("option -s/--specmin: " + std::to_string(options.specmin) +
+                     " is beyond the PSF's " + std::to_string(psf.nfib) + " fibres");
+  if (options.specmin + options.nspec > psf.nfib) options.nspec = psf.nfib - options.specmin;
+  RunResult r = run_extraction(args.backend, psf, image.ccd, options, progress);
+  const io::FrameProvenance prov{args.input, args.psf};
+  io::write_frame(args.output, r.frame, prov);
+  if (!args.model.empty()) io::write_model(args.model, r.frame, prov);
+  return r;
+}
+
+std::string summary_line(const std::string& tool, const RunResult& r) {
+  std::ostringstream s;
+  const double rate = r.seconds > 0 ? r.frame.npatches / r.seconds : 0.0;
+  s << tool << ": " << r.frame.nspec << " fibres x " << r.frame.nwave << " wavelengths, "
+    << r.frame.npatches << " patches in ";
+  s.setf(std::ios::fixed);
+  s.precision(2);
+  s << r.seconds << " s (";
+  s.precision(1);
+  s << rate << " patches/s, " << (r.seconds > 0 ? r.frame.linalg_flops / r.seconds / 1e9 : 0.0)
+    << " GFLOP/s), backend " << r.backend << ", threads " << r.threads << ", failed patches "
+    << r.frame.failed_patches;
+  return s.str();
+}
+
+RunResult run_extract_files_reporting(const std::string& tool, const ExtractArgs& args) {
+  ProgressBar bar(std::cerr, ProgressBar::stderr_is_terminal());
+  RunResult r;
+  try {
+    r = run_extract_files(args, bar.callback());
+  } catch (...) {
+    bar.finish();
+    throw;
+  }
+  bar.finish();
+  for (const auto& w : r.frame.warnings) std::cerr << tool << ": warning: " << w << "\n";
+  return r;
+}
+
+int guarded_main(const std::string& tool, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const UsageError& e) {
+    std::cerr << tool << ": error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << tool << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int extract_main(int argc, const char* const* argv) {
+  const std::string tool = "perfex-extract";
+  return guarded_main(tool, [&] {
+    const ExtractArgs args = parse_extract_args(std::vector<std::string>(argv + 1, argv + argc));
+    if (args.help) {
+      std::cout << "usage: " << tool << " -i IMAGE -p PSF -o FRAME [options]\n"
+                << "Spectro-perfectionism extraction of a DESI preproc image (perfex "
+                << PERFEX_VERSION_STRING << ").\n\noptions:\n"
+                << extract_options_help();
+      return 0;
+    }
+    KokkosSession kokkos(args.threads);
+    std::cout << summary_line(tool, run_extract_files_reporting(tool, args)) << std::endl;
+    return 0;
+  });
+}
+
+}  // namespace cli
+}  // namespace perfex
