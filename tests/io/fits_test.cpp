@@ -103,6 +103,69 @@ TEST_CASE("io: FITS images, keywords and tables round trip", "[io]") {
   }
 }
 
+TEST_CASE("io: FITS image sections, row copies, long strings and checksums", "[io]") {
+  perfex_io_test::TempDir tmp;
+  const std::string path = tmp.file("s.fits");
+  std::vector<double> pix(4 * 3 * 2);
+  for (std::size_t n = 0; n < pix.size(); ++n) pix[n] = static_cast<double>(n);
+  const std::string long_value(150, 'x');
+  {
+    FitsFile f = FitsFile::create(path);
+    f.write_image<double>("CUBE", {4, 3, 2}, pix);
+    f.write_long_string_key("LONGSTR", long_value, "longer than one card");
+    f.write_checksum();
+    f.create_table("TAB", 3, {{"ID", "K", "", {}}, {"NAME", "4A", "", {}}});
+    f.write_column<long long>("ID", {10, 11, 12});
+    f.write_column<long long>("ID", {21}, 2);  // one cell, row 2
+    f.write_column_strings("NAME", {"a", "b", "c"});
+    f.close();
+  }
+  FitsFile f = FitsFile::open(path);
+  f.move_to("CUBE");
+  // Columns 1..2, rows 1..2, plane 1 of the 4 x 3 x 2 cube (NAXIS1 first, 0-based, [begin, end)).
+  const auto box = f.read_image_section<double>({1, 1, 1}, {3, 3, 2});
+  CHECK(box.axes == std::vector<long>{2, 2, 1});
+  CHECK(box.data == std::vector<double>{17, 18, 21, 22});
+  CHECK(f.read_image_section<float>({0, 0, 0}, {4, 3, 2}).data.size() == pix.size());
+  for (auto bad : {std::vector<long>{0, 0, 0, 0}, std::vector<long>{0, 3, 0}})
+    REQUIRE_THROWS_WITH(
+        f.read_image_section<double>(bad, {4, 3, 2}),
+        Catch::Contains(path) && Catch::Contains("HDU 'CUBE'") && Catch::Contains("image section"));
+  f.move_to("TAB");
+  CHECK(f.read_column<long long>("ID") == std::vector<long long>{10, 21, 12});
+
+  // Rows 3, none, 1 of TAB into a new file.
+  const std::string out = tmp.file("rows.fits");
+  {
+    FitsFile o = FitsFile::create(out);
+    o.write_image<float>("IMAGE", {1}, std::vector<float>{0.0f});
+    o.copy_table_rows_from(f, {3, 0, 1});
+    o.close();
+  }
+  FitsFile o = FitsFile::open(out);
+  o.move_to("TAB");
+  CHECK(o.num_rows() == 3);
+  CHECK(o.read_column<long long>("ID") == std::vector<long long>{12, 0, 10});
+  CHECK(o.read_column_strings("NAME") == std::vector<std::string>{"c", "", "a"});
+  f.move_to("CUBE");
+  REQUIRE_THROWS_WITH(FitsFile::create(tmp.file("x.fits")).copy_table_rows_from(f, {1}),
+                      Catch::Contains("not a binary table"));
+
+  // What CFITSIO itself reads: the whole long string and valid checksums.
+  f.close();
+  perfex_io_test::edit_with_cfitsio(path, "CUBE", [&](fitsfile* raw, int& status) {
+    char* v = nullptr;
+    fits_read_key_longstr(raw, "LONGSTR", &v, nullptr, &status);
+    REQUIRE(status == 0);
+    CHECK(std::string(v) == long_value);
+    fits_free_memory(v, &status);
+    int dataok = 0, hduok = 0;
+    fits_verify_chksum(raw, &dataok, &hduok, &status);
+    CHECK(dataok == 1);
+    CHECK(hduok == 1);
+  });
+}
+
 TEST_CASE("io: FitsFile is movable and closes once", "[io]") {
   perfex_io_test::TempDir tmp;
   FitsFile a = FitsFile::create(tmp.file("m.fits"));

@@ -90,7 +90,7 @@ TEST_CASE("io: the simulated masked DESI image (gzip, float32)", "[io]") {
   CHECK(r.has_fibermap);
   CHECK(r.masked_pixels > 0);
   CHECK(r.nonfinite_pixels == 0);
-  // Outside the kept rectangle everything is zero (data README §2).
+  // Outside the kept rectangle everything is zero (the simulated image in the data README).
   CHECK(r.ccd.ivar[0] == 0.0);
   CHECK(r.ccd.ivar[static_cast<std::size_t>(1000) * 4114 + 300] > 0.0);
 }

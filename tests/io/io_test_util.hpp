@@ -1,5 +1,6 @@
 #pragma once
-// A per-test temporary folder, removed at the end.
+// A per-test temporary folder, removed at the end, and raw CFITSIO edits of test files.
+#include <fitsio.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -27,5 +28,18 @@ class TempDir {
  private:
   std::filesystem::path dir_;
 };
+
+// Runs f(fptr, status) on the HDU named extname of an existing file opened read-write with
+// CFITSIO itself: for damaging files in ways perfex::io::FitsFile deliberately does not offer.
+template <class F>
+void edit_with_cfitsio(const std::string& path, const std::string& extname, F&& f) {
+  fitsfile* fptr = nullptr;
+  int status = 0;
+  fits_open_file(&fptr, path.c_str(), READWRITE, &status);
+  fits_movnam_hdu(fptr, ANY_HDU, const_cast<char*>(extname.c_str()), 0, &status);
+  f(fptr, status);
+  if (fptr) fits_close_file(fptr, &status);
+  REQUIRE(status == 0);
+}
 
 }  // namespace perfex_io_test

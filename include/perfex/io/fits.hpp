@@ -1,17 +1,21 @@
 #pragma once
-// Host-only RAII wrapper over CFITSIO (perfex::io).
+// Host-only RAII wrapper over CFITSIO (perfex::io): the only place perfex calls CFITSIO.
 //
 // A FitsFile owns one open fitsfile*. Every CFITSIO failure becomes a perfex::Error whose
 // message names the file, the current HDU (by EXTNAME, else its number), the keyword or
 // column involved, and CFITSIO's own status text. HDUs are addressed by EXTNAME; the
 // destructor closes the file and never throws (call close() to see a flush error).
+// detail::write_atomically gives writers "all or nothing" output files.
 //
 // Image axes are given in FITS order: axes[0] = NAXIS1 (the fastest, i.e. the column index of
 // a row-major [NAXIS2][NAXIS1] C array).
 #include <fitsio.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -19,6 +23,8 @@
 #include <vector>
 
 #include <perfex/error.hpp>
+
+#include <unistd.h>
 
 namespace perfex {
 namespace io {
@@ -30,7 +36,6 @@ template <class T>
 struct ImageData {
   std::vector<long> axes;
   std::vector<T> data;
-  long naxis(int i) const { return i < static_cast<int>(axes.size()) ? axes[i] : 1; }
 };
 
 // A binary-table column to create: name, TFORM ("8A", "2000D", "J", "K", "E"), optional
@@ -100,6 +105,42 @@ inline std::string status_text(int status) {
   return s + " [CFITSIO status " + std::to_string(status) + "]";
 }
 
+inline long long element_count(const std::vector<long>& axes) {
+  long long n = axes.empty() ? 0 : 1;
+  for (long a : axes) n *= a;
+  return n;
+}
+
+inline std::string folder_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+// Runs body(temporary_path) on a new file next to `path`, then renames it over `path`: a
+// failed write leaves no partial file and keeps an existing one. On any failure the temporary
+// is removed and the exception propagates.
+template <class Body>
+void write_atomically(const std::string& path, Body&& body) {
+  if (path.empty()) throw Error("perfex: empty output file name");
+  const std::string folder = folder_of(path);
+  std::string name = folder + "/." + path.substr(path.find_last_of('/') + 1) + ".tmp-XXXXXX";
+  const int fd = mkstemp(name.data());
+  if (fd < 0)
+    throw Error("perfex: cannot create a temporary file in " + folder + " to write " + path + ": " +
+                std::strerror(errno));
+  ::close(fd);
+  try {
+    body(name);
+    if (std::rename(name.c_str(), path.c_str()) != 0)
+      throw Error("perfex: cannot rename " + name + " to " + path + ": " + std::strerror(errno));
+  } catch (...) {
+    std::remove(name.c_str());
+    throw;
+  }
+}
+
 }  // namespace detail
 
 class FitsFile {
@@ -155,7 +196,6 @@ class FitsFile {
 
   bool is_open() const { return fptr_ != nullptr; }
   const std::string& path() const { return path_; }
-  fitsfile* handle() const { return fptr_; }
 
   // ---- HDUs -------------------------------------------------------------------------------
   int num_hdus() const {
@@ -302,15 +342,19 @@ class FitsFile {
   void write_key(const std::string& name, const char* value, const std::string& comment = "") {
     write_key(name, std::string(value), comment);
   }
-  void write_comment(const std::string& text) {
+  // A string of any length (CFITSIO's long-string convention beyond 68 characters).
+  void write_long_string_key(const std::string& name, const std::string& value,
+                             const std::string& comment = "") {
     int status = 0;
-    fits_write_comment(handle_checked(), text.c_str(), &status);
-    if (status) fail(status, "cannot write COMMENT");
+    fits_update_key_longstr(handle_checked(), name.c_str(), value.c_str(), cstr_or_null(comment),
+                            &status);
+    if (status) fail_key(status, name);
   }
-  void write_history(const std::string& text) {
+  // CHECKSUM and DATASUM of the current HDU (write them last).
+  void write_checksum() {
     int status = 0;
-    fits_write_history(handle_checked(), text.c_str(), &status);
-    if (status) fail(status, "cannot write HISTORY");
+    fits_write_chksum(handle_checked(), &status);
+    if (status) fail(status, "cannot write CHECKSUM/DATASUM");
   }
   void delete_key(const std::string& name) {
     int status = 0;
@@ -357,13 +401,10 @@ class FitsFile {
   // Reads the whole current image HDU converted to T (NaN stays NaN; BSCALE/BZERO applied).
   template <class T>
   ImageData<T> read_image() const {
-    if (hdu_type() != HduType::image) {
-      throw Error("FITS file '" + path_ + "', " + hdu_label() + ": not an image HDU");
-    }
+    check_image_hdu();
     ImageData<T> img;
     img.axes = image_axes();
-    long long n = img.axes.empty() ? 0 : 1;
-    for (long a : img.axes) n *= a;
+    const long long n = detail::element_count(img.axes);
     img.data.assign(static_cast<std::size_t>(n), T{});
     if (n > 0) {
       int status = 0, anynul = 0;
@@ -371,6 +412,38 @@ class FitsFile {
                     &status);
       if (status) fail(status, "cannot read image data");
     }
+    return img;
+  }
+  // Reads the box [begin, end) of the current image HDU (0-based, one bound per axis, NAXIS1
+  // first, like `axes`), converted to T; the result's axes are end - begin.
+  template <class T>
+  ImageData<T> read_image_section(const std::vector<long>& begin,
+                                  const std::vector<long>& end) const {
+    check_image_hdu();
+    const std::vector<long> axes = image_axes();
+    ImageData<T> img;
+    std::vector<long> first, last, step(axes.size(), 1);
+    bool ok = begin.size() == axes.size() && end.size() == axes.size() && !axes.empty();
+    for (std::size_t a = 0; ok && a < axes.size(); ++a) {
+      ok = begin[a] >= 0 && begin[a] < end[a] && end[a] <= axes[a];
+      img.axes.push_back(end[a] - begin[a]);
+      first.push_back(begin[a] + 1);  // CFITSIO: 1-based, inclusive
+      last.push_back(end[a]);
+    }
+    if (!ok) {
+      auto text = [](const std::vector<long>& v) {
+        std::string t;
+        for (long x : v) t += (t.empty() ? "" : ",") + std::to_string(x);
+        return "(" + t + ")";
+      };
+      fail(0, "image section " + text(begin) + " to " + text(end) + " is not inside the axes " +
+                  text(axes));
+    }
+    img.data.assign(static_cast<std::size_t>(detail::element_count(img.axes)), T{});
+    int status = 0, anynul = 0;
+    fits_read_subset(fptr_, detail::FitsType<T>::datatype, first.data(), last.data(), step.data(),
+                     nullptr, img.data.data(), &anynul, &status);
+    if (status) fail(status, "cannot read image section");
     return img;
   }
   template <class T>
@@ -388,8 +461,7 @@ class FitsFile {
                     ax.empty() ? nullptr : ax.data(), &status);
     if (status) fail(status, "cannot create image HDU '" + extname + "'");
     if (!extname.empty()) write_key("EXTNAME", extname);
-    long long n = ax.empty() ? 0 : 1;
-    for (long a : ax) n *= a;
+    const long long n = detail::element_count(ax);
     if (n > 0) {
       fits_write_img(fptr_, detail::FitsType<T>::datatype, 1, n, const_cast<T*>(data), &status);
       if (status) fail(status, "cannot write image data of '" + extname + "'");
@@ -398,8 +470,7 @@ class FitsFile {
   template <class T>
   void write_image(const std::string& extname, const std::vector<long>& axes,
                    const std::vector<T>& data) {
-    long long n = axes.empty() ? 0 : 1;
-    for (long a : axes) n *= a;
+    const long long n = detail::element_count(axes);
     if (static_cast<long long>(data.size()) != n) {
       throw Error("FITS file '" + path_ + "': image '" + extname + "' has " +
                   std::to_string(data.size()) + " values for " + std::to_string(n) + " pixels");
@@ -507,13 +578,14 @@ class FitsFile {
       if (status) fail_column(status, columns[i].name, "cannot write TDIM");
     }
   }
-  // Writes all cells of a numeric column of the current table (row after row).
+  // Writes cells of a numeric column of the current table, row after row from first_row
+  // (1-based; the default writes the whole column).
   template <class T>
-  void write_column(const std::string& name, const std::vector<T>& values) {
+  void write_column(const std::string& name, const std::vector<T>& values, long first_row = 1) {
     const int col = column_number(name);
     if (values.empty()) return;
     int status = 0;
-    fits_write_col(fptr_, detail::FitsType<T>::datatype, col, 1, 1,
+    fits_write_col(fptr_, detail::FitsType<T>::datatype, col, first_row, 1,
                    static_cast<LONGLONG>(values.size()), const_cast<T*>(values.data()), &status);
     if (status) fail_column(status, name, "cannot write column");
   }
@@ -540,6 +612,33 @@ class FitsFile {
                   "': " + detail::status_text(status));
     }
   }
+  // Appends a binary table with the header of src's current table HDU and, in this order, the
+  // given rows of it (1-based; 0 gives a row of zero bytes). E.g. a FIBERMAP restricted to the
+  // extracted fibres.
+  void copy_table_rows_from(const FitsFile& src, const std::vector<long>& rows) {
+    if (src.hdu_type() != HduType::binary_table) src.fail(0, "not a binary table");
+    const long long rowbytes = src.read_key<long long>("NAXIS1");
+    int status = 0;
+    fits_copy_header(src.handle_checked(), handle_checked(), &status);
+    if (status) fail(status, "cannot copy the header of '" + src.path() + "', " + src.hdu_label());
+    // The copied header still describes src's rows: empty the table, then add the new rows.
+    fits_modify_key_lng(fptr_, "NAXIS2", 0, "&", &status);
+    fits_set_hdustruc(fptr_, &status);
+    fits_insert_rows(fptr_, 0, static_cast<LONGLONG>(rows.size()), &status);
+    if (status) fail(status, "cannot size the table");
+    if (rowbytes <= 0) return;
+    std::vector<unsigned char> bytes(static_cast<std::size_t>(rowbytes));
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i] > 0) {
+        fits_read_tblbytes(src.fptr_, rows[i], 1, rowbytes, bytes.data(), &status);
+        if (status) src.fail(status, "cannot read table row " + std::to_string(rows[i]));
+      } else {
+        std::fill(bytes.begin(), bytes.end(), 0);
+      }
+      fits_write_tblbytes(fptr_, static_cast<LONGLONG>(i + 1), 1, rowbytes, bytes.data(), &status);
+      if (status) fail(status, "cannot write table row " + std::to_string(i + 1));
+    }
+  }
 
   // Throws a perfex::Error naming this file, the current HDU and `what`.
   [[noreturn]] void fail(int status, const std::string& what) const {
@@ -551,6 +650,9 @@ class FitsFile {
   }
 
  private:
+  void check_image_hdu() const {
+    if (hdu_type() != HduType::image) fail(0, "not an image HDU");
+  }
   void close_quietly() noexcept {
     if (fptr_) {
       int status = 0;

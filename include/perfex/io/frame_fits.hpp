@@ -1,7 +1,7 @@
 #pragma once
 // Extracted frames as FITS files (host only; link perfex::io).
 //
-// write_frame writes the desispec frame data model (spec §7.2):
+// write_frame writes the desispec frame data model:
 //   0 FLUX        float32 [nspec][K]             electron/Angstrom; header: grid, fibres,
 //                                                provenance, every extraction setting, run stats
 //   1 IVAR        float32 [nspec][K]
@@ -21,20 +21,11 @@
 #include <perfex/extract/options.hpp>
 #include <perfex/io/fits.hpp>
 
-#include <fitsio.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 namespace perfex {
 namespace io {
@@ -49,50 +40,8 @@ void write_model(const std::string& path, const extract::Frame& frame, const Fra
 extract::Frame read_frame(const std::string& path);
 
 // ---------------------------------------------------------------------------------------------
-namespace frame_fits_detail {
+namespace detail {
 
-// ---- temporary file + rename ----------------------------------------------------------------
-inline std::string folder_of(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-inline std::string base_of(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-// Creates a unique empty file next to `path`; returns its name.
-inline std::string make_temp_name(const std::string& path) {
-  std::string templ = folder_of(path) + "/." + base_of(path) + ".tmp-XXXXXX";
-  std::vector<char> buf(templ.begin(), templ.end());
-  buf.push_back('\0');
-  const int fd = mkstemp(buf.data());
-  if (fd < 0)
-    throw Error("perfex: cannot create a temporary file in " + folder_of(path) + " to write " +
-                path + ": " + std::strerror(errno));
-  ::close(fd);
-  return std::string(buf.data());
-}
-
-// Runs body(temp_path) and renames the temporary over `path`; on any failure the temporary
-// is removed and the exception propagates.
-template <class Body>
-void write_atomically(const std::string& path, Body&& body) {
-  if (path.empty()) throw Error("perfex: empty output file name");
-  const std::string tmp = make_temp_name(path);
-  try {
-    body(tmp);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-      throw Error("perfex: cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
-  }
-}
-
-// ---- frame layout ---------------------------------------------------------------------------
 inline void check_frame(const extract::Frame& fr, const std::string& path) {
   auto bad = [&](const std::string& what) {
     throw Error("perfex: cannot write frame " + path + ": " + what);
@@ -114,24 +63,6 @@ inline const char* decorrelation_name(extract::Decorrelation d) {
   return d == extract::Decorrelation::noise ? "noise" : "signal";
 }
 
-inline void check(const FitsFile& f, int status, const std::string& what) {
-  if (status) f.fail(status, what);
-}
-
-inline void write_checksum(FitsFile& f) {
-  int status = 0;
-  fits_write_chksum(f.handle(), &status);
-  check(f, status, "cannot write CHECKSUM/DATASUM");
-}
-
-// Strings of any length (CFITSIO long-string convention for values over 68 characters).
-inline void write_long_string(FitsFile& f, const std::string& key, const std::string& value,
-                              const char* comment) {
-  int status = 0;
-  fits_update_key_longstr(f.handle(), key.c_str(), value.c_str(), comment, &status);
-  check(f, status, "keyword '" + key + "'");
-}
-
 inline std::vector<float> to_f4(const std::vector<double>& v) {
   return std::vector<float>(v.begin(), v.end());
 }
@@ -140,7 +71,8 @@ inline std::vector<float> to_f4(const std::vector<double>& v) {
 // FIBERMAP (if any) is the source of the output FIBERMAP. A missing file (provenance only, e.g.
 // a relative name) is skipped; an existing file that cannot be read is an error.
 inline std::unique_ptr<FitsFile> open_input_image(const std::string& input_image) {
-  if (input_image.empty() || access(input_image.c_str(), F_OK) != 0) return nullptr;
+  std::error_code ec;
+  if (input_image.empty() || !std::filesystem::exists(input_image, ec)) return nullptr;
   auto in = std::make_unique<FitsFile>(input_image, FitsFile::Mode::read);
   if (in->has_hdu("IMAGE"))
     in->move_to("IMAGE");
@@ -173,60 +105,35 @@ inline void write_fibermap(FitsFile& out, const extract::Frame& fr, FitsFile* in
   }
   const long nrows = in->num_rows();
   const std::vector<long long> fiber = in->read_column<long long>("FIBER");
-  const int fibercol = in->column_number("FIBER");
-  std::vector<long> row_of(static_cast<std::size_t>(fr.nspec), -1);  // 1-based input row
+  std::vector<long> row_of(static_cast<std::size_t>(fr.nspec), 0);  // 1-based input row
   for (int pass = 0; pass < 2; ++pass) {
     for (long r = 0; r < nrows; ++r) {
       const long long i = (pass == 0 ? fiber[r] : fiber[r] % 500) - fr.specmin;
-      if (i >= 0 && i < fr.nspec && row_of[i] < 0) row_of[i] = r + 1;
+      if (i >= 0 && i < fr.nspec && row_of[i] == 0) row_of[i] = r + 1;
     }
   }
-  const long long rowbytes = in->read_key<long long>("NAXIS1");
-  int status = 0;
-  fits_copy_header(in->handle(), out.handle(), &status);
-  check(out, status, "cannot copy the FIBERMAP header from '" + in->path() + "'");
-  // The copied header still describes the input's rows: make it empty, then add nspec rows.
-  fits_modify_key_lng(out.handle(), "NAXIS2", 0, "&", &status);
-  fits_set_hdustruc(out.handle(), &status);
-  fits_insert_rows(out.handle(), 0, fr.nspec, &status);
-  check(out, status, "cannot size the FIBERMAP table");
-  std::vector<unsigned char> bytes(static_cast<std::size_t>(rowbytes));
-  for (int i = 0; i < fr.nspec; ++i) {
-    if (row_of[i] > 0) {
-      if (rowbytes > 0)
-        fits_read_tblbytes(in->handle(), row_of[i], 1, rowbytes, bytes.data(), &status);
-      check(*in, status, "cannot read FIBERMAP row " + std::to_string(row_of[i]));
-    } else {
-      std::fill(bytes.begin(), bytes.end(), 0);
-    }
-    if (rowbytes > 0) fits_write_tblbytes(out.handle(), i + 1, 1, rowbytes, bytes.data(), &status);
-    check(out, status, "cannot write FIBERMAP row " + std::to_string(i + 1));
-    if (row_of[i] <= 0) {
-      LONGLONG f = fr.specmin + i;
-      fits_write_col(out.handle(), TLONGLONG, fibercol, i + 1, 1, 1, &f, &status);
-      check(out, status, "cannot write FIBERMAP column FIBER");
-    }
-  }
+  out.copy_table_rows_from(*in, row_of);
+  for (int i = 0; i < fr.nspec; ++i)
+    if (row_of[i] == 0) out.write_column<long long>("FIBER", {fr.specmin + i}, i + 1);
   out.delete_key("CHECKSUM");
   out.delete_key("DATASUM");
 }
 
-}  // namespace frame_fits_detail
+}  // namespace detail
 
 // ---------------------------------------------------------------------------------------------
 inline void write_frame(const std::string& path, const extract::Frame& frame,
                         const FrameProvenance& prov) {
-  using namespace frame_fits_detail;
-  check_frame(frame, path);
-  write_atomically(path, [&](const std::string& tmp) {
-    std::unique_ptr<FitsFile> in = open_input_image(prov.input_image);
+  detail::check_frame(frame, path);
+  detail::write_atomically(path, [&](const std::string& tmp) {
+    std::unique_ptr<FitsFile> in = detail::open_input_image(prov.input_image);
     FitsFile out(tmp, FitsFile::Mode::create);
     const long nspec = frame.nspec, K = frame.nwave, nband = 2 * frame.ndiag + 1;
     const auto& o = frame.options;
 
     // FLUX (primary): the input image's descriptive cards (CAMERA, EXPID, NIGHT, …) first,
     // then the frame's own keywords, which replace any of the same name.
-    out.write_image("FLUX", {K, nspec}, to_f4(frame.flux));
+    out.write_image("FLUX", {K, nspec}, detail::to_f4(frame.flux));
     if (in) out.copy_header_cards_from(*in);
     out.write_key("BUNIT", "electron/Angstrom", "flux unit");
     out.write_key("NSPEC", nspec, "number of spectra");
@@ -239,8 +146,8 @@ inline void write_frame(const std::string& path, const extract::Frame& frame,
     out.write_key("GRIDWMIN", o.wmin, "requested grid: wmin [Angstrom]");
     out.write_key("GRIDWMAX", o.wmax, "requested grid: wmax [Angstrom]");
     out.write_key("GRIDDW", o.dw, "requested grid: dw [Angstrom]");
-    write_long_string(out, "IN_PSF", prov.input_psf, "input PSF file");
-    write_long_string(out, "IN_IMG", prov.input_image, "input preproc image");
+    out.write_long_string_key("IN_PSF", prov.input_psf, "input PSF file");
+    out.write_long_string_key("IN_IMG", prov.input_image, "input preproc image");
     out.write_key("BUNDSIZE", o.bundlesize, "fibres per bundle");
     out.write_key("NSUBBUND", o.nsubbundles, "sub-bundles per bundle");
     out.write_key("NWAVSTEP", o.nwavestep, "core wavelengths per patch");
@@ -250,7 +157,7 @@ inline void write_frame(const std::string& path, const extract::Frame& frame,
     out.write_key("PIXPADF", o.pixpad_frac, "pixpad_frac");
     out.write_key("REGULARI", o.regularize, "regularize");
     out.write_key("PSFERR", o.psferr, "PSF error (chi2pix only)");
-    out.write_key("DECORR", decorrelation_name(o.decorrelation),
+    out.write_key("DECORR", detail::decorrelation_name(o.decorrelation),
                   "decorrelation (signal = per fibre)");
     out.write_key("EIGCLIP", o.eigen_clip, "eigenvalue clip relative to the largest");
     out.write_key("NDIAG", frame.ndiag, "resolution half-width (2*NDIAG+1 diagonals)");
@@ -261,52 +168,51 @@ inline void write_frame(const std::string& path, const extract::Frame& frame,
     out.write_key("NFAILPAT", frame.failed_patches, "failed patches (flux 0, ivar 0)");
     out.write_key("NNONFIN", frame.nonfinite_pixels, "non-finite input pixels treated as masked");
     out.write_key("EXTTIME", frame.seconds, "extraction wall time [s]");
-    write_checksum(out);
+    out.write_checksum();
 
-    out.write_image("IVAR", {K, nspec}, to_f4(frame.ivar));
+    out.write_image("IVAR", {K, nspec}, detail::to_f4(frame.ivar));
     out.write_key("BUNIT", "Angstrom**2/electron**2", "inverse variance unit");
-    write_checksum(out);
+    out.write_checksum();
 
     out.write_image("MASK", {K, nspec}, frame.mask);
-    write_checksum(out);
+    out.write_checksum();
 
     out.write_image("WAVELENGTH", {K}, frame.wave);
     out.write_key("BUNIT", "Angstrom", "wavelength unit");
-    write_checksum(out);
+    out.write_checksum();
 
-    out.write_image("RESOLUTION", {K, nband, nspec}, to_f4(frame.resolution));
+    out.write_image("RESOLUTION", {K, nband, nspec}, detail::to_f4(frame.resolution));
     out.write_key("NDIAG", frame.ndiag, "RESOLUTION[f][d][k] = R_f[k-NDIAG+d][k]");
-    write_checksum(out);
+    out.write_checksum();
 
-    write_fibermap(out, frame, in.get());
-    write_checksum(out);
+    detail::write_fibermap(out, frame, in.get());
+    out.write_checksum();
 
-    out.write_image("CHI2PIX", {K, nspec}, to_f4(frame.chi2pix));
-    write_checksum(out);
+    out.write_image("CHI2PIX", {K, nspec}, detail::to_f4(frame.chi2pix));
+    out.write_checksum();
 
-    out.write_image("PIXMASK_FRACTION", {K, nspec}, to_f4(frame.pixmask_fraction));
-    write_checksum(out);
+    out.write_image("PIXMASK_FRACTION", {K, nspec}, detail::to_f4(frame.pixmask_fraction));
+    out.write_checksum();
     out.close();
   });
 }
 
 inline void write_model(const std::string& path, const extract::Frame& frame,
                         const FrameProvenance& prov) {
-  using namespace frame_fits_detail;
   if (frame.model_rows <= 0 || frame.model_cols <= 0 ||
       frame.model.size() != static_cast<std::size_t>(frame.model_rows) * frame.model_cols)
     throw Error("perfex: cannot write model '" + path +
                 "': the frame has no model image (extract with options.model_image = true)");
-  write_atomically(path, [&](const std::string& tmp) {
+  detail::write_atomically(path, [&](const std::string& tmp) {
     FitsFile out(tmp, FitsFile::Mode::create);
     out.write_image("MODEL",
                     {static_cast<long>(frame.model_cols), static_cast<long>(frame.model_rows)},
                     frame.model);
     out.write_key("BUNIT", "electron", "model unit");
-    write_long_string(out, "IN_PSF", prov.input_psf, "input PSF file");
-    write_long_string(out, "IN_IMG", prov.input_image, "input preproc image");
+    out.write_long_string_key("IN_PSF", prov.input_psf, "input PSF file");
+    out.write_long_string_key("IN_IMG", prov.input_image, "input preproc image");
     out.write_key("PERFEX", PERFEX_VERSION_STRING, "perfex version");
-    write_checksum(out);
+    out.write_checksum();
     out.close();
   });
 }

@@ -1,5 +1,5 @@
 #pragma once
-// DESI preproc images (spec §1.7): HDUs IMAGE, IVAR and optional MASK, read by EXTNAME.
+// DESI preproc images: HDUs IMAGE, IVAR and optional MASK, read by EXTNAME.
 // The extraction sees (pixels, ivar) only: ivar := 0 where (MASK & mask_bits) != 0 (default
 // 0x2FF = DESI CCD bits 0-7 and 9; bit 8 BADREADNOISE does not mask), and a pixel whose value
 // or ivar is NaN/Inf becomes value 0, ivar 0 (counted in nonfinite_pixels). A negative ivar is

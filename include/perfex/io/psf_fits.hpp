@@ -1,12 +1,14 @@
 #pragma once
-// Reading and writing specex GaussHermite PSF files, PSFVER 3 layout (spec §1.1–1.3):
-// HDUs by EXTNAME XTRACE (image [nfib][ncoeff], own WAVEMIN/WAVEMAX), YTRACE (same) and PSF
-// (binary table: PARAM names, COEFF [nfib][LEGDEG+1] per row, keywords HSIZEX/HSIZEY,
-// GHDEGX/GHDEGY, LEGDEG, NPIX_X/NPIX_Y, FIBERMIN/FIBERMAX, WAVEMIN/WAVEMAX, optional PSFERR
-// defaulting to 0.01). Parameters are looked up by name, never by row. Every problem is a
-// perfex::Error naming the file and the HDU, keyword or parameter at fault.
+// Reading and writing specex GaussHermite PSF files, PSFVER 3 layout: HDUs by EXTNAME XTRACE
+// (image [nfib][ncoeff], own WAVEMIN/WAVEMAX), YTRACE (same) and PSF (binary table: PARAM
+// names, COEFF [nfib][LEGDEG+1] per row, keywords HSIZEX/HSIZEY, GHDEGX/GHDEGY, LEGDEG,
+// NPIX_X/NPIX_Y, FIBERMIN/FIBERMAX, WAVEMIN/WAVEMAX, optional PSFERR defaulting to 0.01).
+// Parameters are looked up by name, never by row. read_psf checks what only the file can get
+// wrong (HDU kinds and shapes, keywords, the PSF type, the COEFF layout, FIBERMIN/FIBERMAX),
+// then GaussHermitePsfData::validate() the content (degrees, domains, finite coefficients,
+// parameters). Every problem is a perfex::Error naming the file and the HDU, keyword or
+// parameter at fault.
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -22,7 +24,6 @@ namespace detail {
 
 inline psf::LegendreTraceSet read_trace_hdu(FitsFile& file, const std::string& extname) {
   file.move_to(extname);
-  if (file.hdu_type() != HduType::image) file.fail(0, "is not an image HDU");
   auto img = file.read_image<double>();
   if (img.axes.size() != 2 || img.axes[0] < 1 || img.axes[1] < 1) {
     file.fail(0, "expected a 2-D [nfib][ncoeff] coefficient image, found " +
@@ -33,16 +34,6 @@ inline psf::LegendreTraceSet read_trace_hdu(FitsFile& file, const std::string& e
   t.wavemax = file.read_key<double>("WAVEMAX");
   t.ncoeff = static_cast<int>(img.axes[0]);
   t.coeff = std::move(img.data);
-  for (std::size_t n = 0; n < t.coeff.size(); ++n) {
-    if (!std::isfinite(t.coeff[n])) {
-      file.fail(0, "coefficient " + std::to_string(n % t.ncoeff) + " of fibre " +
-                       std::to_string(n / t.ncoeff) + " is not finite");
-    }
-  }
-  if (!(t.wavemax > t.wavemin)) {
-    file.fail(0, "WAVEMIN/WAVEMAX = " + std::to_string(t.wavemin) + "/" +
-                     std::to_string(t.wavemax) + " is not a valid domain");
-  }
   return t;
 }
 
@@ -52,6 +43,20 @@ inline int read_int_key(FitsFile& file, const std::string& name) {
   return static_cast<int>(v);
 }
 
+// PSFTYPE / PSFVER of the current HDU, where present: GAUSS-HERMITE, version >= 3 only.
+inline void check_psf_type(FitsFile& file) {
+  if (auto type = file.read_key_optional<std::string>("PSFTYPE")) {
+    if (*type != "GAUSS-HERMITE") file.fail(0, "PSFTYPE '" + *type + "' is not GAUSS-HERMITE");
+  }
+  if (auto ver = file.read_key_optional<std::string>("PSFVER")) {
+    char* end = nullptr;
+    const double v = std::strtod(ver->c_str(), &end);
+    if (end == ver->c_str() || v < 3)
+      file.fail(0,
+                "PSFVER '" + *ver + "' unsupported (only the PSFVER 3 XTRACE/YTRACE/PSF layout)");
+  }
+}
+
 }  // namespace detail
 
 inline psf::GaussHermitePsfData read_psf(const std::string& path) {
@@ -59,36 +64,16 @@ inline psf::GaussHermitePsfData read_psf(const std::string& path) {
   psf::GaussHermitePsfData d;
   d.source = path;
 
-  // PSFTYPE / PSFVER (primary HDU, or the PSF HDU): GAUSS-HERMITE, version >= 3 only.
   file.move_to_index(0);
-  auto check_type = [&]() {
-    if (auto type = file.read_key_optional<std::string>("PSFTYPE")) {
-      if (*type != "GAUSS-HERMITE") file.fail(0, "PSFTYPE '" + *type + "' is not GAUSS-HERMITE");
-    }
-    if (auto ver = file.read_key_optional<std::string>("PSFVER")) {
-      char* end = nullptr;
-      const double v = std::strtod(ver->c_str(), &end);
-      if (end == ver->c_str() || v < 3) {
-        file.fail(0,
-                  "PSFVER '" + *ver + "' unsupported (only the PSFVER 3 XTRACE/YTRACE/PSF layout)");
-      }
-    }
-  };
-  check_type();
-
+  detail::check_psf_type(file);
   d.xtrace = detail::read_trace_hdu(file, "XTRACE");
-  const long nfib_x = static_cast<long>(d.xtrace.coeff.size() / d.xtrace.ncoeff);
   d.ytrace = detail::read_trace_hdu(file, "YTRACE");
-  const long nfib_y = static_cast<long>(d.ytrace.coeff.size() / d.ytrace.ncoeff);
-  if (nfib_y != nfib_x) {
-    file.fail(0, "YTRACE has " + std::to_string(nfib_y) + " fibres but XTRACE has " +
-                     std::to_string(nfib_x));
-  }
-  d.nfib = static_cast<int>(nfib_x);
+  // validate() checks that YTRACE has as many fibres.
+  d.nfib = static_cast<int>(d.xtrace.coeff.size() / d.xtrace.ncoeff);
 
   file.move_to("PSF");
   if (file.hdu_type() != HduType::binary_table) file.fail(0, "is not a binary table");
-  check_type();
+  detail::check_psf_type(file);
   d.hsizex = detail::read_int_key(file, "HSIZEX");
   d.hsizey = detail::read_int_key(file, "HSIZEY");
   d.ghdegx = detail::read_int_key(file, "GHDEGX");
@@ -110,45 +95,17 @@ inline psf::GaussHermitePsfData read_psf(const std::string& path) {
                        " fibres but XTRACE/YTRACE have " + std::to_string(d.nfib));
     }
   }
-  if (d.hsizex < 0 || d.hsizey < 0 || d.hsizex > psf::kMaxHalfSize ||
-      d.hsizey > psf::kMaxHalfSize) {
-    file.fail(0, "keywords HSIZEX/HSIZEY = " + std::to_string(d.hsizex) + "/" +
-                     std::to_string(d.hsizey) + " unsupported");
-  }
-  if (d.ghdegx < 0 || d.ghdegy < 0 || d.ghdegx > psf::kMaxGhDegree ||
-      d.ghdegy > psf::kMaxGhDegree) {
-    file.fail(0, "keywords GHDEGX/GHDEGY = " + std::to_string(d.ghdegx) + "/" +
-                     std::to_string(d.ghdegy) + " unsupported");
-  }
-  if (d.legdeg < 0 || d.legdeg + 1 > psf::kMaxLegendreCoeffs) {
-    file.fail(0, "keyword LEGDEG = " + std::to_string(d.legdeg) + " unsupported");
-  }
 
   d.param_names = file.read_column_strings("PARAM");
-  const long nrows = file.num_rows();
-  const long repeat = file.column_repeat("COEFF");
-  const long expected = static_cast<long>(d.nfib) * (d.legdeg + 1);
+  // validate() checks COEFF's size; the file's TDIM, where present, must say [nfib][LEGDEG+1].
   const std::vector<long> dims = file.column_dims("COEFF");
-  std::string shape = "(";
-  for (std::size_t a = 0; a < dims.size(); ++a) shape += (a ? "," : "") + std::to_string(dims[a]);
-  shape += ")";
-  if (repeat != expected || (dims.size() == 2 && (dims[0] != d.legdeg + 1 || dims[1] != d.nfib))) {
-    file.fail(0, "column 'COEFF' shape " + shape + " (" + std::to_string(repeat) +
-                     " values per row) does not match LEGDEG " + std::to_string(d.legdeg) +
-                     " + 1 x " + std::to_string(d.nfib) + " fibres");
+  if (dims.size() == 2 && (dims[0] != d.ncoeff() || dims[1] != d.nfib)) {
+    file.fail(0, "column 'COEFF' TDIM (" + std::to_string(dims[0]) + "," + std::to_string(dims[1]) +
+                     ") does not match LEGDEG " + std::to_string(d.legdeg) + " + 1 x " +
+                     std::to_string(d.nfib) + " fibres");
   }
   d.coeff = file.read_column<double>("COEFF");
-  if (static_cast<long>(d.coeff.size()) != nrows * expected)
-    file.fail(0, "column 'COEFF' has an unexpected size");
-  for (std::size_t n = 0; n < d.coeff.size(); ++n) {
-    if (!std::isfinite(d.coeff[n])) {
-      const std::size_t row = n / expected;
-      file.fail(0, "column 'COEFF', parameter '" + d.param_names[row] + "': coefficient " +
-                       std::to_string(n % (d.legdeg + 1)) + " of fibre " +
-                       std::to_string((n % expected) / (d.legdeg + 1)) + " is not finite");
-    }
-  }
-  d.validate();  // names the source on missing parameters / inconsistent degrees
+  d.validate();  // messages name the file (d.source) and the HDU, keyword or parameter
   return d;
 }
 

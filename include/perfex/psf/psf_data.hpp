@@ -1,5 +1,5 @@
 #pragma once
-// Host description of a GaussHermite PSF (specex "PSFVER 3" content, spec §1): trace
+// Host description of a GaussHermite PSF (the content of a specex "PSFVER 3" file): trace
 // Legendre coefficients with their own wavelength domain, and the PSF table's parameters
 // (Legendre coefficients per parameter and fibre, on the PSF HDU's domain).
 #include <cmath>
@@ -42,7 +42,7 @@ struct GaussHermitePsfData {
   int nfib = 0, fibermin = 0;
   int hsizex = 0, hsizey = 0, ghdegx = 0, ghdegy = 0, legdeg = 0, npix_x = 0, npix_y = 0;
   double psferr = 0.01;                  // PSFERR, 0.01 when absent
-  LegendreTraceSet xtrace, ytrace;       // each with its own WAVEMIN/WAVEMAX domain (spec §2.1)
+  LegendreTraceSet xtrace, ytrace;       // each with its own WAVEMIN/WAVEMAX domain
   double wavemin = 0, wavemax = 0;       // PSF-table domain
   std::vector<std::string> param_names;  // table rows (trailing blanks stripped)
   std::vector<double> coeff;             // [nparam][nfib][legdeg+1]
@@ -74,48 +74,57 @@ struct GaussHermitePsfData {
     return coeff[(static_cast<std::size_t>(p) * nfib + f) * ncoeff() + m];
   }
 
-  // Consistent degrees and shapes, finite coefficients, required parameters present.
+  // Consistent degrees and shapes, finite coefficients, required parameters present. Messages
+  // name what is wrong in the file's terms: "PSF '<source>', HDU 'PSF': keywords HSIZEX/...".
   void validate() const {
     const std::string who = label();
-    auto fail = [&](const std::string& what) { throw Error(who + ": " + what); };
-    if (nfib <= 0) fail("no fibres (nfib = " + std::to_string(nfib) + ")");
+    auto fail = [&](const char* hdu, const std::string& what) {
+      throw Error(who + ", HDU '" + hdu + "': " + what);
+    };
+    if (nfib <= 0) fail("XTRACE", "no fibres (nfib = " + std::to_string(nfib) + ")");
     if (hsizex < 0 || hsizey < 0 || hsizex > kMaxHalfSize || hsizey > kMaxHalfSize) {
-      fail("HSIZEX/HSIZEY = " + std::to_string(hsizex) + "/" + std::to_string(hsizey) +
-           " outside [0, " + std::to_string(kMaxHalfSize) + "]");
+      fail("PSF", "keywords HSIZEX/HSIZEY = " + std::to_string(hsizex) + "/" +
+                      std::to_string(hsizey) + " outside [0, " + std::to_string(kMaxHalfSize) +
+                      "]");
     }
     if (ghdegx < 0 || ghdegy < 0 || ghdegx > kMaxGhDegree || ghdegy > kMaxGhDegree) {
-      fail("GHDEGX/GHDEGY = " + std::to_string(ghdegx) + "/" + std::to_string(ghdegy) +
-           " outside [0, " + std::to_string(kMaxGhDegree) + "]");
+      fail("PSF", "keywords GHDEGX/GHDEGY = " + std::to_string(ghdegx) + "/" +
+                      std::to_string(ghdegy) + " outside [0, " + std::to_string(kMaxGhDegree) +
+                      "]");
     }
-    if (legdeg < 0 || legdeg + 1 > kMaxLegendreCoeffs)
-      fail("LEGDEG = " + std::to_string(legdeg) + " unsupported");
+    if (legdeg < 0 || legdeg + 1 > kMaxLegendreCoeffs) {
+      fail("PSF", "keyword LEGDEG = " + std::to_string(legdeg) + " outside [0, " +
+                      std::to_string(kMaxLegendreCoeffs - 1) + "]");
+    }
     if (npix_x <= 0 || npix_y <= 0) {
-      fail("CCD size NPIX_X/NPIX_Y = " + std::to_string(npix_x) + "/" + std::to_string(npix_y) +
-           " not positive");
+      fail("PSF", "keywords NPIX_X/NPIX_Y = " + std::to_string(npix_x) + "/" +
+                      std::to_string(npix_y) + " not positive");
     }
     if (!(psferr >= 0) || !std::isfinite(psferr))
-      fail("PSFERR = " + std::to_string(psferr) + " invalid");
-    auto check_domain = [&](const char* what, double w0, double w1) {
+      fail("PSF", "keyword PSFERR = " + std::to_string(psferr) + " invalid");
+    auto check_domain = [&](const char* hdu, double w0, double w1) {
       if (!std::isfinite(w0) || !std::isfinite(w1) || !(w1 > w0)) {
-        fail(std::string(what) + " WAVEMIN/WAVEMAX = " + std::to_string(w0) + "/" +
-             std::to_string(w1) + " is not a valid domain");
+        fail(hdu, "keywords WAVEMIN/WAVEMAX = " + std::to_string(w0) + "/" + std::to_string(w1) +
+                      " is not a valid domain");
       }
     };
     check_domain("PSF", wavemin, wavemax);
-    auto check_trace = [&](const char* what, const LegendreTraceSet& t) {
-      check_domain(what, t.wavemin, t.wavemax);
+    auto check_trace = [&](const char* hdu, const LegendreTraceSet& t) {
+      check_domain(hdu, t.wavemin, t.wavemax);
       if (t.ncoeff < 1 || t.ncoeff > kMaxLegendreCoeffs) {
-        fail(std::string(what) + " has " + std::to_string(t.ncoeff) + " coefficients (1.." +
-             std::to_string(kMaxLegendreCoeffs) + " supported)");
+        fail(hdu, std::to_string(t.ncoeff) + " coefficients per fibre (1.." +
+                      std::to_string(kMaxLegendreCoeffs) + " supported)");
       }
       if (t.coeff.size() != static_cast<std::size_t>(nfib) * t.ncoeff) {
-        fail(std::string(what) + " has " + std::to_string(t.coeff.size()) + " values, expected " +
-             std::to_string(nfib) + " fibres x " + std::to_string(t.ncoeff) + " coefficients");
+        fail(hdu, std::to_string(t.coeff.size() / t.ncoeff) + " fibres x " +
+                      std::to_string(t.ncoeff) + " coefficients (" +
+                      std::to_string(t.coeff.size()) + " values), expected " +
+                      std::to_string(nfib) + " fibres");
       }
       for (std::size_t n = 0; n < t.coeff.size(); ++n) {
         if (!std::isfinite(t.coeff[n])) {
-          fail(std::string(what) + " coefficient " + std::to_string(n % t.ncoeff) + " of fibre " +
-               std::to_string(n / t.ncoeff) + " is not finite");
+          fail(hdu, "coefficient " + std::to_string(n % t.ncoeff) + " of fibre " +
+                        std::to_string(n / t.ncoeff) + " is not finite");
         }
       }
     };
@@ -123,25 +132,26 @@ struct GaussHermitePsfData {
     check_trace("YTRACE", ytrace);
     const std::size_t expected = param_names.size() * static_cast<std::size_t>(nfib) * ncoeff();
     if (coeff.size() != expected) {
-      fail("PSF COEFF has " + std::to_string(coeff.size()) + " values, expected " +
-           std::to_string(param_names.size()) + " parameters x " + std::to_string(nfib) +
-           " fibres x (LEGDEG " + std::to_string(legdeg) + " + 1)");
+      fail("PSF", "column 'COEFF' has " + std::to_string(coeff.size()) + " values, expected " +
+                      std::to_string(param_names.size()) + " parameters x " + std::to_string(nfib) +
+                      " fibres x (LEGDEG " + std::to_string(legdeg) + " + 1)");
     }
     for (std::size_t p = 0; p < param_names.size(); ++p) {
       for (std::size_t q = 0; q < p; ++q) {
         if (param_names[p] == param_names[q])
-          fail("parameter '" + param_names[p] + "' appears twice");
+          fail("PSF", "column 'PARAM': parameter '" + param_names[p] + "' appears twice");
       }
       int i = 0, j = 0;
       if (parse_gh_name(param_names[p], i, j) && (i > ghdegx || j > ghdegy)) {
-        fail("parameter '" + param_names[p] + "' is inconsistent with GHDEGX " +
-             std::to_string(ghdegx) + " / GHDEGY " + std::to_string(ghdegy));
+        fail("PSF", "parameter '" + param_names[p] + "' is inconsistent with GHDEGX " +
+                        std::to_string(ghdegx) + " / GHDEGY " + std::to_string(ghdegy));
       }
       const std::size_t n0 = p * static_cast<std::size_t>(nfib) * ncoeff();
       for (std::size_t n = 0; n < static_cast<std::size_t>(nfib) * ncoeff(); ++n) {
         if (!std::isfinite(coeff[n0 + n])) {
-          fail("parameter '" + param_names[p] + "' coefficient " + std::to_string(n % ncoeff()) +
-               " of fibre " + std::to_string(n / ncoeff()) + " is not finite");
+          fail("PSF", "column 'COEFF', parameter '" + param_names[p] + "': coefficient " +
+                          std::to_string(n % ncoeff()) + " of fibre " +
+                          std::to_string(n / ncoeff()) + " is not finite");
         }
       }
     }
