@@ -3,7 +3,8 @@
 # --check lists the files that differ and fails (scripts/test.sh runs the check).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-mapfile -t files < <(git ls-files '*.hpp' '*.cpp' 2>/dev/null || find include tests bench tools python -name '*.[hc]pp')
+mapfile -t files < <(git ls-files '*.hpp' '*.cpp' 2>/dev/null \
+                     || find include tests bench tools python -name '*.[hc]pp')
 if [ "${1:-}" = "--check" ]; then
   bad=()
   for f in "${files[@]}"; do

@@ -30,7 +30,8 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing Debian packages: ${missing[*]}"
   "${sudo_cmd[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >&2
 fi
 
 # ---- a user's own Kokkos wins -----------------------------------------------------------
@@ -55,7 +56,8 @@ src_dir="${deps_dir}/src"
 fetch_trilinos_source() {
   [ -d "${src_dir}/kokkos" ] && [ -d "${src_dir}/kokkos-kernels" ] && return 0
   local apt_dir="${deps_dir}/apt"
-  mkdir -p "${apt_dir}/lists/partial" "${apt_dir}/archives/partial" "${apt_dir}/sources.list.d" "${apt_dir}/download"
+  mkdir -p "${apt_dir}/lists/partial" "${apt_dir}/archives/partial" "${apt_dir}/sources.list.d" \
+           "${apt_dir}/download"
   local codename
   codename=$(. /etc/os-release && echo "${VERSION_CODENAME}")
   # deb-src entries with the same URIs and suites as the machine's Debian entries.
@@ -83,10 +85,12 @@ for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
         for uri in fields.get("uris", []):
             for suite in fields.get("suites", []):
                 if keep(suite):
-                    lines.append(" ".join(["deb-src", uri, suite] + fields.get("components", ["main"])))
+                    components = fields.get("components", ["main"])
+                    lines.append(" ".join(["deb-src", uri, suite] + components))
 open(out, "w").write("\n".join(lines) + "\n")
 PY
-  [ -s "${apt_dir}/sources.list" ] || { log "no Debian apt source found to derive a deb-src entry from"; exit 1; }
+  [ -s "${apt_dir}/sources.list" ] \
+    || { log "no Debian apt source found to derive a deb-src entry from"; exit 1; }
   local apt_opts=(-o "Dir::Etc::SourceList=${apt_dir}/sources.list"
                   -o "Dir::Etc::SourceParts=${apt_dir}/sources.list.d"
                   -o "Dir::State::Lists=${apt_dir}/lists"
@@ -99,7 +103,8 @@ PY
   orig=$(ls "${apt_dir}"/download/trilinos_*.orig.tar.* | head -n 1)
   log "extracting packages/kokkos and packages/kokkos-kernels from $(basename "$orig")"
   rm -rf "${src_dir}.tmp" && mkdir -p "${src_dir}.tmp"
-  tar -xf "$orig" -C "${src_dir}.tmp" --wildcards '*/packages/kokkos/*' '*/packages/kokkos-kernels/*'
+  tar -xf "$orig" -C "${src_dir}.tmp" --wildcards \
+      '*/packages/kokkos/*' '*/packages/kokkos-kernels/*'
   local top
   top=$(ls -d "${src_dir}.tmp"/*/packages)
   mkdir -p "${src_dir}"

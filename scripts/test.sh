@@ -2,14 +2,18 @@
 # The test command: installs the dependencies (first run only), builds perfex with its tests,
 # tools and benchmarks, runs the suite on every backend (Serial, OpenMP with 2 threads),
 # the consumer projects and the benchmark smoke runs, then the same suite under
-# AddressSanitizer + UndefinedBehaviorSanitizer, and last, where nvcc is installed, compiles
+# AddressSanitizer + UndefinedBehaviorSanitizer, and last, where a CUDA Kokkos exists, compiles
 # everything for CUDA (nothing runs: CI has no GPU).
+#
+# Environment: Kokkos_ROOT (a Kokkos of your own, see install-deps.sh), KOKKOS_CUDA_ROOT (a
+# CUDA Kokkos for the compile check; default: the one install-deps.sh builds where nvcc is
+# installed and no Kokkos_ROOT is given), PERFEX_BUILD_DIR (default build).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 deps=$(bash scripts/install-deps.sh)
 kokkos_prefix=$(sed -n 's/^KOKKOS_PREFIX=//p' <<<"$deps" | tail -n 1)
-kokkos_cuda_prefix=$(sed -n 's/^KOKKOS_CUDA_PREFIX=//p' <<<"$deps" | tail -n 1)
+kokkos_cuda_prefix=${KOKKOS_CUDA_ROOT:-$(sed -n 's/^KOKKOS_CUDA_PREFIX=//p' <<<"$deps" | tail -n 1)}
 jobs=$(nproc)
 build=${PERFEX_BUILD_DIR:-build}
 
@@ -32,7 +36,8 @@ cmake --build "${build}-asan" -j "$jobs"
    ctest --output-on-failure -j 1)
 
 if [ -n "$kokkos_cuda_prefix" ]; then
-  echo "== perfex: CUDA compile check: headers, tests, tools, benchmarks (Kokkos at ${kokkos_cuda_prefix}; nothing runs)"
+  echo "== perfex: CUDA compile check: headers, tests, tools, benchmarks" \
+       "(Kokkos at ${kokkos_cuda_prefix}; nothing runs)"
   # nvcc_wrapper calls the nvcc on PATH.
   command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:${PATH}"
   t0=$SECONDS
@@ -40,5 +45,7 @@ if [ -n "$kokkos_cuda_prefix" ]; then
         -DCMAKE_CXX_COMPILER="${kokkos_cuda_prefix}/bin/nvcc_wrapper" >/dev/null
   cmake --build "${build}-cuda" -j "$jobs"
   echo "== perfex: CUDA compile check passed ($((SECONDS - t0)) s)"
+else
+  echo "== perfex: CUDA compile check skipped: no CUDA Kokkos (set KOKKOS_CUDA_ROOT to one)"
 fi
 echo "== perfex: all tests passed"

@@ -26,7 +26,7 @@ build_kokkos() {
         -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_CXX_STANDARD=17 -DCMAKE_CXX_EXTENSIONS=OFF \
         -DKokkos_ENABLE_SERIAL=ON -DBUILD_SHARED_LIBS=ON "$@" >"$logf" 2>&1 \
     || { tail -n 40 "$logf" >&2; return 1; }
-  cmake --build "$build/kokkos" -j "$jobs" >>"$logf" 2>&1 && cmake --install "$build/kokkos" >>"$logf" 2>&1 \
+  { cmake --build "$build/kokkos" -j "$jobs" && cmake --install "$build/kokkos"; } >>"$logf" 2>&1 \
     || { tail -n 40 "$logf" >&2; return 1; }
   kokkos_log "installing Kokkos Kernels 3.4.1 headers and CMake package into ${prefix}"
   cmake -S "${src}/kokkos-kernels" -B "$build/kk" -DCMAKE_BUILD_TYPE=Release "${cxx_args[@]}" \
@@ -39,7 +39,7 @@ build_kokkos() {
         -DKokkosKernels_ENABLE_TPL_BLAS=OFF -DKokkosKernels_ENABLE_TPL_CUBLAS=OFF \
         -DKokkosKernels_ENABLE_TPL_CUSPARSE=OFF -DBUILD_SHARED_LIBS=ON >>"$logf" 2>&1 \
     || { tail -n 40 "$logf" >&2; return 1; }
-  cmake --build "$build/kk" -j "$jobs" >>"$logf" 2>&1 && cmake --install "$build/kk" >>"$logf" 2>&1 \
+  { cmake --build "$build/kk" -j "$jobs" && cmake --install "$build/kk"; } >>"$logf" 2>&1 \
     || { tail -n 40 "$logf" >&2; return 1; }
   rm -rf "$build"
   kokkos_log "built ${prefix} in $((SECONDS - t0)) s"
@@ -48,7 +48,8 @@ build_kokkos() {
 
 # find_nvcc: path of nvcc (PATH, then /usr/local/cuda/bin), or nothing.
 find_nvcc() {
-  command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; } || true
+  command -v nvcc 2>/dev/null \
+    || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; } || true
 }
 
 # patch_kokkos_source SRC DEST PATCH: DEST/{kokkos,kokkos-kernels} = SRC's with PATCH applied
