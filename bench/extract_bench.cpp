@@ -59,6 +59,7 @@ struct PatchBatch {
       ycorner;
   int nwt = 0, nx = 0, ny = 0;  // wavelengths per fibre, spot size
   ex::PatchSolver<ExecSpace, Mem> solver;
+  Kokkos::View<const ex::PatchDesc*, Mem> patches;
 };
 
 // DESI-default patches of bundle 0 on the 5760-6760 Å grid: sub-bundle 1 at the wavelength
@@ -102,13 +103,12 @@ PatchBatch<ExecSpace> make_patch_batch(const ExecSpace& exec, int npatches) {
   const int nsub = static_cast<int>(bundle.subbundles.size()),
             nsteps = static_cast<int>(all.size()) / nsub;
   const int step_first = 300 / opt.nwavestep;  // 6000 Å, the reference data's middle patch
-  int maxpix = 0, maxsub = 0;
+  int maxpix = 0;
   for (int i = 0; i < npatches; ++i) {
     const int sub = npatches == 1 ? 1 : i % nsub,
               step = step_first + (npatches == 1 ? 0 : i / nsub);
     const ex::PatchDesc& p = all[static_cast<std::size_t>(sub * nsteps + step)];
     maxpix = std::max(maxpix, (p.row1 - p.row0) * (p.col1 - p.col0));
-    maxsub = std::max(maxsub, p.nkeepfib);
     batch.plan.push_back(p);
   }
 
@@ -121,25 +121,28 @@ PatchBatch<ExecSpace> make_patch_batch(const ExecSpace& exec, int npatches) {
                              Kokkos::View<const int**, Mem>(yc), dplan, nwt, psf.ny(), psf.nx());
   Kokkos::deep_copy(
       Kokkos::View<ex::PatchDesc*, Kokkos::HostSpace>(batch.plan.data(), batch.plan.size()), dplan);
-  const int nmax = (maxsub + 2) * nwt;
-  batch.solver = ex::PatchSolver<ExecSpace, Mem>{
-      spots,
-      xc,
-      yc,
-      image,
-      dplan,
-      ex::PatchWorkspace<Mem>(nmax, band, nwt, maxpix, psf.nx() * psf.ny(), npatches,
-                              opt.decorrelation),
-      ex::PatchResults<Mem>(npatches, maxsub, opt.nwavestep, psf.hsizey()),
-      {},
-      nwt,
-      wavepad,
-      opt.nwavestep,
-      psf.hsizey(),
-      opt.regularize,
-      data.psferr,
-      opt.eigen_clip,
-      opt.decorrelation};
+  ex::PatchGeometry geometry = ex::patch_geometry(opt, psf.ny(), psf.nx(), psf.hsizey());
+  for (const ex::PatchDesc& p : batch.plan) geometry.nfib = std::max(geometry.nfib, p.nfib);
+  geometry.band = band;
+  geometry.maxpix = maxpix;
+  opt.psferr = data.psferr;
+  batch.solver = ex::PatchSolver<ExecSpace, Mem>(geometry, opt, npatches);
+  batch.solver.spots = spots;
+  batch.solver.xcorner = xc;
+  batch.solver.ycorner = yc;
+  batch.solver.image = image;
+  // Frame-shaped results of the bundle (its fibres x the grid's wavelengths).
+  const int nspec = opt.nspec, nwave = static_cast<int>(wave.size());
+  batch.solver.out = ex::PatchResults<Mem>(
+      typename ex::PatchResults<Mem>::Bins("perfex::bench::flux", nspec, nwave),
+      typename ex::PatchResults<Mem>::Bins("perfex::bench::ivar", nspec, nwave),
+      typename ex::PatchResults<Mem>::Bins("perfex::bench::chi2pix", nspec, nwave),
+      typename ex::PatchResults<Mem>::Bins("perfex::bench::pixmask", nspec, nwave),
+      typename ex::PatchResults<Mem>::Diagonals("perfex::bench::resolution", nspec,
+                                                2 * psf.hsizey() + 1, nwave),
+      Kokkos::View<int*, Mem>("perfex::bench::status", npatches));
+  batch.patches = dplan;
+  batch.solver.patches = dplan;  // the normal-equation steps run on their own over these
   return batch;
 }
 
@@ -199,12 +202,12 @@ void patches(benchmark::State& state, Stage stage) {
   perfex_bench::reset_peak_rss();
   const ExecSpace exec;
   const int npatches = static_cast<int>(state.range(0));
-  const PatchBatch<ExecSpace> batch = make_patch_batch(exec, npatches);
+  PatchBatch<ExecSpace> batch = make_patch_batch(exec, npatches);
   const Kokkos::TeamPolicy<ExecSpace> policy(exec, npatches, Kokkos::AUTO);
   for (auto _ : state) {
     perfex_bench::timed(state, exec, [&] {
       if (stage == Stage::patch)
-        Kokkos::parallel_for("perfex::bench::solve_patches", policy, batch.solver);
+        ex::solve_patches(exec, batch.solver, batch.patches, 0, npatches);
       else
         Kokkos::parallel_for("perfex::bench::normal_equations", policy,
                              NormalEquations<ExecSpace>{batch.solver});

@@ -1,6 +1,14 @@
 #pragma once
-// Frame extraction driver: bundles → sub-bundles → wavelength patches, solved in batches on
-// the execution space, stitched into a Frame (spec §5).
+// Frame extraction driver (gpu_specter's extract_frame, reshaped for a device).
+//
+// plan_frame plans a frame once: the spot corners of every fibre the requested bundles solve
+// (one launch), every patch of those bundles with its pixel window (host), every patch's band
+// (one launch), then spot groups and solver launches sized by the memory budget.
+// extract_frame then runs, per spot group, one spot launch and as few solver launches as the
+// budget allows, each over patches of any bundles; the solver writes its results straight
+// into frame-shaped views, converted per Angstrom on the device and copied to the host once at
+// the end (on host backends the views are the Frame's own arrays). Between launches the host
+// waits only for the progress callback, when there is one.
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/detail/team_shape.hpp>
 #include <perfex/error.hpp>
@@ -15,211 +23,362 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace perfex {
 namespace extract {
 
-// Called on the host after each batch of patches: (patches done, patches in total).
+// Called on the host after each solver launch: (patches done, patches in total).
 using ProgressCallback = std::function<void(int, int)>;
 
-// Extracts the requested fibres of an image already in exec's memory (see upload_image).
+// A PSF resident in exec's memory space: upload once, extract many times.
 template <class ExecSpace>
-Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_data,
-                    const DeviceImage<typename ExecSpace::memory_space>& image,
-                    const ExtractionOptions& options, const ProgressCallback& progress = {}) {
-  using Mem = typename ExecSpace::memory_space;
-  ScopedRegion region("perfex::extract_frame");
-  Kokkos::Timer timer;
-  options.validate();
-  psf_data.validate();
-  Frame frame;
-  frame.options = options;
-  if (frame.options.psferr < 0) frame.options.psferr = psf_data.psferr;
-  const ExtractionOptions& opt = frame.options;
+psf::GaussHermitePsf<typename ExecSpace::memory_space> upload_psf(
+    const ExecSpace& exec, const psf::GaussHermitePsfData& data) {
+  return psf::GaussHermitePsf<typename ExecSpace::memory_space>(exec, data);
+}
 
-  const psf::GaussHermitePsf<Mem> psf(psf_data);
-  const int nx = psf.nx(), ny = psf.ny();
-  const int wavepad = opt.wavepad(), nwavestep = opt.nwavestep, nwt = nwavestep + 2 * wavepad;
-  const int ndiag = psf.hsizey();
-  if (wavepad < ndiag)
-    throw Error("extraction option wavepad (" + std::to_string(wavepad) +
+namespace detail {
+
+// Spot corners (first column, first row) of fibres [f0, f0 + nf) at every wavelength, placed
+// as psf::compute_spots places its boxes (round the trace to a pixel, step back the half-size),
+// without the spots: all the plan needs.
+template <class MemorySpace>
+struct SpotCornersFunctor {
+  psf::detail::PsfDeviceData<MemorySpace> d;
+  int f0;
+  Kokkos::View<const double*, MemorySpace> wave;
+  Kokkos::View<int**, MemorySpace> xcorner, ycorner;
+  KOKKOS_INLINE_FUNCTION void operator()(int f, int k) const {
+    const double X = d.trace_x(f0 + f, wave(k));
+    const double Y = d.trace_y(f0 + f, wave(k));
+    xcorner(f, k) = static_cast<int>(math::floor(X - d.hx + 0.5));
+    ycorner(f, k) = static_cast<int>(math::floor(Y - d.hy + 0.5));
+  }
+};
+
+// ExtractionOptions::memory_budget's automatic value: half the device memory free now on CUDA
+// (room for another process asking at the same moment), 512 MiB on host backends.
+template <class ExecSpace>
+std::int64_t default_memory_budget() {
+#ifdef KOKKOS_ENABLE_CUDA
+  if (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
+    std::size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) == cudaSuccess) return static_cast<std::int64_t>(free / 2);
+  }
+#endif
+  return std::int64_t(512) << 20;
+}
+
+// Host backends reach host memory: there the Frame's own arrays serve as the result views.
+template <class ExecSpace>
+constexpr bool results_in_host_memory() {
+  return Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible;
+}
+
+template <class ExecSpace, class View, class... Extents>
+View frame_view(std::vector<double>& host, const char* label, Extents... n) {
+  if constexpr (results_in_host_memory<ExecSpace>())
+    return View(host.data(), n...);
+  else
+    return View(label, n...);
+}
+
+template <class ExecSpace, class View>
+void copy_to_frame(const ExecSpace& exec, const View& view, std::vector<double>& host) {
+  if constexpr (!results_in_host_memory<ExecSpace>())
+    Kokkos::deep_copy(exec, typename View::HostMirror(host.data(), view.layout()), view);
+}
+
+}  // namespace detail
+
+// A frame planned for one PSF, CCD size and set of options: everything extract_frame needs
+// besides the pixels, on the host and (the patch table, the padded grid) on the device.
+template <class MemorySpace>
+struct FramePlan {
+  ExtractionOptions options;  // as used (psferr resolved)
+  int ccd_rows = 0, ccd_cols = 0;
+  std::vector<double> wave;      // output wavelengths
+  std::vector<double> fullwave;  // the padded grid the patches index
+  // Every patch, bundle by bundle, sub-bundle by sub-bundle, wavelength step by step; fib0
+  // local to the patch's spot group.
+  std::vector<PatchDesc> patches;
+  LaunchPlan launches;
+  PatchGeometry geometry;
+  std::int64_t memory_budget = 0;  // bytes
+  double linalg_flops = 0;         // patch_flops summed over the patches
+  Kokkos::View<const PatchDesc*, MemorySpace> device_patches;
+  Kokkos::View<const double*, MemorySpace> device_fullwave;
+
+  int npatches() const { return static_cast<int>(patches.size()); }
+  // CCD rows [row0, row1) and columns [col0, col1) the patch windows cover: what the image
+  // must hold (a reader may keep only these).
+  struct PixelBox {
+    int row0 = 0, row1 = 0, col0 = 0, col1 = 0;
+  };
+  PixelBox pixel_box() const {
+    PixelBox box{ccd_rows, 0, ccd_cols, 0};
+    for (const PatchDesc& p : patches) {
+      box.row0 = std::min(box.row0, p.row0);
+      box.row1 = std::max(box.row1, p.row1);
+      box.col0 = std::min(box.col0, p.col0);
+      box.col1 = std::max(box.col1, p.col1);
+    }
+    if (box.row1 <= box.row0 || box.col1 <= box.col0) box = {0, 0, 0, 0};
+    return box;
+  }
+};
+
+// Plans the extraction of options' fibres and wavelengths from a ccd_rows x ccd_cols image.
+template <class ExecSpace>
+FramePlan<typename ExecSpace::memory_space> plan_frame(
+    const ExecSpace& exec, const psf::GaussHermitePsf<typename ExecSpace::memory_space>& psf,
+    int ccd_rows, int ccd_cols, const ExtractionOptions& options) {
+  using Mem = typename ExecSpace::memory_space;
+  ScopedRegion region("perfex::plan_frame");
+  options.validate();
+  FramePlan<Mem> plan;
+  plan.options = options;
+  if (plan.options.psferr < 0) plan.options.psferr = psf.psferr();
+  const ExtractionOptions& opt = plan.options;
+  plan.ccd_rows = ccd_rows;
+  plan.ccd_cols = ccd_cols;
+  const int nx = psf.nx(), ny = psf.ny(), ndiag = psf.hsizey();
+  plan.geometry = patch_geometry(opt, ny, nx, ndiag);
+  PatchGeometry& g = plan.geometry;
+  if (g.wavepad < ndiag)
+    throw Error("extraction option wavepad (" + std::to_string(g.wavepad) +
                 ") must be >= the PSF's HSIZEY (" + std::to_string(ndiag) +
                 ") to store the resolution band");
 
-  frame.wave = make_wavelength_grid(opt.wmin, opt.wmax, opt.dw);
-  const int nwave = static_cast<int>(frame.wave.size());
-  const std::vector<double> dlambda = gradient(frame.wave);
-  const std::vector<double> fullwave = make_padded_grid(frame.wave, opt.dw, wavepad, nwavestep);
-  Kokkos::View<double*, Mem> dfullwave("perfex::fullwave", fullwave.size());
-  Kokkos::deep_copy(
-      exec, dfullwave,
-      Kokkos::View<const double*, Kokkos::HostSpace>(fullwave.data(), fullwave.size()));
+  plan.wave = make_wavelength_grid(opt.wmin, opt.wmax, opt.dw);
+  const int nwave = static_cast<int>(plan.wave.size());
+  plan.fullwave = make_padded_grid(plan.wave, opt.dw, g.wavepad, opt.nwavestep);
+  const int nk = static_cast<int>(plan.fullwave.size());
+  Kokkos::View<double*, Mem> fullwave(uninitialized("perfex::fullwave"), nk);
+  Kokkos::deep_copy(exec, fullwave,
+                    Kokkos::View<const double*, Kokkos::HostSpace>(plan.fullwave.data(), nk));
+  plan.device_fullwave = fullwave;
 
+  // Corners of every fibre the requested bundles solve, in one launch.
+  const std::vector<BundlePlan> bundles = plan_bundles(opt, psf.nfib());
+  const int frame_lo = spot_fibres(bundles.front()).lo, frame_hi = spot_fibres(bundles.back()).hi;
+  Kokkos::View<int**, Mem> xcorner(uninitialized("perfex::plan_xcorner"), frame_hi - frame_lo, nk),
+      ycorner(uninitialized("perfex::plan_ycorner"), frame_hi - frame_lo, nk);
+  Kokkos::parallel_for("perfex::extract::spot_corners",
+                       Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>, Kokkos::IndexType<int>>(
+                           exec, {0, 0}, {frame_hi - frame_lo, nk}),
+                       detail::SpotCornersFunctor<Mem>{psf.data(), frame_lo, plan.device_fullwave,
+                                                       xcorner, ycorner});
+  auto hx = Kokkos::create_mirror_view(xcorner);
+  auto hy = Kokkos::create_mirror_view(ycorner);
+  Kokkos::deep_copy(exec, hx, xcorner);
+  Kokkos::deep_copy(exec, hy, ycorner);
+  exec.fence();
+
+  // Every patch with its window, then every patch's band in one launch.
+  plan.patches = plan_frame_patches(
+      bundles, opt, nwave, nx, ny, ccd_cols, ccd_rows, [&](int f, int k) { return hx(f, k); },
+      [&](int f, int k) { return hy(f, k); });
+  const int npatch = plan.npatches();
+  Kokkos::View<PatchDesc*, Mem> device_patches(uninitialized("perfex::patches"), npatch);
+  const Kokkos::View<PatchDesc*, Kokkos::HostSpace> host_patches(plan.patches.data(), npatch);
+  Kokkos::deep_copy(exec, device_patches, host_patches);
+  measure_bandwidths(exec, Kokkos::View<const int**, Mem>(xcorner),
+                     Kokkos::View<const int**, Mem>(ycorner), device_patches, g.nwt, ny, nx,
+                     perfex::detail::TeamShape{opt.team_size, opt.vector_length});
+  Kokkos::deep_copy(exec, host_patches, device_patches);
+  exec.fence();
+  for (const PatchDesc& p : plan.patches) {
+    g.nfib = std::max(g.nfib, p.nfib);
+    g.band = std::max(g.band, p.band);
+    g.maxpix = std::max(g.maxpix, (p.row1 - p.row0) * (p.col1 - p.col0));
+    plan.linalg_flops += patch_flops(p, g.nwt, opt.decorrelation);
+  }
+
+  // Spot groups and launches within the budget; then fibre indices local to each group.
+  plan.memory_budget =
+      opt.memory_budget > 0 ? opt.memory_budget : detail::default_memory_budget<ExecSpace>();
+  const double spot_bytes_per_fibre =
+      double(nk) * (double(nx) * ny * sizeof(double) + 2 * sizeof(int));
+  const int patches_per_subbundle = (nwave + opt.nwavestep - 1) / opt.nwavestep;
+  plan.launches =
+      plan_launches(subbundle_spans(bundles, patches_per_subbundle), spot_bytes_per_fibre,
+                    double(PatchWorkspace<Mem>::bytes_per_patch(g)), double(plan.memory_budget),
+                    opt.batch_patches);
+  for (const SpotGroup& group : plan.launches.groups)
+    for (int i = group.patch_lo; i < group.patch_hi; ++i)
+      plan.patches[static_cast<std::size_t>(i)].fib0 += frame_lo - group.fibre_lo;
+  Kokkos::deep_copy(exec, device_patches, host_patches);
+  exec.fence();
+  plan.device_patches = device_patches;
+  return plan;
+}
+
+// Extracts a planned frame from an image and a PSF already in exec's memory (upload_image,
+// upload_psf): repeated extractions upload nothing but the small patch table of their plan.
+template <class ExecSpace>
+Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::memory_space>& plan,
+                    const psf::GaussHermitePsf<typename ExecSpace::memory_space>& psf,
+                    const DeviceImage<typename ExecSpace::memory_space>& image,
+                    const ProgressCallback& progress = {}) {
+  using Mem = typename ExecSpace::memory_space;
+  using Bins = typename PatchResults<Mem>::Bins;
+  using Diagonals = typename PatchResults<Mem>::Diagonals;
+  namespace dt = detail;
+  ScopedRegion region("perfex::extract_frame");
+  Kokkos::Timer timer;
+  const ExtractionOptions& opt = plan.options;
+  const PatchGeometry& g = plan.geometry;
+  if (image.nrows() != plan.ccd_rows || image.ncols() != plan.ccd_cols)
+    throw Error("image: " + std::to_string(image.nrows()) + " x " + std::to_string(image.ncols()) +
+                " CCD, planned for " + std::to_string(plan.ccd_rows) + " x " +
+                std::to_string(plan.ccd_cols));
+  const auto box = plan.pixel_box();
+  if (!image.holds(box.row0, box.row1, box.col0, box.col1))
+    throw Error("image: the stored pixels do not cover rows " + std::to_string(box.row0) + "-" +
+                std::to_string(box.row1 - 1) + ", columns " + std::to_string(box.col0) + "-" +
+                std::to_string(box.col1 - 1) + " that the patch windows need");
+
+  Frame frame;
+  frame.options = opt;
+  frame.wave = plan.wave;
   frame.specmin = opt.specmin;
   frame.nspec = opt.nspec;
-  frame.nwave = nwave;
-  frame.ndiag = ndiag;
-  const std::size_t nbins = static_cast<std::size_t>(opt.nspec) * static_cast<std::size_t>(nwave);
+  frame.nwave = static_cast<int>(plan.wave.size());
+  frame.ndiag = g.ndiag;
+  const int nspec = frame.nspec, nwave = frame.nwave, ndiags = 2 * g.ndiag + 1;
+  const std::size_t nbins = static_cast<std::size_t>(nspec) * static_cast<std::size_t>(nwave);
   frame.flux.assign(nbins, 0.0);
   frame.ivar.assign(nbins, 0.0);
   frame.chi2pix.assign(nbins, 0.0);
   frame.pixmask_fraction.assign(nbins, 0.0);
-  frame.resolution.assign(nbins * static_cast<std::size_t>(2 * ndiag + 1), 0.0);
+  frame.resolution.assign(nbins * static_cast<std::size_t>(ndiags), 0.0);
+  const Bins flux = dt::frame_view<ExecSpace, Bins>(frame.flux, "perfex::flux", nspec, nwave);
+  const Bins ivar = dt::frame_view<ExecSpace, Bins>(frame.ivar, "perfex::ivar", nspec, nwave);
+  const Bins chi2pix =
+      dt::frame_view<ExecSpace, Bins>(frame.chi2pix, "perfex::chi2pix", nspec, nwave);
+  const Bins pixmask = dt::frame_view<ExecSpace, Bins>(frame.pixmask_fraction,
+                                                       "perfex::pixmask_fraction", nspec, nwave);
+  const Diagonals resolution = dt::frame_view<ExecSpace, Diagonals>(
+      frame.resolution, "perfex::resolution", nspec, ndiags, nwave);
+  Kokkos::View<int*, Mem> status("perfex::patch_status", plan.npatches());
+  Kokkos::View<double**, Kokkos::LayoutRight, Mem> model;
+  if (opt.model_image) {
+    frame.model_rows = plan.ccd_rows;
+    frame.model_cols = plan.ccd_cols;
+    frame.model.assign(static_cast<std::size_t>(plan.ccd_rows) * plan.ccd_cols, 0.0);
+    model = dt::frame_view<ExecSpace, decltype(model)>(frame.model, "perfex::model", plan.ccd_rows,
+                                                       plan.ccd_cols);
+  }
 
+  // Spots of one group at a time, and the solver's scratch for one launch.
+  const int nk = static_cast<int>(plan.fullwave.size());
+  const int spot_fibres = plan.launches.spot_fibres;
+  Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots(
+      uninitialized("perfex::spots"), spot_fibres, nk, g.spot_rows, g.spot_cols);
+  Kokkos::View<int**, Mem> xcorner(uninitialized("perfex::xcorner"), spot_fibres, nk),
+      ycorner(uninitialized("perfex::ycorner"), spot_fibres, nk);
+  PatchSolver<ExecSpace, Mem> solver(g, opt, plan.launches.batch);
+  solver.spots = spots;
+  solver.xcorner = xcorner;
+  solver.ycorner = ycorner;
+  solver.image = image;
+  solver.out = PatchResults<Mem>(flux, ivar, chi2pix, pixmask, resolution, status);
+  solver.model = model;
+  const perfex::detail::TeamShape shape{opt.team_size, opt.vector_length};
+  int done = 0;
+  for (const SpotGroup& group : plan.launches.groups) {
+    psf::compute_spots(exec, psf, group.fibre_lo, group.fibre_hi - group.fibre_lo,
+                       plan.device_fullwave, spots, xcorner, ycorner);
+    ++frame.spot_launches;
+    for (int first = group.patch_lo; first < group.patch_hi; first += plan.launches.batch) {
+      const int count = std::min(plan.launches.batch, group.patch_hi - first);
+      solve_patches(exec, solver, plan.device_patches, first, count, shape);
+      ++frame.solver_launches;
+      done += count;
+      if (progress) {
+        exec.fence();
+        progress(done, plan.npatches());
+      }
+    }
+  }
+
+  // Per Angstrom, as desispec stores it.
+  const std::vector<double> dlambda = gradient(plan.wave);
+  Kokkos::View<double*, Mem> dl(uninitialized("perfex::dlambda"), nwave);
+  Kokkos::deep_copy(exec, dl,
+                    Kokkos::View<const double*, Kokkos::HostSpace>(dlambda.data(), nwave));
+  Kokkos::parallel_for(
+      "perfex::extract::per_angstrom",
+      Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>, Kokkos::IndexType<int>>(exec, {0, 0},
+                                                                                {nspec, nwave}),
+      KOKKOS_LAMBDA(int f, int k) {
+        const double d = dl(k);
+        flux(f, k) = flux(f, k) / d;
+        ivar(f, k) = ivar(f, k) * d * d;
+      });
+  dt::copy_to_frame(exec, flux, frame.flux);
+  dt::copy_to_frame(exec, ivar, frame.ivar);
+  dt::copy_to_frame(exec, chi2pix, frame.chi2pix);
+  dt::copy_to_frame(exec, pixmask, frame.pixmask_fraction);
+  dt::copy_to_frame(exec, resolution, frame.resolution);
+  if (opt.model_image) dt::copy_to_frame(exec, model, frame.model);
+  const auto hstatus = Kokkos::create_mirror_view(status);
+  Kokkos::deep_copy(exec, hstatus, status);
+  exec.fence();
+
+  frame.npatches = plan.npatches();
+  frame.linalg_flops = plan.linalg_flops;
+  frame.max_band = g.band;
+  frame.scratch_bytes = plan.launches.bytes;
   frame.nonfinite_pixels = image.nonfinite_pixels;
   if (image.nonfinite_pixels > 0)
     frame.warnings.push_back(std::to_string(image.nonfinite_pixels) +
                              " NaN/Inf image or ivar pixels treated as masked");
-  const int nrows = image.nrows(), ncols = image.ncols();
-  Kokkos::View<double**, Kokkos::LayoutRight, Mem> model;
-  if (opt.model_image) model = decltype(model)("perfex::model", nrows, ncols);
-
-  const std::vector<BundlePlan> bundles = plan_bundles(opt, psf.nfib());
-  int total_patches = 0, maxsub = 0;
-  const int patches_per_sub = (nwave + nwavestep - 1) / nwavestep;
-  for (const auto& b : bundles) {
-    total_patches += static_cast<int>(b.subbundles.size()) * patches_per_sub;
-    for (const auto& s : b.subbundles) maxsub = std::max(maxsub, s.count);
-  }
-  const int maxfib = maxsub + 2, nmax = maxfib * nwt, spotpix = nx * ny;
-
-  PatchWorkspace<Mem> ws;
-  PatchResults<Mem> results;
-  int done = 0;
-  for (const auto& bundle : bundles) {
-    // Spots of the solved fibres only: the requested ones and their padding neighbours.
-    const FibreRange spot_range = spot_fibres(bundle);
-    const int nb = spot_range.hi - spot_range.lo;
-    Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots(uninitialized("perfex::spots"), nb,
-                                                             fullwave.size(), ny, nx);
-    Kokkos::View<int**, Mem> xcorner("perfex::xcorner", nb, fullwave.size()),
-        ycorner("perfex::ycorner", nb, fullwave.size());
-    psf::compute_spots(exec, psf, spot_range.lo, nb, Kokkos::View<const double*, Mem>(dfullwave),
-                       spots, xcorner, ycorner);
-    auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), xcorner);
-    auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ycorner);
-
-    const std::vector<PatchDesc> plan = plan_patches(
-        bundle, opt, nwave, nx, ny, ncols, nrows, [&](int f, int k) { return hx(f, k); },
-        [&](int f, int k) { return hy(f, k); });
-    int maxpix = 0;
-    for (const PatchDesc& p : plan)
-      maxpix = std::max(maxpix, (p.row1 - p.row0) * (p.col1 - p.col0));
-    Kokkos::View<PatchDesc*, Mem> dplan("perfex::patches", plan.size());
-    Kokkos::deep_copy(exec, dplan,
-                      Kokkos::View<const PatchDesc*, Kokkos::HostSpace>(plan.data(), plan.size()));
-    const int npatch = static_cast<int>(plan.size());
-    const int band =
-        measure_bandwidths(exec, Kokkos::View<const int**, Mem>(xcorner),
-                           Kokkos::View<const int**, Mem>(ycorner), dplan, nwt, ny, nx);
-    frame.max_band = std::max(frame.max_band, band);
-    {
-      const auto measured = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dplan);
-      for (int i = 0; i < npatch; ++i)
-        frame.linalg_flops += patch_flops(measured(i), nwt, opt.decorrelation);
-    }
-
-    int batch = opt.batch_patches;
-    if (batch == 0) {
-      const double budget = 512.0 * 1024 * 1024;  // bytes of per-batch scratch
-      const double per =
-          PatchWorkspace<Mem>::bytes_per_patch(nmax, band, nwt, maxpix, spotpix, opt.decorrelation);
-      batch = static_cast<int>(std::max(1.0, std::floor(budget / per)));
-    }
-    batch = std::min(batch, npatch);
-    if (ws.batch < batch || ws.maxpix < maxpix || ws.band < band) {
-      const int new_batch = std::max(batch, ws.batch), new_pix = std::max(maxpix, ws.maxpix);
-      const int new_band = std::max(band, ws.band);
-      ws = PatchWorkspace<Mem>();  // free the old scratch before allocating the larger one
-      ws = PatchWorkspace<Mem>(nmax, new_band, nwt, new_pix, spotpix, new_batch, opt.decorrelation);
-      results = PatchResults<Mem>(new_batch, maxsub, nwavestep, ndiag);
-    }
-
-    PatchSolver<ExecSpace, Mem> solver{spots,
-                                       xcorner,
-                                       ycorner,
-                                       image,
-                                       {},
-                                       ws,
-                                       results,
-                                       model,
-                                       nwt,
-                                       wavepad,
-                                       nwavestep,
-                                       ndiag,
-                                       opt.regularize,
-                                       opt.psferr,
-                                       opt.eigen_clip,
-                                       opt.decorrelation};
-    auto hflux = Kokkos::create_mirror_view(results.flux);
-    auto hivar = Kokkos::create_mirror_view(results.ivar);
-    auto hchi = Kokkos::create_mirror_view(results.chi2pix);
-    auto hpm = Kokkos::create_mirror_view(results.pixmask);
-    auto hrd = Kokkos::create_mirror_view(results.rdiags);
-    auto hst = Kokkos::create_mirror_view(results.status);
-    for (int first = 0; first < npatch; first += batch) {
-      const int count = std::min(batch, npatch - first);
-      solver.patches = Kokkos::subview(dplan, Kokkos::make_pair(first, first + count));
-      // Dynamic: patches at the CCD edges and the last wavelength step are smaller.
-      Kokkos::parallel_for(
-          "perfex::extract::solve_patches",
-          perfex::detail::team_policy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>(
-              exec, count, perfex::detail::default_team_shape<ExecSpace>()),
-          solver);
-      Kokkos::deep_copy(exec, hflux, results.flux);
-      Kokkos::deep_copy(exec, hivar, results.ivar);
-      Kokkos::deep_copy(exec, hchi, results.chi2pix);
-      Kokkos::deep_copy(exec, hpm, results.pixmask);
-      Kokkos::deep_copy(exec, hrd, results.rdiags);
-      Kokkos::deep_copy(exec, hst, results.status);
-      exec.fence();
-      for (int i = 0; i < count; ++i) {
-        const PatchDesc& p = plan[static_cast<std::size_t>(first + i)];
-        if (hst(i) != linalg::ok) {
-          ++frame.failed_patches;
-          frame.warnings.push_back(
-              "patch of fibres " + std::to_string(p.out_fibre0 + opt.specmin) + "-" +
-              std::to_string(p.out_fibre0 + opt.specmin + p.nkeepfib - 1) + ", wavelengths " +
-              std::to_string(frame.wave[static_cast<std::size_t>(p.kf0)]) + "+: " +
-              (hst(i) == linalg::not_positive_definite ? "singular system"
-                                                       : "eigensolver did not converge") +
-              "; flux and ivar set to 0");
-        }
-        for (int f = 0; f < p.nkeepfib; ++f)
-          for (int j = 0; j < p.nkeep; ++j) {
-            const int k = p.kf0 + j;
-            const std::size_t o = frame.index(p.out_fibre0 + f, k);
-            const double dl = dlambda[static_cast<std::size_t>(k)];
-            frame.flux[o] = hflux(i, f, j) / dl;
-            frame.ivar[o] = hivar(i, f, j) * dl * dl;
-            frame.chi2pix[o] = hchi(i, f, j);
-            frame.pixmask_fraction[o] = hpm(i, f, j);
-            for (int d = 0; d <= 2 * ndiag; ++d)
-              frame.resolution[(static_cast<std::size_t>(p.out_fibre0 + f) * (2 * ndiag + 1) + d) *
-                                   nwave +
-                               k] = hrd(i, f, d, j);
-          }
-      }
-      done += count;
-      frame.npatches = done;
-      if (progress) progress(done, total_patches);
-    }
+  for (int i = 0; i < plan.npatches(); ++i) {
+    if (hstatus(i) == linalg::ok) continue;
+    const PatchDesc& p = plan.patches[static_cast<std::size_t>(i)];
+    ++frame.failed_patches;
+    frame.warnings.push_back(
+        "patch of fibres " + std::to_string(p.out_fibre0 + opt.specmin) + "-" +
+        std::to_string(p.out_fibre0 + opt.specmin + p.nkeepfib - 1) + ", wavelengths " +
+        std::to_string(frame.wave[static_cast<std::size_t>(p.kf0)]) + "+: " +
+        (hstatus(i) == linalg::not_positive_definite ? "singular system"
+                                                     : "eigensolver did not converge") +
+        "; flux and ivar set to 0");
   }
   set_frame_mask(frame);
-  if (opt.model_image) {
-    auto hm = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), model);
-    frame.model_rows = nrows;
-    frame.model_cols = ncols;
-    frame.model.assign(hm.data(), hm.data() + hm.size());
-  }
   frame.seconds = timer.seconds();
   return frame;
 }
 
-// Host image: uploaded for this call only.
+// Plans and extracts the requested fibres of an image and a PSF already in exec's memory.
+template <class ExecSpace>
+Frame extract_frame(const ExecSpace& exec,
+                    const psf::GaussHermitePsf<typename ExecSpace::memory_space>& psf,
+                    const DeviceImage<typename ExecSpace::memory_space>& image,
+                    const ExtractionOptions& options, const ProgressCallback& progress = {}) {
+  Kokkos::Timer timer;
+  const auto plan = plan_frame(exec, psf, image.nrows(), image.ncols(), options);
+  Frame frame = extract_frame(exec, plan, psf, image, progress);
+  frame.seconds = timer.seconds();
+  return frame;
+}
+
+// Host PSF data: uploaded for this call only.
+template <class ExecSpace>
+Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_data,
+                    const DeviceImage<typename ExecSpace::memory_space>& image,
+                    const ExtractionOptions& options, const ProgressCallback& progress = {}) {
+  return extract_frame(exec, upload_psf(exec, psf_data), image, options, progress);
+}
+
+// Host PSF data and host image: both uploaded for this call only.
 template <class ExecSpace>
 Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_data,
                     const CcdImage& image, const ExtractionOptions& options,

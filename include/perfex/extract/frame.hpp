@@ -13,10 +13,11 @@ namespace extract {
 enum FrameMaskBits : std::uint32_t {
   somebadpix = 1u << 0,  // pixmask_fraction > 0.5
   allbadpix = 1u << 1,   // pixmask_fraction == 1
-  bad2dfit = 1u << 7,    // chi2pix outlier (spec §6.8)
+  bad2dfit = 1u << 7,    // chi2pix outlier (see set_frame_mask)
 };
 
-// An extracted frame on the host, in DESI units (flux per Angstrom, spec §5.6).
+// An extracted frame on the host, in DESI units (flux per Angstrom, as gpu_specter and
+// desispec write it).
 struct Frame {
   int specmin = 0;
   int nspec = 0;
@@ -39,7 +40,12 @@ struct Frame {
   double seconds = 0.0;
   // Patch linear algebra by patch_flops (band Cholesky, solve, blocks, eigen).
   double linalg_flops = 0.0;
-  int max_band = 0;                   // widest half-bandwidth of a patch's normal matrix
+  int max_band = 0;  // widest half-bandwidth of a patch's normal matrix
+  // Execution: launches of the spot kernel and of the patch solver, and the bytes of spots and
+  // patch scratch they used (within ExtractionOptions::memory_budget).
+  int spot_launches = 0;
+  int solver_launches = 0;
+  std::int64_t scratch_bytes = 0;
   std::vector<std::string> warnings;  // one line per problem met (failed patches, bad pixels)
 
   std::size_t index(int fibre, int k) const { return static_cast<std::size_t>(fibre) * nwave + k; }

@@ -14,25 +14,50 @@
 namespace perfex {
 namespace extract {
 
-// A CCD image on the host, row-major [nrows][ncols].
+// Where a stored rectangle of pixels sits on its CCD. A reader may keep only the rows and
+// columns an extraction touches (plan_frame's pixel_region); the CCD's size still bounds the
+// patch windows.
+struct ImageRegion {
+  int row0 = 0, col0 = 0;          // CCD position of the rectangle's first pixel
+  int ccd_rows = 0, ccd_cols = 0;  // the whole CCD; 0 = the rectangle is the whole CCD
+};
+
+// A CCD image (or a rectangle of it, see region) on the host, row-major [nrows][ncols].
 struct CcdImage {
   int nrows = 0;
   int ncols = 0;
   std::vector<double> pixels;
   std::vector<double> ivar;
+  ImageRegion region;
 };
 
 // An image resident in a memory space: upload once (upload_image), extract many times. The
-// solver reads it only through value() and weight().
+// solver reads it only through value() and weight(), in CCD coordinates.
 template <class MemorySpace>
 struct DeviceImage {
   using Pixels = Kokkos::View<const double**, Kokkos::LayoutRight, MemorySpace>;
-  Pixels pixels, ivar;
+  Pixels pixels, ivar;             // the stored rectangle
   long long nonfinite_pixels = 0;  // NaN/Inf pixel or ivar values, stored as masked (0, ivar 0)
-  int nrows() const { return static_cast<int>(pixels.extent(0)); }
-  int ncols() const { return static_cast<int>(pixels.extent(1)); }
-  KOKKOS_INLINE_FUNCTION double value(int row, int col) const { return pixels(row, col); }
-  KOKKOS_INLINE_FUNCTION double weight(int row, int col) const { return ivar(row, col); }
+  ImageRegion region;
+  // The CCD's size.
+  int nrows() const {
+    return region.ccd_rows > 0 ? region.ccd_rows : static_cast<int>(pixels.extent(0));
+  }
+  int ncols() const {
+    return region.ccd_cols > 0 ? region.ccd_cols : static_cast<int>(pixels.extent(1));
+  }
+  // True when the CCD rectangle [row0, row1) x [col0, col1) is stored.
+  bool holds(int row0, int row1, int col0, int col1) const {
+    return row0 >= region.row0 && col0 >= region.col0 &&
+           row1 <= region.row0 + static_cast<int>(pixels.extent(0)) &&
+           col1 <= region.col0 + static_cast<int>(pixels.extent(1));
+  }
+  KOKKOS_INLINE_FUNCTION double value(int row, int col) const {
+    return pixels(row - region.row0, col - region.col0);
+  }
+  KOKKOS_INLINE_FUNCTION double weight(int row, int col) const {
+    return ivar(row - region.row0, col - region.col0);
+  }
 };
 
 namespace detail {
@@ -42,6 +67,16 @@ inline void check_image_shape(int nrows, int ncols, std::size_t npixels, std::si
   if (nrows <= 0 || ncols <= 0 || npixels != npix || nivar != npix)
     throw Error("image: pixel and ivar arrays must both hold nrows x ncols = " +
                 std::to_string(nrows) + " x " + std::to_string(ncols) + " values");
+}
+
+inline void check_image_region(const ImageRegion& r, int nrows, int ncols) {
+  const bool whole = r.ccd_rows == 0 && r.ccd_cols == 0 && r.row0 == 0 && r.col0 == 0;
+  if (!whole &&
+      (r.row0 < 0 || r.col0 < 0 || r.row0 + nrows > r.ccd_rows || r.col0 + ncols > r.ccd_cols))
+    throw Error("image: region of " + std::to_string(nrows) + " x " + std::to_string(ncols) +
+                " pixels at row " + std::to_string(r.row0) + ", column " + std::to_string(r.col0) +
+                " does not fit in the " + std::to_string(r.ccd_rows) + " x " +
+                std::to_string(r.ccd_cols) + " CCD");
 }
 
 // Copies (pixels, ivar) into the host arrays hp, hw, storing NaN/Inf pixels as masked;
@@ -90,8 +125,11 @@ template <class ExecSpace>
 DeviceImage<typename ExecSpace::memory_space> upload_image(const ExecSpace& exec,
                                                            const CcdImage& image) {
   detail::check_image_shape(image.nrows, image.ncols, image.pixels.size(), image.ivar.size());
-  return detail::upload_pixels(exec, image.pixels.data(), image.ivar.data(), image.nrows,
-                               image.ncols);
+  detail::check_image_region(image.region, image.nrows, image.ncols);
+  auto out =
+      detail::upload_pixels(exec, image.pixels.data(), image.ivar.data(), image.nrows, image.ncols);
+  out.region = image.region;
+  return out;
 }
 
 // Host arrays (row-major [nrows][ncols], e.g. numpy buffers) used in place, without a copy,

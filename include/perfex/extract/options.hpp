@@ -1,16 +1,19 @@
 #pragma once
 #include <perfex/error.hpp>
 
+#include <cstdint>
 #include <string>
 
 namespace perfex {
 namespace extract {
 
-// How per-fibre blocks of the covariance are decorrelated (spec §6.4).
+// How the flux covariance is decorrelated (Bolton & Schlegel's resolution matrix R = Q / rowsum):
+// per-fibre blocks of H^-1 (gpu_specter's and DESI's choice) or the full H^(1/2).
 enum class Decorrelation { signal /* per-fibre blocks, DESI default */, noise /* full H^(1/2) */ };
 
 // Every setting of a frame extraction, with the DESI / gpu_specter production defaults
-// (spec §5.8). The numerical policy lives here too and is written into the frame header.
+// (desi_extract_spectra's). The numerical policy lives here too and is written into the frame
+// header; the execution settings at the end change how the work is cut, never the results.
 struct ExtractionOptions {
   // Output wavelength grid "wmin,wmax,dw" (numpy.arange(wmin, wmax + dw/2, dw) semantics).
   double wmin = 5760.0, wmax = 7620.0, dw = 0.8;
@@ -26,9 +29,20 @@ struct ExtractionOptions {
   double psferr = -1.0;  // < 0: the PSF file's PSFERR (0.01 when absent)
   Decorrelation decorrelation = Decorrelation::signal;
   double eigen_clip = 1e-14;  // eigenvalues clipped at eigen_clip * max (gpu_specter GPU)
-  bool model_image = false;   // also accumulate the model image (spec §6.9)
-  // Patches solved per device launch sequence; 0 = chosen from available memory.
+  bool model_image = false;   // also accumulate the model image (A times the reconvolved flux)
+
+  // Execution settings.
+  // Bytes the extraction may allocate besides its input and output (spots, corners and the
+  // patch solver's scratch); they bound the patches per solver launch. 0 = automatic: half the
+  // free device memory on CUDA, 512 MiB on host backends. Processes sharing a GPU (MPI ranks
+  // under MPS) each set their share.
+  std::int64_t memory_budget = 0;
+  // Upper bound on the patches per solver launch (0 = as many as memory_budget allows).
   int batch_patches = 0;
+  // Team shape of the patch kernels (0 = the backend's default, perfex/detail/team_shape.hpp);
+  // for tests and tuning.
+  int team_size = 0;
+  int vector_length = 0;
   // Throws perfex::Error naming the first invalid parameter.
   void validate() const {
     auto fail = [](const std::string& what) { throw Error("extraction option " + what); };
@@ -44,7 +58,9 @@ struct ExtractionOptions {
     if (!(pixpad_frac >= 0 && pixpad_frac <= 1)) fail("pixpad_frac must be in [0, 1]");
     if (!(regularize >= 0)) fail("regularize must be >= 0");
     if (!(eigen_clip >= 0 && eigen_clip < 1)) fail("eigen_clip must be in [0, 1)");
+    if (memory_budget < 0) fail("memory_budget must be >= 0 (0 = automatic)");
     if (batch_patches < 0) fail("batch_patches must be >= 0");
+    if (team_size < 0 || vector_length < 0) fail("team_size and vector_length must be >= 0");
   }
   int wavepad() const { return wavepad0 + static_cast<int>(wavepad0 * wavepad_frac); }
 };

@@ -1,5 +1,6 @@
 #pragma once
-// Batched patch solver (spec §6): one team per patch, one launch per batch of patches.
+// Batched patch solver (Bolton & Schlegel's spectro-perfectionism, as gpu_specter runs it): one
+// team per patch, one launch per batch of patches.
 // Normal equations straight from the spots (never a dense A), Cholesky solve, per-fibre
 // decorrelation from the diagonal blocks of H^-1 (or the full H^1/2), then flux, ivar,
 // resolution diagonals, chi2pix, pixmask_fraction and the optional model image.
@@ -18,30 +19,47 @@
 #include <perfex/linalg/flops.hpp>
 #include <perfex/linalg/status.hpp>
 
+#include <cstddef>
 #include <string>
+#include <type_traits>
 
 namespace perfex {
 namespace extract {
 
-// Per-patch results: kept fibres x core wavelengths, per wavelength bin (not yet per Angstrom).
-template <class MemorySpace>
-struct PatchResults {
-  Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace> flux, ivar, chi2pix,
-      pixmask;                                                        // (batch, fibre, k)
-  Kokkos::View<double****, Kokkos::LayoutRight, MemorySpace> rdiags;  // (batch, fibre, d, k)
-  Kokkos::View<int*, MemorySpace> status;                             // linalg::Status per patch
+// The shape of the patches a solver handles: what sizes its scratch (PatchWorkspace) and its
+// loops. patch_geometry fills the part the options and the PSF fix; the plan measures nfib,
+// band and maxpix.
+struct PatchGeometry {
+  int nwt = 0;        // wavelengths per fibre: nwavestep core + 2 * wavepad padding
+  int wavepad = 0;    // padding wavelengths on each side of the core
+  int nwavestep = 0;  // core wavelengths
+  int ndiag = 0;      // resolution half-width (the PSF's HSIZEY)
+  int spot_rows = 0, spot_cols = 0;
+  int nfib = 0;    // solved fibres of the largest patch, padding included
+  int band = 0;    // widest half-bandwidth of a patch's normal matrix
+  int maxpix = 0;  // largest pixel window
+  Decorrelation decorrelation = Decorrelation::signal;
 
-  PatchResults() = default;
-  PatchResults(int batch, int maxkeepfib, int nwavestep, int ndiag)
-      : flux("perfex::patch_flux", batch, maxkeepfib, nwavestep),
-        ivar("perfex::patch_ivar", batch, maxkeepfib, nwavestep),
-        chi2pix("perfex::patch_chi2pix", batch, maxkeepfib, nwavestep),
-        pixmask("perfex::patch_pixmask", batch, maxkeepfib, nwavestep),
-        rdiags("perfex::patch_rdiags", batch, maxkeepfib, 2 * ndiag + 1, nwavestep),
-        status("perfex::patch_status", batch) {}
+  int nmax() const { return nfib * nwt; }  // unknowns of the largest patch
+  // Order of the eigenproblems: a fibre's block, or all unknowns for the noise variant.
+  int neig() const { return decorrelation == Decorrelation::noise ? nmax() : nwt; }
 };
 
-// Scratch of a batch of patches, allocated once and reused for every batch.
+inline PatchGeometry patch_geometry(const ExtractionOptions& options, int spot_rows, int spot_cols,
+                                    int ndiag) {
+  PatchGeometry g;
+  g.wavepad = options.wavepad();
+  g.nwavestep = options.nwavestep;
+  g.nwt = g.nwavestep + 2 * g.wavepad;
+  g.ndiag = ndiag;
+  g.spot_rows = spot_rows;
+  g.spot_cols = spot_cols;
+  g.decorrelation = options.decorrelation;
+  return g;
+}
+
+// Scratch of a batch of patches (one slice per patch of a launch), allocated once and reused
+// by every launch.
 template <class MemorySpace>
 struct PatchWorkspace {
   using Matrices = Kokkos::View<double***, Kokkos::LayoutLeft, MemorySpace>;
@@ -56,41 +74,104 @@ struct PatchWorkspace {
   Vectors pixmodel;  // (window pixels, batch): model, then chi2 per pixel
   Vectors pixtest;   // (window pixels, batch): 1 where the pixel counts in chi2pix
   Vectors rowsum;    // (nwt, batch): row sums of one fibre's rows of Q
-  int nmax = 0, band = 0, nwt = 0, maxpix = 0, spotpix = 0, batch = 0;
+  PatchGeometry geometry;
+  int batch = 0;
 
-  // Bytes one patch needs (for choosing the batch size).
-  static double bytes_per_patch(int nmax, int band, int nwt, int maxpix, int spotpix,
-                                Decorrelation d) {
-    const int neig = d == Decorrelation::noise ? nmax : nwt;
-    double words = double(band + 1) * nmax + double(neig) * neig + double(nmax) * nwt +
-                   double(nwt) * nwt + 3.0 * nmax + 2.0 * neig + linalg::syev_work_size(neig) +
-                   double(nmax) * spotpix + 2.0 * maxpix + nwt;
-    if (d == Decorrelation::noise) words += double(nmax) * nmax;
-    return 8.0 * words;
+  // Every array of one patch with its extents (a vector has cols 1): the one list that both
+  // the allocation and bytes_per_patch read, so the two cannot disagree.
+  template <class Visit>
+  static void for_each_array(const PatchGeometry& g, Visit&& visit) {
+    const std::size_t n = static_cast<std::size_t>(g.nmax()), nwt = static_cast<std::size_t>(g.nwt);
+    const std::size_t neig = static_cast<std::size_t>(g.neig());
+    visit(&PatchWorkspace::H, "perfex::H_band", static_cast<std::size_t>(g.band) + 1, n);
+    if (g.decorrelation == Decorrelation::noise) visit(&PatchWorkspace::Hsym, "perfex::Hsym", n, n);
+    visit(&PatchWorkspace::V, "perfex::eigvec", neig, neig);
+    visit(&PatchWorkspace::blockwork, "perfex::blockwork", n, nwt);
+    visit(&PatchWorkspace::cblock, "perfex::cblock", nwt, nwt);
+    visit(&PatchWorkspace::b, "perfex::b", n, 1);
+    visit(&PatchWorkspace::omega, "perfex::omega", n, 1);
+    visit(&PatchWorkspace::phi, "perfex::phi", n, 1);
+    visit(&PatchWorkspace::eigval, "perfex::eigval", neig, 1);
+    visit(&PatchWorkspace::eigwork, "perfex::eigwork",
+          static_cast<std::size_t>(linalg::syev_work_size(static_cast<int>(neig))), 1);
+    visit(&PatchWorkspace::wspot, "perfex::wspot",
+          n * static_cast<std::size_t>(g.spot_rows) * static_cast<std::size_t>(g.spot_cols), 1);
+    visit(&PatchWorkspace::pixmodel, "perfex::pixmodel", static_cast<std::size_t>(g.maxpix), 1);
+    visit(&PatchWorkspace::pixtest, "perfex::pixtest", static_cast<std::size_t>(g.maxpix), 1);
+    visit(&PatchWorkspace::rowsum, "perfex::rowsum", nwt, 1);
+  }
+
+  // Bytes of one patch's scratch (the budget divides by it).
+  static std::size_t bytes_per_patch(const PatchGeometry& g) {
+    std::size_t words = 0;
+    for_each_array(
+        g, [&](auto, const char*, std::size_t rows, std::size_t cols) { words += rows * cols; });
+    return words * sizeof(double);
   }
 
   PatchWorkspace() = default;
-  PatchWorkspace(int nmax_, int band_, int nwt_, int maxpix_, int spotpix_, int batch_,
-                 Decorrelation d)
-      : nmax(nmax_), band(band_), nwt(nwt_), maxpix(maxpix_), spotpix(spotpix_), batch(batch_) {
-    const int neig = d == Decorrelation::noise ? nmax : nwt;
-    H = Matrices(uninitialized("perfex::H_band"), band + 1, nmax, batch);
-    if (d == Decorrelation::noise)
-      Hsym = Matrices(uninitialized("perfex::Hsym"), nmax, nmax, batch);
-    V = Matrices(uninitialized("perfex::eigvec"), neig, neig, batch);
-    blockwork = Matrices(uninitialized("perfex::blockwork"), nmax, nwt, batch);
-    cblock = Matrices(uninitialized("perfex::cblock"), nwt, nwt, batch);
-    b = Vectors(uninitialized("perfex::b"), nmax, batch);
-    omega = Vectors(uninitialized("perfex::omega"), nmax, batch);
-    phi = Vectors(uninitialized("perfex::phi"), nmax, batch);
-    eigval = Vectors(uninitialized("perfex::eigval"), neig, batch);
-    eigwork = Vectors(uninitialized("perfex::eigwork"), linalg::syev_work_size(neig), batch);
-    wspot =
-        Vectors(uninitialized("perfex::wspot"), static_cast<std::size_t>(nmax) * spotpix, batch);
-    pixmodel = Vectors(uninitialized("perfex::pixmodel"), maxpix, batch);
-    pixtest = Vectors(uninitialized("perfex::pixtest"), maxpix, batch);
-    rowsum = Vectors(uninitialized("perfex::rowsum"), nwt, batch);
+  PatchWorkspace(const PatchGeometry& g, int batch_) : geometry(g), batch(batch_) {
+    for_each_array(g, [&](auto member, const char* label, std::size_t rows, std::size_t cols) {
+      auto& view = this->*member;
+      using View = std::decay_t<decltype(view)>;
+      if constexpr (View::rank == 3)
+        view = View(uninitialized(label), rows, cols, static_cast<std::size_t>(batch));
+      else
+        view = View(uninitialized(label), rows, static_cast<std::size_t>(batch));
+    });
   }
+};
+
+// Frame-shaped results that the solver addresses patch-locally, (patch of the launch, kept
+// fibre, [diagonal,] core wavelength), through the launch's patch table: each patch writes its
+// kept fibres x core wavelengths straight into the frame (fibre - specmin, output wavelength).
+template <class FrameView, class MemorySpace>
+struct PatchLocal {
+  FrameView frame;
+  Kokkos::View<const PatchDesc*, MemorySpace> patches;
+  KOKKOS_INLINE_FUNCTION typename FrameView::reference_type operator()(int ip, int f, int k) const {
+    const PatchDesc& p = patches(ip);
+    return frame(p.out_fibre0 + f, p.kf0 + k);
+  }
+  KOKKOS_INLINE_FUNCTION typename FrameView::reference_type operator()(int ip, int f, int d,
+                                                                       int k) const {
+    const PatchDesc& p = patches(ip);
+    return frame(p.out_fibre0 + f, d, p.kf0 + k);
+  }
+};
+
+// The solver's outputs: per wavelength bin (extract_frame converts flux and ivar per Angstrom
+// at the end), and a linalg::Status per patch of the plan.
+template <class MemorySpace>
+struct PatchResults {
+  using Bins = Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace>;        // (fibre, k)
+  using Diagonals = Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace>;  // (fibre, d, k)
+  using Patches = Kokkos::View<const PatchDesc*, MemorySpace>;
+  PatchLocal<Bins, MemorySpace> flux, ivar, chi2pix, pixmask;
+  PatchLocal<Diagonals, MemorySpace> rdiags;
+  Kokkos::View<int*, MemorySpace> status;  // of the launch's patches
+
+  PatchResults() = default;
+  PatchResults(const Bins& flux_, const Bins& ivar_, const Bins& chi2pix_, const Bins& pixmask_,
+               const Diagonals& resolution, const Kokkos::View<int*, MemorySpace>& plan_status)
+      : flux{flux_, {}},
+        ivar{ivar_, {}},
+        chi2pix{chi2pix_, {}},
+        pixmask{pixmask_, {}},
+        rdiags{resolution, {}},
+        status(plan_status),
+        plan_status_(plan_status) {}
+
+  // Addresses the patches [first, first + extent) of the plan, the next launch's.
+  void select(const Patches& launch_patches, int first) {
+    flux.patches = ivar.patches = chi2pix.patches = pixmask.patches = rdiags.patches =
+        launch_patches;
+    status = Kokkos::subview(
+        plan_status_, Kokkos::make_pair(first, first + static_cast<int>(launch_patches.extent(0))));
+  }
+
+ private:
+  Kokkos::View<int*, MemorySpace> plan_status_;
 };
 
 // Where a fibre's wavelength bins sit in an index space: first + i * step.
@@ -154,16 +235,19 @@ inline double patch_flops(const PatchDesc& p, int nwt, Decorrelation decorrelati
   return f;
 }
 
-// Sets patches(i).band for every patch (see PatchBandwidth) and returns the largest.
+// Sets patches(i).band for every patch (see PatchBandwidth) and returns the largest. nrow x
+// ncol is the spot size; shape a team shape to use instead of the backend's default.
 template <class ExecSpace, class MemorySpace>
 int measure_bandwidths(const ExecSpace& exec, const Kokkos::View<const int**, MemorySpace>& xcorner,
                        const Kokkos::View<const int**, MemorySpace>& ycorner,
                        const Kokkos::View<PatchDesc*, MemorySpace>& patches, int nwt, int nrow,
-                       int ncol) {
+                       int ncol, const perfex::detail::TeamShape& shape = {}) {
+  namespace pd = perfex::detail;
   const int npatch = static_cast<int>(patches.extent(0));
   Kokkos::parallel_for(
       "perfex::extract::patch_bandwidth",
-      perfex::detail::team_policy(exec, npatch, perfex::detail::default_team_shape<ExecSpace>()),
+      pd::team_policy(exec, npatch,
+                      pd::team_shape_or_default<ExecSpace>(shape, pd::TeamKernel::patch_bandwidth)),
       PatchBandwidth<ExecSpace, MemorySpace>{xcorner, ycorner, patches, nwt, nrow, ncol});
   int band = 0;
   Kokkos::parallel_reduce(
@@ -175,7 +259,10 @@ int measure_bandwidths(const ExecSpace& exec, const Kokkos::View<const int**, Me
   return band;
 }
 
-// The per-patch solver. Spots, corners, image and ivar are those of one bundle / the CCD.
+// The per-patch solver: one team per patch of a launch (solve_patches). Built from the patch
+// geometry (its scratch for a batch of patches) and the numerical policy; its inputs are set by
+// name: spots and corners (fibre indices as the patches' fib0), the image, the results and, for
+// each launch, the patches.
 template <class ExecSpace, class MemorySpace>
 struct PatchSolver {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
@@ -185,13 +272,27 @@ struct PatchSolver {
   Spots spots;  // (fibre, padded wavelength, row, column)
   Corners xcorner, ycorner;
   DeviceImage<MemorySpace> image;
-  Kokkos::View<const PatchDesc*, MemorySpace> patches;
+  Kokkos::View<const PatchDesc*, MemorySpace> patches;  // of the launch
   PatchWorkspace<MemorySpace> ws;
   PatchResults<MemorySpace> out;
   Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace> model;  // full CCD, or empty
-  int nwt, wavepad, nwavestep, ndiag;
-  double regularize, psferr, eigen_clip;
-  Decorrelation decorrelation;
+  int nwt = 0, wavepad = 0, nwavestep = 0, ndiag = 0;
+  double regularize = 0, psferr = 0, eigen_clip = 0;
+  Decorrelation decorrelation = Decorrelation::signal;
+
+  PatchSolver() = default;
+  // Scratch for batch patches of geometry g; regularize, psferr (resolved) and eigen_clip
+  // from numerics.
+  PatchSolver(const PatchGeometry& g, const ExtractionOptions& numerics, int batch)
+      : ws(g, batch),
+        nwt(g.nwt),
+        wavepad(g.wavepad),
+        nwavestep(g.nwavestep),
+        ndiag(g.ndiag),
+        regularize(numerics.regularize),
+        psferr(numerics.psferr),
+        eigen_clip(numerics.eigen_clip),
+        decorrelation(g.decorrelation) {}
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     const int ip = member.league_rank();
@@ -230,7 +331,7 @@ struct PatchSolver {
     }
     member.team_barrier();
     if (status != linalg::ok) {
-      zero_results(member, ip);
+      zero_results(member, p, ip);
       Kokkos::single(Kokkos::PerTeam(member), [&]() { out.status(ip) = status; });
       return;
     }
@@ -306,7 +407,7 @@ struct PatchSolver {
     });
   }
 
-  // H += diag(rho), rho_J = alpha_J^2 + 1e-15 with alpha as gpu_specter (spec §6.2).
+  // H += diag(rho), rho_J = alpha_J^2 + 1e-15 with alpha as gpu_specter.
   template <class HV, class OV>
   KOKKOS_INLINE_FUNCTION void regularise(const Member& member, int n, const HV& H,
                                          const OV& omega) const {
@@ -485,16 +586,32 @@ struct PatchSolver {
     });
   }
 
-  KOKKOS_INLINE_FUNCTION void zero_results(const Member& member, int ip) const {
-    const int nf = static_cast<int>(out.flux.extent(1)), nk = static_cast<int>(out.flux.extent(2));
-    const int nd = static_cast<int>(out.rdiags.extent(2));
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, nf * nk), [&](int idx) {
-      const int f = idx / nk, k = idx % nk;
+  // A failed patch's bins: every result 0.
+  KOKKOS_INLINE_FUNCTION void zero_results(const Member& member, const PatchDesc& p, int ip) const {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, p.nkeepfib * p.nkeep), [&](int idx) {
+      const int f = idx / p.nkeep, k = idx % p.nkeep;
       out.flux(ip, f, k) = out.ivar(ip, f, k) = out.chi2pix(ip, f, k) = out.pixmask(ip, f, k) = 0;
-      for (int d = 0; d < nd; ++d) out.rdiags(ip, f, d, k) = 0;
+      for (int d = 0; d <= 2 * ndiag; ++d) out.rdiags(ip, f, d, k) = 0;
     });
   }
 };
+
+// Launches the solver over patches [first, first + count) of plan (one team each; dynamic
+// schedule: patches at the CCD edges and the last wavelength step are smaller). shape: a team
+// shape to use instead of the backend's default.
+template <class ExecSpace, class MemorySpace>
+void solve_patches(const ExecSpace& exec, PatchSolver<ExecSpace, MemorySpace>& solver,
+                   const Kokkos::View<const PatchDesc*, MemorySpace>& plan, int first, int count,
+                   const perfex::detail::TeamShape& shape = {}) {
+  namespace pd = perfex::detail;
+  solver.patches = Kokkos::subview(plan, Kokkos::make_pair(first, first + count));
+  solver.out.select(solver.patches, first);
+  Kokkos::parallel_for(
+      "perfex::extract::solve_patches",
+      pd::team_policy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>(
+          exec, count, pd::team_shape_or_default<ExecSpace>(shape, pd::TeamKernel::patch_solver)),
+      solver);
+}
 
 }  // namespace extract
 }  // namespace perfex

@@ -1,18 +1,23 @@
 #pragma once
-// Host-side patch planning (spec §5.2-5.4): bundles, sub-bundles with padding fibres,
-// wavelength patches and their pixel windows.
+// Host-side patch planning, gpu_specter's rules: bundles, sub-bundles with padding fibres,
+// wavelength patches and their pixel windows; then how the frame's patches are cut into spot
+// groups and solver launches within a memory budget.
 #include <perfex/error.hpp>
 #include <perfex/extract/options.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
 namespace perfex {
 namespace extract {
 
-// One patch, as the device solver sees it. Fibre indices are local to the bundle's spot
-// arrays; wavelength indices are in the padded grid.
+// One patch, as the device solver sees it. Fibre indices are local to the spot arrays the
+// patch is solved with (those of its spot group in a frame); wavelength indices are in the
+// padded grid.
 struct PatchDesc {
   int fib0 = 0;      // first solved fibre (local)
   int nfib = 0;      // solved fibres, padding included
@@ -74,9 +79,9 @@ inline std::vector<BundlePlan> plan_bundles(const ExtractionOptions& opt, int ps
   return plans;
 }
 
-// Pixel window of a patch from its spot corners (spec §5.4). corner(f, k) gives the corner of
-// local fibre f at padded wavelength k. Rows keep pixpad_frac of the padding rows each side
-// (with Python int() truncation), columns span every solved spot; then clipped to the CCD.
+// Pixel window of a patch from its spot corners (gpu_specter's ex2d_padded). corner(f, k) gives the
+// corner of local fibre f at padded wavelength k. Rows keep pixpad_frac of the padding rows each
+// side (with Python int() truncation), columns span every solved spot; then clipped to the CCD.
 template <class XCornerFn, class YCornerFn>
 void set_patch_window(PatchDesc& p, int nwt, int wavepad, int nwavestep, int nx, int ny,
                       double pixpad_frac, int npix_x, int npix_y, const XCornerFn& xcorner,
@@ -105,7 +110,7 @@ void set_patch_window(PatchDesc& p, int nwt, int wavepad, int nwavestep, int nx,
 }
 
 // Fibres solved for a sub-bundle: its own plus one padding neighbour on each side that lies
-// inside the physical bundle (spec §5.3), half-open [lo, hi).
+// inside the physical bundle (spectral padding), half-open [lo, hi).
 struct FibreRange {
   int lo = 0, hi = 0;
 };
@@ -148,6 +153,122 @@ std::vector<PatchDesc> plan_patches(const BundlePlan& bundle, const ExtractionOp
     }
   }
   return plan;
+}
+
+// Every patch of the frame, bundle by bundle, with fibre indices relative to the frame's first
+// spot fibre, spot_fibres(bundles.front()).lo; the corner functions take such indices too.
+template <class XCornerFn, class YCornerFn>
+std::vector<PatchDesc> plan_frame_patches(const std::vector<BundlePlan>& bundles,
+                                          const ExtractionOptions& opt, int nwave, int nx, int ny,
+                                          int npix_x, int npix_y, const XCornerFn& xcorner,
+                                          const YCornerFn& ycorner) {
+  std::vector<PatchDesc> all;
+  if (bundles.empty()) return all;
+  const int frame_lo = spot_fibres(bundles.front()).lo;
+  for (const BundlePlan& bundle : bundles) {
+    const int offset = spot_fibres(bundle).lo - frame_lo;
+    std::vector<PatchDesc> plan = plan_patches(
+        bundle, opt, nwave, nx, ny, npix_x, npix_y,
+        [&](int f, int k) { return xcorner(f + offset, k); },
+        [&](int f, int k) { return ycorner(f + offset, k); });
+    for (PatchDesc& p : plan) {
+      p.fib0 += offset;
+      all.push_back(p);
+    }
+  }
+  return all;
+}
+
+// The frame's sub-bundles in order, each with the fibres its patches solve (absolute, with the
+// padding) and its patches' positions in plan_frame_patches' list.
+struct SubBundleSpan {
+  int fibre_lo = 0, fibre_hi = 0;
+  int patch_lo = 0, patch_hi = 0;
+};
+
+inline std::vector<SubBundleSpan> subbundle_spans(const std::vector<BundlePlan>& bundles,
+                                                  int patches_per_subbundle) {
+  std::vector<SubBundleSpan> spans;
+  int patch = 0;
+  for (const BundlePlan& b : bundles)
+    for (const SubBundle& sub : b.subbundles) {
+      const FibreRange solved = solved_fibres(b, sub);
+      spans.push_back({solved.lo, solved.hi, patch, patch + patches_per_subbundle});
+      patch += patches_per_subbundle;
+    }
+  return spans;
+}
+
+// Consecutive sub-bundles whose spots are computed in one launch and kept while their patches
+// are solved.
+struct SpotGroup {
+  int fibre_lo = 0, fibre_hi = 0;  // absolute fibres whose spots the group's patches use
+  int patch_lo = 0, patch_hi = 0;  // the group's patches in the frame's list
+};
+
+// How a frame's patches run within a memory budget: the spot groups, the patches per solver
+// launch, and what that allocates.
+struct LaunchPlan {
+  std::vector<SpotGroup> groups;
+  int batch = 0;            // patches per solver launch at most (the scratch's slices)
+  int spot_fibres = 0;      // fibres of the largest group (the spot buffer's)
+  int solver_launches = 0;  // over all groups
+  std::int64_t bytes = 0;   // spot buffer + patch scratch
+};
+
+// Chooses the spot groups (consecutive sub-bundles, near-equal in size) and the batch so that
+// the spots of a group (spot_bytes_per_fibre each) and batch patches' scratch
+// (bytes_per_patch each) fit in budget bytes together, with the fewest solver launches, then
+// the fewest groups (spot launches). max_batch > 0 caps the batch. Throws when even one
+// sub-bundle's spots and one patch do not fit.
+inline LaunchPlan plan_launches(const std::vector<SubBundleSpan>& spans,
+                                double spot_bytes_per_fibre, double bytes_per_patch, double budget,
+                                int max_batch = 0) {
+  const int nspans = static_cast<int>(spans.size());
+  LaunchPlan best;
+  double smallest_need = -1;
+  for (int ngroups = 1; ngroups <= nspans; ++ngroups) {
+    std::vector<SpotGroup> groups;
+    int spot_fibres = 0, largest = 0;
+    for (int g = 0; g < ngroups; ++g) {
+      const SubBundleSpan& first = spans[static_cast<std::size_t>(g * nspans / ngroups)];
+      const SubBundleSpan& last = spans[static_cast<std::size_t>((g + 1) * nspans / ngroups - 1)];
+      groups.push_back({first.fibre_lo, last.fibre_hi, first.patch_lo, last.patch_hi});
+      spot_fibres = std::max(spot_fibres, last.fibre_hi - first.fibre_lo);
+      largest = std::max(largest, last.patch_hi - first.patch_lo);
+    }
+    const double spot_bytes = spot_bytes_per_fibre * spot_fibres;
+    const double need = spot_bytes + bytes_per_patch;
+    if (smallest_need < 0 || need < smallest_need) smallest_need = need;
+    if (need > budget) continue;
+    int batch = static_cast<int>(
+        std::min<double>(largest, std::floor((budget - spot_bytes) / bytes_per_patch)));
+    if (max_batch > 0) batch = std::min(batch, max_batch);
+    int launches = 0;
+    for (const SpotGroup& g : groups) launches += (g.patch_hi - g.patch_lo + batch - 1) / batch;
+    if (!best.groups.empty() && launches >= best.solver_launches) continue;
+    // As many launches per group, as even as they can be: the least scratch.
+    int even = 1;
+    for (const SpotGroup& g : groups) {
+      const int n = g.patch_hi - g.patch_lo, per = (n + batch - 1) / batch;
+      even = std::max(even, (n + per - 1) / per);
+    }
+    best.groups = groups;
+    best.batch = even;
+    best.spot_fibres = spot_fibres;
+    best.solver_launches = launches;
+    best.bytes = static_cast<std::int64_t>(spot_bytes + bytes_per_patch * even);
+  }
+  if (best.groups.empty() && nspans > 0) {
+    auto mib = [](double bytes) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.1f MiB", bytes / 1048576.0);
+      return std::string(text);
+    };
+    throw Error("extraction option memory_budget: " + mib(budget) + " is less than the " +
+                mib(smallest_need) + " that one sub-bundle's spots and one patch's scratch need");
+  }
+  return best;
 }
 
 }  // namespace extract

@@ -103,6 +103,11 @@ class GaussHermitePsf {
   using device_data = detail::PsfDeviceData<MemorySpace>;
 
   explicit GaussHermitePsf(const GaussHermitePsfData& data)
+      : GaussHermitePsf(typename MemorySpace::execution_space(), data) {}
+
+  // Copies the coefficients with exec (extract::upload_psf).
+  template <class ExecSpace>
+  GaussHermitePsf(const ExecSpace& exec, const GaussHermitePsfData& data)
       : source_(data.source), psferr_(data.psferr) {
     data.validate();
     npix_x_ = data.npix_x;
@@ -147,9 +152,9 @@ class GaussHermitePsf {
                                                                  d_.nfib, d_.ncp);
     Kokkos::View<int**, Kokkos::LayoutRight, MemorySpace> gh("perfex::psf::gh_row", d_.dx + 1,
                                                              d_.dy + 1);
-    copy_to(xc, data.xtrace.coeff);
-    copy_to(yc, data.ytrace.coeff);
-    copy_to(pc, data.coeff);
+    copy_to(exec, xc, data.xtrace.coeff);
+    copy_to(exec, yc, data.ytrace.coeff);
+    copy_to(exec, pc, data.coeff);
     std::vector<int> rows(static_cast<std::size_t>(d_.dx + 1) * (d_.dy + 1));
     for (int i = 0; i <= d_.dx; ++i) {
       for (int j = 0; j <= d_.dy; ++j) {
@@ -157,7 +162,7 @@ class GaussHermitePsf {
             data.param_index("GH-" + std::to_string(i) + "-" + std::to_string(j));
       }
     }
-    copy_to(gh, rows);
+    copy_to(exec, gh, rows);
     d_.xcoeff = xc;
     d_.ycoeff = yc;
     d_.pcoeff = pc;
@@ -205,15 +210,17 @@ class GaussHermitePsf {
   }
 
  private:
-  template <class V>
-  static void copy_to(const V& dst, const std::vector<typename V::value_type>& src) {
+  template <class ExecSpace, class V>
+  static void copy_to(const ExecSpace& exec, const V& dst,
+                      const std::vector<typename V::value_type>& src) {
     Kokkos::View<const typename V::value_type*, Kokkos::HostSpace,
                  Kokkos::MemoryTraits<Kokkos::Unmanaged>>
         s(src.data(), src.size());
     auto mirror = Kokkos::create_mirror_view(dst);
     typename V::value_type* m = mirror.data();
     for (std::size_t n = 0; n < src.size(); ++n) m[n] = s(n);
-    Kokkos::deep_copy(dst, mirror);
+    Kokkos::deep_copy(exec, dst, mirror);
+    exec.fence();  // the mirror goes out of scope
   }
 
   device_data d_;
