@@ -2,6 +2,7 @@
 // ../shared needed): planning rules, accuracy against the truth, decomposition invariance,
 // reproducibility and every robustness case of the frame driver.
 #include "perfex_test.hpp"
+#include "scene.hpp"
 
 #include <perfex/extract/extract_frame.hpp>
 #include <perfex/extract/simulate.hpp>
@@ -14,55 +15,10 @@ namespace {
 
 using perfex::extract::ExtractionOptions;
 using perfex::extract::Frame;
-
-// 10 fibres (two bundles of 5) of a synthetic PSF, 80 A of spectrum.
-struct Scene {
-  perfex::psf::GaussHermitePsfData psf;
-  perfex::extract::CcdImage image;
-  std::vector<double> truth_wave;  // bin centres of the truth, 0.8 A, 12 bins of margin each side
-  std::vector<double> truth_photons;  // [nspec][truth bins] photons per bin
-  int margin = 12;
-};
-
-ExtractionOptions scene_options() {
-  ExtractionOptions o;
-  o.wmin = 6000.0;
-  o.wmax = 6079.2;
-  o.dw = 0.8;
-  o.specmin = 0;
-  o.nspec = 10;
-  o.bundlesize = 5;
-  o.nsubbundles = 2;
-  o.nwavestep = 25;
-  return o;
-}
-
-const Scene& scene() {
-  static Scene s = [] {
-    Scene sc;
-    perfex::psf::SyntheticPsfOptions po;
-    po.nfib = 10;
-    po.bundlesize = 5;
-    po.npix_x = 256;  // a CCD corner holding the ten traces keeps the test fast
-    po.npix_y = 1400;
-    sc.psf = perfex::psf::make_synthetic_psf(po);
-    const ExtractionOptions o = scene_options();
-    for (int i = -sc.margin; i < 100 + sc.margin; ++i) sc.truth_wave.push_back(o.wmin + 0.8 * i);
-    sc.truth_photons = perfex::extract::make_test_spectra(o.nspec, sc.truth_wave, 7u);
-    const perfex::psf::GaussHermitePsf<Kokkos::HostSpace> dpsf(sc.psf);
-    sc.image = perfex::extract::simulate_image(Kokkos::DefaultHostExecutionSpace(), dpsf, 0,
-                                               o.nspec, sc.truth_wave, sc.truth_photons, 3.0, 11u)
-                   .ccd;
-    return sc;
-  }();
-  return s;
-}
-
-template <class ExecSpace>
-Frame extract(const perfex::extract::CcdImage& image,
-              const ExtractionOptions& o = scene_options()) {
-  return perfex::extract::extract_frame(ExecSpace(), scene().psf, image, o);
-}
+using perfex_extract_test::extract;
+using perfex_extract_test::Scene;
+using perfex_extract_test::scene;
+using perfex_extract_test::scene_options;
 
 bool all_finite(const Frame& f) {
   auto fin = [](const std::vector<double>& v) {

@@ -85,7 +85,7 @@ View frame_view(std::vector<double>& host, const char* label, Extents... n) {
   if constexpr (results_in_host_memory<ExecSpace>())
     return View(host.data(), n...);
   else
-    return View(label, n...);
+    return View(std::string(label), n...);
 }
 
 template <class ExecSpace, class View>
