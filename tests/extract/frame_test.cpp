@@ -76,7 +76,8 @@ TEST_CASE("launch planning: fewest solver launches, then fewest spot groups, wit
   CHECK(two.batch == 40);  // the launches evened out
 
   // Spots dominate: four groups of two sub-bundles, one launch each.
-  const ex::LaunchPlan four = ex::plan_launches(spans, 100 * fibre, patch, 1200 * fibre + 20 * patch);
+  const ex::LaunchPlan four =
+      ex::plan_launches(spans, 100 * fibre, patch, 1200 * fibre + 20 * patch);
   REQUIRE(four.groups.size() == 4);
   CHECK(four.solver_launches == 4);
   CHECK(four.spot_fibres == 12);
@@ -95,8 +96,7 @@ TEST_CASE("launch planning: fewest solver launches, then fewest spot groups, wit
                     Catch::Contains("memory_budget"));
 }
 
-PERFEX_BACKEND_TEST_CASE("patch scratch allocates what bytes_per_patch estimates",
-                         "[extract]") {
+PERFEX_BACKEND_TEST_CASE("patch scratch allocates what bytes_per_patch estimates", "[extract]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   using Mem = typename TestType::memory_space;
   for (const auto decorrelation : {ex::Decorrelation::signal, ex::Decorrelation::noise}) {
@@ -108,10 +108,10 @@ PERFEX_BACKEND_TEST_CASE("patch scratch allocates what bytes_per_patch estimates
     const int batch = 3;
     const ex::PatchWorkspace<Mem> ws(g, batch);
     std::size_t words = 0;
-    for (std::size_t span : {ws.H.span(), ws.Hsym.span(), ws.V.span(), ws.blockwork.span(),
-                             ws.cblock.span(), ws.b.span(), ws.omega.span(), ws.phi.span(),
-                             ws.eigval.span(), ws.eigwork.span(), ws.wspot.span(),
-                             ws.pixmodel.span(), ws.pixtest.span(), ws.rowsum.span()})
+    for (std::size_t span :
+         {ws.H.span(), ws.Hsym.span(), ws.V.span(), ws.blockwork.span(), ws.cblock.span(),
+          ws.b.span(), ws.omega.span(), ws.phi.span(), ws.eigval.span(), ws.eigwork.span(),
+          ws.wspot.span(), ws.pixmodel.span(), ws.pixtest.span(), ws.rowsum.span()})
       words += span;
     CHECK(words * sizeof(double) == batch * ex::PatchWorkspace<Mem>::bytes_per_patch(g));
     CHECK(ws.H.extent(0) == 59);
@@ -133,10 +133,10 @@ PERFEX_BACKEND_TEST_CASE("the plan's corners are the spot kernel's", "[extract]"
   Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots("spots", nf, nk, psf.ny(), psf.nx());
   Kokkos::View<int**, Mem> xc("xc", nf, nk), yc("yc", nf, nk), px("px", nf, nk), py("py", nf, nk);
   perfex::psf::compute_spots(exec, psf, 0, nf, plan.device_fullwave, spots, xc, yc);
-  Kokkos::parallel_for("perfex::test::corners",
-                       Kokkos::MDRangePolicy<TestType, Kokkos::Rank<2>>(exec, {0, 0}, {nf, nk}),
-                       ex::detail::SpotCornersFunctor<Mem>{psf.data(), 0, plan.device_fullwave,
-                                                           px, py});
+  Kokkos::parallel_for(
+      "perfex::test::corners",
+      Kokkos::MDRangePolicy<TestType, Kokkos::Rank<2>>(exec, {0, 0}, {nf, nk}),
+      ex::detail::SpotCornersFunctor<Mem>{psf.data(), 0, plan.device_fullwave, px, py});
   auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), xc);
   auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), yc);
   auto hpx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), px);
@@ -169,7 +169,7 @@ PERFEX_BACKEND_TEST_CASE("the memory budget cuts the launches; the results stay 
   o.memory_budget = static_cast<std::int64_t>(4 * per_fibre + 3 * per_patch);
   const ex::Frame small = extract<TestType>(scene().image, o);
   CHECK(small.scratch_bytes <= o.memory_budget);
-  CHECK(small.spot_launches >= 2);  // the 10 fibres' spots do not fit at once
+  CHECK(small.spot_launches >= 2);    // the 10 fibres' spots do not fit at once
   CHECK(small.solver_launches >= 6);  // nor more than 3 patches beside 4 fibres' spots
   check_bitwise_equal(small, one);
 
@@ -193,8 +193,8 @@ PERFEX_BACKEND_TEST_CASE("a 500-fibre r frame plans at most 2 solver launches in
   ex::ExtractionOptions o;  // DESI defaults: 500 fibres, 5760-7620 A
   o.memory_budget = std::int64_t(8192) << 20;
   const auto plan = ex::plan_frame(exec, psf, data.npix_y, data.npix_x, o);
-  INFO("spot groups " << plan.launches.groups.size() << ", batch " << plan.launches.batch
-                      << ", " << plan.launches.bytes / 1048576.0 << " MiB");
+  INFO("spot groups " << plan.launches.groups.size() << ", batch " << plan.launches.batch << ", "
+                      << plan.launches.bytes / 1048576.0 << " MiB");
   CHECK(plan.npatches() == 4700);
   CHECK(plan.launches.solver_launches <= 2);
   CHECK(plan.launches.bytes <= o.memory_budget);
@@ -320,8 +320,9 @@ PERFEX_BACKEND_TEST_CASE("progress is reported after every solver launch", "[ext
   ex::ExtractionOptions o = scene_options();
   o.batch_patches = 6;
   std::vector<std::pair<int, int>> calls;
-  const ex::Frame f = ex::extract_frame(TestType(), scene().psf, scene().image, o,
-                                        [&](int done, int total) { calls.emplace_back(done, total); });
+  const ex::Frame f =
+      ex::extract_frame(TestType(), scene().psf, scene().image, o,
+                        [&](int done, int total) { calls.emplace_back(done, total); });
   REQUIRE(calls.size() == static_cast<std::size_t>(f.solver_launches));
   CHECK(f.solver_launches == 3);
   CHECK(calls.front() == std::make_pair(6, 16));

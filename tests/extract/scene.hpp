@@ -55,9 +55,8 @@ inline const Scene& scene() {
 }
 
 template <class ExecSpace>
-perfex::extract::Frame extract(
-    const perfex::extract::CcdImage& image,
-    const perfex::extract::ExtractionOptions& o = scene_options()) {
+perfex::extract::Frame extract(const perfex::extract::CcdImage& image,
+                               const perfex::extract::ExtractionOptions& o = scene_options()) {
   return perfex::extract::extract_frame(ExecSpace(), scene().psf, image, o);
 }
 

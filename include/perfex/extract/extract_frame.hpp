@@ -238,6 +238,10 @@ Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::m
     throw Error("image: " + std::to_string(image.nrows()) + " x " + std::to_string(image.ncols()) +
                 " CCD, planned for " + std::to_string(plan.ccd_rows) + " x " +
                 std::to_string(plan.ccd_cols));
+  if (image.ivar.extent(0) != image.pixels.extent(0) ||
+      image.ivar.extent(1) != image.pixels.extent(1) ||
+      image.ivar.stride_0() != image.pixels.stride_0())
+    throw Error("image: pixel and ivar arrays differ in shape");
   const auto box = plan.pixel_box();
   if (!image.holds(box.row0, box.row1, box.col0, box.col1))
     throw Error("image: the stored pixels do not cover rows " + std::to_string(box.row0) + "-" +

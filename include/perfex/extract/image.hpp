@@ -53,10 +53,14 @@ struct DeviceImage {
            col1 <= region.col0 + static_cast<int>(pixels.extent(1));
   }
   KOKKOS_INLINE_FUNCTION double value(int row, int col) const {
-    return pixels(row - region.row0, col - region.col0);
+    return pixels.data()[at(row, col)];
   }
-  KOKKOS_INLINE_FUNCTION double weight(int row, int col) const {
-    return ivar(row - region.row0, col - region.col0);
+  KOKKOS_INLINE_FUNCTION double weight(int row, int col) const { return ivar.data()[at(row, col)]; }
+  // Offset of CCD pixel (row, col) in the stored rectangle (pixels and ivar share a layout).
+  KOKKOS_INLINE_FUNCTION std::ptrdiff_t at(int row, int col) const {
+    return (static_cast<std::ptrdiff_t>(row) - region.row0) *
+               static_cast<std::ptrdiff_t>(pixels.stride_0()) +
+           (col - region.col0);
   }
 };
 
