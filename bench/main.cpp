@@ -35,7 +35,10 @@ const perfex::psf::GaussHermitePsfData& bench_psf() {
   static std::unique_ptr<perfex::psf::GaussHermitePsfData> psf;
   if (psf) return *psf;
 #ifdef PERFEX_BENCH_HAVE_IO
-  const std::string path = std::string(PERFEX_SHARED_DATA_DIR) + "/psf-r0-00051060.fits";
+  // The reference data folder, or PERFEX_SHARED_DATA_DIR's (as the tests; e.g. on a GPU machine).
+  const char* env = std::getenv("PERFEX_SHARED_DATA_DIR");
+  const std::string path =
+      std::string(env ? env : PERFEX_SHARED_DATA_DIR) + "/psf-r0-00051060.fits";
   struct stat st {};
   if (stat(path.c_str(), &st) == 0) {
     psf = std::make_unique<perfex::psf::GaussHermitePsfData>(perfex::io::read_psf(path));

@@ -76,6 +76,8 @@ std::string extract_options_help() {
     << "      --backend NAME      execution space: " << join(available_backends(), ", ")
     << " (default " << default_backend() << ")\n"
     << "      --threads N         host threads (default: OMP_NUM_THREADS / all cores)\n"
+    << "      --memory-budget MB  memory for spots and patch scratch, in MiB (default: half\n"
+    << "                          the free GPU memory on CUDA, 512 on CPUs)\n"
     << "  -h, --help              this help\n";
   return o.str();
 }
@@ -237,6 +239,8 @@ bool parse_extract_option(ArgReader& r, ExtractArgs& a) {
     a.backend = b;
   } else if (r.is(nullptr, "--threads")) {
     a.threads = r.int_value(1);
+  } else if (r.is(nullptr, "--memory-budget")) {
+    o.memory_budget = static_cast<std::int64_t>(r.int_value(1)) << 20;
   } else {
     return false;
   }

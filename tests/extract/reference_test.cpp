@@ -1,5 +1,5 @@
 // Frame extraction against the Python peers' outputs on the simulated DESI r0 images
-// (../shared/data, README §4): gpu_specter to near round-off, specter to its own criterion.
+// (../shared/data and its README): gpu_specter to near round-off, specter to its own criterion.
 #include "perfex_test.hpp"
 
 #ifdef PERFEX_TEST_HAVE_IO

@@ -64,7 +64,9 @@ TEST_CASE("cli: desi_extract_spectra options", "[cli]") {
                                                 "--backend",
                                                 "serial",
                                                 "--threads",
-                                                "3"});
+                                                "3",
+                                                "--memory-budget",
+                                                "8192"});
   CHECK(a.input == "img.fits");
   CHECK(a.psf == "psf.fits");
   CHECK(a.output == "frame.fits");
@@ -85,6 +87,7 @@ TEST_CASE("cli: desi_extract_spectra options", "[cli]") {
   CHECK(a.options.decorrelation == perfex::extract::Decorrelation::noise);
   CHECK(a.backend == "serial");
   CHECK(a.threads == 3);
+  CHECK(a.options.memory_budget == std::int64_t(8192) << 20);
   CHECK_FALSE(a.help);
 
   // Defaults: DESI production values, default backend, no model.
@@ -167,6 +170,7 @@ TEST_CASE("cli: bad options name the option", "[cli]") {
   CHECK_THAT(error_of(with_files({"--backend", "fortran"})),
              Contains("--backend") && Contains("fortran"));
   CHECK_THAT(error_of(with_files({"--threads", "0"})), Contains("--threads"));
+  CHECK_THAT(error_of(with_files({"--memory-budget", "0"})), Contains("--memory-budget"));
   CHECK_THAT(error_of(with_files({"--nspec"})), Contains("--nspec") && Contains("needs a value"));
   CHECK_THAT(error_of(with_files({"--decorrelate-fibers=yes"})), Contains("--decorrelate-fibers"));
   CHECK_THAT(error_of(with_files({"--frobnicate"})),

@@ -115,21 +115,18 @@ struct FramePlan {
   Kokkos::View<const double*, MemorySpace> device_fullwave;
 
   int npatches() const { return static_cast<int>(patches.size()); }
-  // CCD rows [row0, row1) and columns [col0, col1) the patch windows cover: what the image
-  // must hold (a reader may keep only these).
-  struct PixelBox {
-    int row0 = 0, row1 = 0, col0 = 0, col1 = 0;
-  };
+  // The CCD pixels the patch windows cover: what the image must hold (a reader may keep only
+  // these); empty when no window holds a pixel.
   PixelBox pixel_box() const {
     PixelBox box{ccd_rows, 0, ccd_cols, 0};
     for (const PatchDesc& p : patches) {
+      if (p.row1 <= p.row0 || p.col1 <= p.col0) continue;
       box.row0 = std::min(box.row0, p.row0);
       box.row1 = std::max(box.row1, p.row1);
       box.col0 = std::min(box.col0, p.col0);
       box.col1 = std::max(box.col1, p.col1);
     }
-    if (box.row1 <= box.row0 || box.col1 <= box.col0) box = {0, 0, 0, 0};
-    return box;
+    return box.empty() ? PixelBox{} : box;
   }
 };
 
@@ -243,7 +240,7 @@ Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::m
       image.ivar.stride_0() != image.pixels.stride_0())
     throw Error("image: pixel and ivar arrays differ in shape");
   const auto box = plan.pixel_box();
-  if (!image.holds(box.row0, box.row1, box.col0, box.col1))
+  if (!image.holds(box))
     throw Error("image: the stored pixels do not cover rows " + std::to_string(box.row0) + "-" +
                 std::to_string(box.row1 - 1) + ", columns " + std::to_string(box.col0) + "-" +
                 std::to_string(box.col1 - 1) + " that the patch windows need");

@@ -14,6 +14,12 @@
 namespace perfex {
 namespace extract {
 
+// CCD rows [row0, row1) and columns [col0, col1).
+struct PixelBox {
+  int row0 = 0, row1 = 0, col0 = 0, col1 = 0;
+  bool empty() const { return row1 <= row0 || col1 <= col0; }
+};
+
 // Where a stored rectangle of pixels sits on its CCD. A reader may keep only the rows and
 // columns an extraction touches (plan_frame's pixel_region); the CCD's size still bounds the
 // patch windows.
@@ -46,11 +52,11 @@ struct DeviceImage {
   int ncols() const {
     return region.ccd_cols > 0 ? region.ccd_cols : static_cast<int>(pixels.extent(1));
   }
-  // True when the CCD rectangle [row0, row1) x [col0, col1) is stored.
-  bool holds(int row0, int row1, int col0, int col1) const {
-    return row0 >= region.row0 && col0 >= region.col0 &&
-           row1 <= region.row0 + static_cast<int>(pixels.extent(0)) &&
-           col1 <= region.col0 + static_cast<int>(pixels.extent(1));
+  // True when every pixel of box is stored.
+  bool holds(const PixelBox& box) const {
+    return box.empty() || (box.row0 >= region.row0 && box.col0 >= region.col0 &&
+                           box.row1 <= region.row0 + static_cast<int>(pixels.extent(0)) &&
+                           box.col1 <= region.col0 + static_cast<int>(pixels.extent(1)));
   }
   KOKKOS_INLINE_FUNCTION double value(int row, int col) const {
     return pixels.data()[at(row, col)];

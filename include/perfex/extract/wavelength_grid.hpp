@@ -1,6 +1,6 @@
 #pragma once
-// Output and padded wavelength grids (spec §5.1), bit-compatible with numpy.arange and
-// numpy.gradient as gpu_specter uses them.
+// Output and padded wavelength grids (gpu_specter's extract_frame), bit-compatible with
+// numpy.arange and numpy.gradient as gpu_specter uses them.
 #include <perfex/error.hpp>
 
 #include <cmath>
