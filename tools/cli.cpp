@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <iostream>
 #include <sstream>
+#include <type_traits>
 
 #include <unistd.h>
 
@@ -346,14 +347,42 @@ RunResult run_extract_files(const ExtractArgs& args, const ProgressCallback& pro
   check_output_folder("-o/--output", args.output);
   if (!args.model.empty()) check_output_folder("-m/--model", args.model);
   const psf::GaussHermitePsfData psf = io::read_psf(args.psf);
-  const io::PreprocImage image = io::read_preproc(args.input);
+  const extract::PixelBox ccd = io::preproc_extent(args.input);
   extract::ExtractionOptions options = args.options;
   options.model_image = !args.model.empty();
   if (options.specmin >= psf.nfib)
     throw UsageError("option -s/--specmin: " + std::to_string(options.specmin) +
                      " is beyond the PSF's " + std::to_string(psf.nfib) + " fibres");
   if (options.specmin + options.nspec > psf.nfib) options.nspec = psf.nfib - options.specmin;
-  RunResult r = run_extraction(args.backend, psf, image.ccd, options, progress);
+  RunResult r;
+  r.backend = args.backend;
+  if (progress) progress(0, 0);
+  r.frame = with_backend(args.backend, [&](const auto& exec) {
+    using Exec = std::decay_t<decltype(exec)>;
+    r.threads = perfex::concurrency(exec);
+    // Plan from the PSF first, then read only the image rows and columns the patches touch,
+    // converted once; on host backends the extraction uses those arrays in place.
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto device_psf = extract::upload_psf(exec, psf);
+    const auto plan = extract::plan_frame(exec, device_psf, ccd.row1, ccd.col1, options);
+    const auto t1 = std::chrono::steady_clock::now();
+    const io::PreprocImage image = io::read_preproc(args.input, 0x2FF, plan.pixel_box());
+    const auto t2 = std::chrono::steady_clock::now();
+    auto device_image = [&] {
+      if constexpr (Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible) {
+        auto in_place = extract::wrap_host_image(image.ccd.pixels.data(), image.ccd.ivar.data(),
+                                                 image.ccd.nrows, image.ccd.ncols);
+        in_place.region = image.ccd.region;
+        return in_place;
+      } else {
+        return extract::upload_image(exec, image.ccd);
+      }
+    }();
+    extract::Frame frame = extract::extract_frame(exec, plan, device_psf, device_image, progress);
+    r.seconds =
+        std::chrono::duration<double>(t1 - t0 + (std::chrono::steady_clock::now() - t2)).count();
+    return frame;
+  });
   const io::FrameProvenance prov{args.input, args.psf};
   io::write_frame(args.output, r.frame, prov);
   if (!args.model.empty()) io::write_model(args.model, r.frame, prov);

@@ -59,6 +59,48 @@ TEST_CASE("io: preproc images round trip with the DESI mask rule", "[io]") {
   CHECK(f.read_key<long>("BITPIX") == 32);
 }
 
+TEST_CASE("io: a box of a preproc image is read alone, in CCD coordinates", "[io]") {
+  perfex_io_test::TempDir tmp;
+  perfex::extract::CcdImage img;
+  img.nrows = 5;
+  img.ncols = 6;
+  for (int n = 0; n < 30; ++n) {
+    img.pixels.push_back(n);
+    img.ivar.push_back(1.0 + n);
+  }
+  img.pixels[2 * 6 + 3] = std::numeric_limits<double>::quiet_NaN();
+  std::vector<std::int32_t> mask(30, 0);
+  mask[3 * 6 + 2] = 1;
+  const std::string path = tmp.file("pre.fits");
+  write_preproc(path, img, mask);
+  const perfex::extract::PixelBox ccd = perfex::io::preproc_extent(path);
+  CHECK(ccd.row1 == 5);
+  CHECK(ccd.col1 == 6);
+  const auto whole = read_preproc(path);
+  const auto part = read_preproc(path, 0x2FF, {1, 4, 2, 5});  // rows 1-3, columns 2-4
+  REQUIRE(part.ccd.nrows == 3);
+  REQUIRE(part.ccd.ncols == 3);
+  CHECK(part.ccd.region.row0 == 1);
+  CHECK(part.ccd.region.col0 == 2);
+  CHECK(part.ccd.region.ccd_rows == 5);
+  CHECK(part.ccd.region.ccd_cols == 6);
+  CHECK(part.nonfinite_pixels == 1);
+  CHECK(part.masked_pixels == 1);
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) {
+      const std::size_t i = static_cast<std::size_t>(r) * 3 + c;
+      const std::size_t w = static_cast<std::size_t>(r + 1) * 6 + c + 2;
+      CHECK(part.ccd.pixels[i] == whole.ccd.pixels[w]);
+      CHECK(part.ccd.ivar[i] == whole.ccd.ivar[w]);
+    }
+  // A negative ivar is named by its CCD position.
+  img.ivar[3 * 6 + 4] = -1;
+  write_preproc(tmp.file("neg.fits"), img, {});
+  REQUIRE_THROWS_WITH(read_preproc(tmp.file("neg.fits"), 0x2FF, {1, 4, 2, 5}),
+                      Catch::Contains("at row 3, column 4"));
+  REQUIRE_THROWS_WITH(read_preproc(path, 0x2FF, {1, 6, 2, 5}), Catch::Contains("section"));
+}
+
 TEST_CASE("io: bad preproc images are reported", "[io]") {
   perfex_io_test::TempDir tmp;
   perfex::extract::CcdImage img;

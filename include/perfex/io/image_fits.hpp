@@ -24,36 +24,51 @@ struct PreprocImage {
   bool has_fibermap = false;  // a FIBERMAP HDU is present (copy it with FitsFile::copy_hdu_from)
 };
 
-inline PreprocImage read_preproc(const std::string& path, std::uint32_t mask_bits = 0x2FF) {
+// The whole CCD of a preproc image (IMAGE's rows and columns), without reading pixels.
+inline extract::PixelBox preproc_extent(const std::string& path) {
+  FitsFile file = FitsFile::open(path);
+  file.move_to("IMAGE");
+  const std::vector<long> axes = file.image_axes();
+  if (axes.size() != 2)
+    file.fail(0, "expected a 2-D image, found " + std::to_string(axes.size()) + " axes");
+  return {0, static_cast<int>(axes[1]), 0, static_cast<int>(axes[0])};
+}
+
+// Reads the image, or only the CCD pixels in box when it is not empty (e.g. plan_frame's
+// pixel_box: the rest is never read); ccd.region says where they sit.
+inline PreprocImage read_preproc(const std::string& path, std::uint32_t mask_bits = 0x2FF,
+                                 const extract::PixelBox& box = {}) {
   FitsFile file = FitsFile::open(path);
   PreprocImage out;
   out.path = path;
-  auto read2d = [&](const char* name) {
+  std::vector<long> ccd_axes;
+  auto read2d = [&](const char* name, auto element) {
+    using T = decltype(element);
     file.move_to(name);
-    auto img = file.read_image<double>();
-    if (img.axes.size() != 2) {
-      file.fail(0, "expected a 2-D image, found " + std::to_string(img.axes.size()) + " axes");
+    const std::vector<long> axes = file.image_axes();
+    if (axes.size() != 2) {
+      file.fail(0, "expected a 2-D image, found " + std::to_string(axes.size()) + " axes");
     }
-    return img;
+    if (ccd_axes.empty()) ccd_axes = axes;
+    if (axes != ccd_axes) {
+      file.fail(0, "shape " + std::to_string(axes[1]) + "x" + std::to_string(axes[0]) +
+                       " differs from IMAGE's " + std::to_string(ccd_axes[1]) + "x" +
+                       std::to_string(ccd_axes[0]));
+    }
+    return box.empty() ? file.read_image<T>()
+                       : file.read_image_section<T>({box.col0, box.row0}, {box.col1, box.row1});
   };
-  auto image = read2d("IMAGE");
-  auto ivar = read2d("IVAR");
-  if (ivar.axes != image.axes) {
-    file.fail(0, "shape " + std::to_string(ivar.axes[1]) + "x" + std::to_string(ivar.axes[0]) +
-                     " differs from IMAGE's " + std::to_string(image.axes[1]) + "x" +
-                     std::to_string(image.axes[0]));
-  }
+  auto image = read2d("IMAGE", double{});
+  auto ivar = read2d("IVAR", double{});
   std::vector<std::int64_t> mask;
-  if (file.has_hdu("MASK")) {
-    file.move_to("MASK");
-    auto m = file.read_image<std::int64_t>();
-    if (m.axes != image.axes) file.fail(0, "shape differs from IMAGE's");
-    mask = std::move(m.data);
-  }
+  if (file.has_hdu("MASK")) mask = read2d("MASK", std::int64_t{}).data;
   out.has_fibermap = file.has_hdu("FIBERMAP");
 
   out.ccd.ncols = static_cast<int>(image.axes[0]);
   out.ccd.nrows = static_cast<int>(image.axes[1]);
+  if (!box.empty())
+    out.ccd.region = {box.row0, box.col0, static_cast<int>(ccd_axes[1]),
+                      static_cast<int>(ccd_axes[0])};
   out.ccd.pixels = std::move(image.data);
   out.ccd.ivar = std::move(ivar.data);
   auto& pix = out.ccd.pixels;
@@ -66,8 +81,8 @@ inline PreprocImage read_preproc(const std::string& path, std::uint32_t mask_bit
     } else if (iv[n] < 0) {
       file.move_to("IVAR");
       file.fail(0, "negative inverse variance " + std::to_string(iv[n]) + " at row " +
-                       std::to_string(n / out.ccd.ncols) + ", column " +
-                       std::to_string(n % out.ccd.ncols));
+                       std::to_string(out.ccd.region.row0 + n / out.ccd.ncols) + ", column " +
+                       std::to_string(out.ccd.region.col0 + n % out.ccd.ncols));
     }
     if (!mask.empty() && (static_cast<std::uint64_t>(mask[n]) & mask_bits) != 0) {
       iv[n] = 0;
