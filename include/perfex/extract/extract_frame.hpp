@@ -267,7 +267,7 @@ Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::m
                                                        "perfex::pixmask_fraction", nspec, nwave);
   const Diagonals resolution = dt::frame_view<ExecSpace, Diagonals>(
       frame.resolution, "perfex::resolution", nspec, ndiags, nwave);
-  Kokkos::View<int*, Mem> status("perfex::patch_status", plan.npatches());
+  Kokkos::View<int*, Mem> status(uninitialized("perfex::patch_status"), plan.npatches());
   Kokkos::View<double**, Kokkos::LayoutRight, Mem> model;
   if (opt.model_image) {
     frame.model_rows = plan.ccd_rows;
