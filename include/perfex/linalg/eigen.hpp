@@ -37,6 +37,14 @@ KOKKOS_INLINE_FUNCTION double safe_hypot(double a, double b) {
   return mx * perfex::math::sqrt(1 + t * t);
 }
 
+// sqrt(a^2 + b^2), directly when the squares neither overflow nor lose precision to underflow
+// (the common case: one square root, no division on the QL recurrence's critical path), else
+// through the scaled form.
+KOKKOS_INLINE_FUNCTION double fast_hypot(double a, double b) {
+  const double r2 = a * a + b * b;
+  return r2 > 1e-290 && r2 < 1e290 ? perfex::math::sqrt(r2) : safe_hypot(a, b);
+}
+
 // Work layout.
 struct SyevWork {
   double* d;
@@ -198,85 +206,156 @@ KOKKOS_INLINE_FUNCTION void form_q(const Member& member, const MatRef<Unit>& A, 
   }
 }
 
-// One step of the implicit QL iteration (scalar; one thread). Advances l past converged
-// eigenvalues; when a sweep is done stores its rotations for i in [lo, hi) (to be applied from
-// hi-1 down to lo) and returns 0; returns 1 when all converged, 2 at the iteration cap.
-KOKKOS_INLINE_FUNCTION int ql_next(double* d, double* e, double* cs, double* sn, int n, int& l,
-                                   int& iter, int maxit, int& lo, int& hi) {
+// The implicit QL iteration with Wilkinson-like shifts (EISPACK tql2) on the tridiagonal (d, e),
+// split into the pieces both execution shapes share: a sweep starts at the first unconverged
+// index l and runs plane rotations i = m-1 down to l over its unreduced block [l, m].
+
+// Advances l past converged eigenvalues and starts the next sweep: m and the shifted g. Returns
+// 0 (sweep started), 1 (all converged) or 2 (iteration cap reached).
+KOKKOS_INLINE_FUNCTION int ql_begin_sweep(const double* d, const double* e, int n, int maxit,
+                                          int& l, int& iter, int& m, double& g) {
   const double eps = perfex::math::epsilon;
-  while (l < n) {
-    int m = l;
+  for (; l < n; ++l) {
+    m = l;
     for (; m < n - 1; ++m) {
       const double dd = perfex::math::abs(d[m]) + perfex::math::abs(d[m + 1]);
       if (perfex::math::abs(e[m]) <= eps * dd) break;
     }
-    if (m == l) {
-      ++l;
-      continue;
-    }
-    if (++iter > maxit) return 2;
-    double g = (d[l + 1] - d[l]) / (2.0 * e[l]);
-    double r = safe_hypot(g, 1.0);
-    g = d[m] - d[l] + e[l] / (g + (g >= 0 ? r : -r));
-    double s = 1, c = 1, p = 0;
-    int i = m - 1;
-    bool underflow = false;
-    for (; i >= l; --i) {
-      const double f = s * e[i], b = c * e[i];
-      r = safe_hypot(f, g);
-      e[i + 1] = r;
-      if (r == 0) {
-        d[i + 1] -= p;
-        e[m] = 0;
-        underflow = true;
-        break;
-      }
-      s = f / r;
-      c = g / r;
-      g = d[i + 1] - p;
-      r = (d[i] - g) * s + 2.0 * c * b;
-      p = s * r;
-      d[i + 1] = g + p;
-      g = c * r - b;
-      cs[i] = c;
-      sn[i] = s;
-    }
-    if (underflow) {
-      lo = i + 1;
-      hi = m;
-      return 0;
-    }
-    d[l] -= p;
-    e[l] = g;
-    e[m] = 0;
-    lo = l;
-    hi = m;
-    return 0;
+    if (m != l) break;
   }
-  return 1;
+  if (l >= n) return 1;
+  if (++iter > maxit) return 2;
+  g = (d[l + 1] - d[l]) / (2.0 * e[l]);
+  const double r = safe_hypot(g, 1.0);
+  g = d[m] - d[l] + e[l] / (g + (g >= 0 ? r : -r));
+  return 0;
 }
 
-// Apply rotations hi-1 .. lo to columns of Z, rows [r0, r1).
+// Running scalars of a sweep.
+struct QlSweep {
+  double s = 1, c = 1, p = 0, g = 0;
+};
+
+// Rotation i of a sweep ending at m: updates d[i+1], e[i+1] and the running scalars (its cosine
+// and sine in q.c, q.s). Returns false when it underflows (the sweep ends there, finished).
+KOKKOS_INLINE_FUNCTION bool ql_rotation(double* d, double* e, int i, int m, QlSweep& q) {
+  const double f = q.s * e[i], b = q.c * e[i];
+  double r = fast_hypot(f, q.g);
+  e[i + 1] = r;
+  if (r == 0) {
+    d[i + 1] -= q.p;
+    e[m] = 0;
+    return false;
+  }
+  const double rinv = 1.0 / r;
+  q.s = f * rinv;
+  q.c = q.g * rinv;
+  const double g = d[i + 1] - q.p;
+  r = (d[i] - g) * q.s + 2.0 * q.c * b;
+  q.p = q.s * r;
+  d[i + 1] = g + q.p;
+  q.g = q.c * r - b;
+  return true;
+}
+
+// End of a sweep that ran down to l.
+KOKKOS_INLINE_FUNCTION void ql_end_sweep(double* d, double* e, int l, int m, const QlSweep& q) {
+  d[l] -= q.p;
+  e[l] = q.g;
+  e[m] = 0;
+}
+
+// Z(:, i:i+1) <- Z(:, i:i+1) [c s; -s c]^T, rows [r0, r1) (the QL rotation at index i).
 template <bool Unit>
-KOKKOS_INLINE_FUNCTION void apply_rotations(const MatRef<Unit>& Z, int r0, int r1, const double* cs,
-                                            const double* sn, int lo, int hi) {
-  for (int i = hi - 1; i >= lo; --i) {
-    const double c = cs[i], s = sn[i];
-    if (Unit) {
-      double* zi = Z.ptr(0, i);
-      double* zj = Z.ptr(0, i + 1);
-      for (int r = r0; r < r1; ++r) {
-        const double f = zj[r], z = zi[r];
-        zj[r] = s * z + c * f;
-        zi[r] = c * z - s * f;
-      }
-    } else {
-      for (int r = r0; r < r1; ++r) {
-        const double f = Z(r, i + 1), z = Z(r, i);
-        Z(r, i + 1) = s * z + c * f;
-        Z(r, i) = c * z - s * f;
-      }
+KOKKOS_INLINE_FUNCTION void rotate_columns(const MatRef<Unit>& Z, int r0, int r1, int i, double c,
+                                           double s) {
+  double* zi = Z.ptr(0, i);
+  double* zj = Z.ptr(0, i + 1);
+  const long rs = Z.rs();
+  for (int r = r0; r < r1; ++r) {
+    const double f = zj[r * rs], z = zi[r * rs];
+    zj[r * rs] = s * z + c * f;
+    zi[r * rs] = c * z - s * f;
+  }
+}
+
+// QL on a one-thread host team: each rotation is applied to the columns of Z one rotation
+// later than computed, so that the column update (throughput-bound) overlaps the recurrence of
+// the next rotation (latency-bound: a square root and divisions per rotation) in the core's
+// out-of-order window. Same rotations, same order as computing a whole sweep first.
+template <bool Unit>
+KOKKOS_INLINE_FUNCTION int ql_sequential(const MatRef<Unit>& Z, int n, double* d, double* e,
+                                         int maxit) {
+  int l = 0, iter = 0, m = 0;
+  bool pending = false;
+  int pi = 0;
+  double pc = 1, ps = 0;
+  int status = ok;
+  while (true) {
+    QlSweep q;
+    const int r = ql_begin_sweep(d, e, n, maxit, l, iter, m, q.g);
+    if (r != 0) {
+      status = r == 2 ? not_converged : ok;
+      break;
     }
+    int i = m - 1;
+    for (; i >= l; --i) {
+      if (!ql_rotation(d, e, i, m, q)) break;
+      if (pending) rotate_columns<Unit>(Z, 0, n, pi, pc, ps);
+      pending = true;
+      pi = i;
+      pc = q.c;
+      ps = q.s;
+    }
+    if (i < l) ql_end_sweep(d, e, l, m, q);
+  }
+  if (pending) rotate_columns<Unit>(Z, 0, n, pi, pc, ps);
+  return status;
+}
+
+// QL on a team: one thread runs a sweep's recurrence (it is sequential) and stores its
+// rotations; then the team applies them, a row of Z per vector lane (rows are independent under
+// column rotations), so one barrier per sweep.
+template <bool Unit, class Member>
+KOKKOS_INLINE_FUNCTION int ql_team(const Member& member, const MatRef<Unit>& Z, int n,
+                                   const SyevWork& W, int maxit) {
+  Kokkos::single(Kokkos::PerTeam(member), [&]() {
+    W.info[0] = 0;  // l
+    W.info[1] = 0;  // iterations
+  });
+  member.team_barrier();
+  while (true) {
+    Kokkos::single(Kokkos::PerTeam(member), [&]() {
+      int l = int(W.info[0]), iter = int(W.info[1]), m = 0;
+      QlSweep q;
+      const int r = ql_begin_sweep(W.d, W.e, n, maxit, l, iter, m, q.g);
+      int i = m - 1;
+      if (r == 0) {
+        for (; i >= l; --i) {
+          if (!ql_rotation(W.d, W.e, i, m, q)) break;
+          W.cs[i] = q.c;
+          W.sn[i] = q.s;
+        }
+        if (i < l) ql_end_sweep(W.d, W.e, l, m, q);
+      }
+      W.info[0] = l;
+      W.info[1] = iter;
+      W.info[2] = r;
+      W.info[3] = i + 1;  // rotations lo .. hi-1, applied from hi-1 down
+      W.info[4] = m;
+    });
+    member.team_barrier();
+    const int r = int(W.info[2]), lo = int(W.info[3]), hi = int(W.info[4]);
+    if (r != 0) return r == 2 ? not_converged : ok;
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, 0, n), [&](int row) {
+      for (int i = hi - 1; i >= lo; --i) {
+        const double c = W.cs[i], s = W.sn[i];
+        const double f = Z(row, i + 1), z = Z(row, i);
+        Z(row, i + 1) = s * z + c * f;
+        Z(row, i) = c * z - s * f;
+      }
+    });
+    member.team_barrier();
   }
 }
 
@@ -314,50 +393,8 @@ KOKKOS_INLINE_FUNCTION int team_syev_impl(const Member& member, const MatRef<Uni
   form_q<Unit>(member, A, n, W);
   if (!finite) return not_converged;
   // QL iteration.
-  const int ts = member.team_size();
-  const int chunk = (n + ts - 1) / ts;
-  int status = ok;
-  if (ts == 1) {
-    int l = 0, iter = 0, lo = 0, hi = 0;
-    while (true) {
-      const int r = ql_next(W.d, W.e, W.cs, W.sn, n, l, iter, 30 * n, lo, hi);
-      if (r == 1) break;
-      if (r == 2) {
-        status = not_converged;
-        break;
-      }
-      apply_rotations<Unit>(A, 0, n, W.cs, W.sn, lo, hi);
-    }
-  } else {
-    Kokkos::single(Kokkos::PerTeam(member), [&]() {
-      W.info[0] = 0;  // l
-      W.info[1] = 0;  // iterations
-    });
-    while (true) {
-      Kokkos::single(Kokkos::PerTeam(member), [&]() {
-        int l = int(W.info[0]), iter = int(W.info[1]), lo = 0, hi = 0;
-        const int r = ql_next(W.d, W.e, W.cs, W.sn, n, l, iter, 30 * n, lo, hi);
-        W.info[0] = l;
-        W.info[1] = iter;
-        W.info[2] = r;
-        W.info[3] = lo;
-        W.info[4] = hi;
-      });
-      member.team_barrier();
-      const int r = int(W.info[2]), lo = int(W.info[3]), hi = int(W.info[4]);
-      if (r == 1) break;
-      if (r == 2) {
-        status = not_converged;
-        break;
-      }
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, ts), [&](int t) {
-        const int r0 = t * chunk, r1 = r0 + chunk < n ? r0 + chunk : n;
-        if (r0 < r1) apply_rotations<Unit>(A, r0, r1, W.cs, W.sn, lo, hi);
-      });
-      member.team_barrier();
-    }
-    member.team_barrier();
-  }
+  const int status = sequential_team(member) ? ql_sequential<Unit>(A, n, W.d, W.e, 30 * n)
+                                             : ql_team<Unit>(member, A, n, W, 30 * n);
   // Selection sort, ascending.
   for (int i = 0; i + 1 < n; ++i) {
     int kmin = i;
