@@ -1,49 +1,40 @@
 #pragma once
 // Team-level symmetric eigendecomposition and the matrix functions built on it.
 //
-// team_syev: Householder reduction to tridiagonal form (lower, one reflector per column),
-// explicit accumulation of Q in place, then implicit-shift QL iteration on the tridiagonal
-// matrix with the Givens rotations of each sweep applied to the columns of Q, and finally a
-// selection sort (ascending eigenvalues, vectors permuted with them).
+// team_syev: Householder reduction to tridiagonal form (lower, one reflector per column), then
+// the tridiagonal's eigenproblem (tridiagonal.hpp), eigenvalues ascending.
 //
-// Parallelism inside a team: matrix-vector and rank-2 updates over TeamThreadRange of columns
-// (full symmetric storage, race-free), reflector application over columns, rotation sweeps
-// over chunks of rows (rows are independent under a sequence of column rotations); the scalar
-// QL recurrence runs in Kokkos::single. With a one-thread team (Serial/OpenMP TeamPolicy with
-// AUTO) the tridiagonal reduction uses the lower triangle only (half the flops).
+// One host thread (Serial, or OpenMP with one-thread teams), n > dc_leaf: divide and conquer on
+// the tridiagonal (its eigenvectors Z), then Z taken back to A's basis by the reflectors in
+// blocks of four (compact WY) - about 2.2 n^3 + O(n^2) multiply-adds with the reduction, against
+// about 5 n^3 for QL with rotations accumulated into the explicit Q. The reduction there uses
+// the lower triangle only.
 //
-// Iteration cap: 30*n QL sweeps in total -> not_converged. Non-finite input (or a tridiagonal
-// form that is not finite) -> not_converged without iterating. On failure A and w are
-// unspecified.
+// Teams of several threads, device teams, and n <= dc_leaf: Q formed explicitly from the
+// reflectors, then implicit QL with the rotations accumulated into it. Work split over the
+// team's threads and vector lanes: the reduction's matrix-vector and rank-2 updates a column per
+// thread, rows over lanes; Q's columns over threads; a QL sweep computed by one thread and
+// applied a row of Q per lane.
+//
+// Iteration cap: 30*n QL sweeps in total (per leaf in divide and conquer) -> not_converged.
+// Non-finite input (or a tridiagonal form that is not finite) -> not_converged without
+// iterating. On failure A and w are unspecified.
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/linalg/matref.hpp>
 #include <perfex/linalg/status.hpp>
+#include <perfex/linalg/tridiagonal.hpp>
 
 namespace perfex {
 namespace linalg {
 
-// Size (doubles) of the rank-1 `work` view team_syev needs for an n x n matrix. work must be
+// Size (doubles) of the rank-1 `work` view team_syev needs for an n x n matrix (the
+// tridiagonal's eigenvectors and divide and conquer's scratch: 3 n^2 + O(n)). work must be
 // contiguous (stride 1).
-KOKKOS_INLINE_FUNCTION constexpr int syev_work_size(int n) { return 6 * n + 8; }
+KOKKOS_INLINE_FUNCTION constexpr int syev_work_size(int n) {
+  return 6 * n + 8 + n * n + detail::dc_work_size(n);
+}
 
 namespace detail {
-
-KOKKOS_INLINE_FUNCTION double safe_hypot(double a, double b) {
-  a = perfex::math::abs(a);
-  b = perfex::math::abs(b);
-  const double mx = a < b ? b : a, mn = a < b ? a : b;
-  if (mx == 0) return 0;
-  const double t = mn / mx;
-  return mx * perfex::math::sqrt(1 + t * t);
-}
-
-// sqrt(a^2 + b^2), directly when the squares neither overflow nor lose precision to underflow
-// (the common case: one square root, no division on the QL recurrence's critical path), else
-// through the scaled form.
-KOKKOS_INLINE_FUNCTION double fast_hypot(double a, double b) {
-  const double r2 = a * a + b * b;
-  return r2 > 1e-290 && r2 < 1e290 ? perfex::math::sqrt(r2) : safe_hypot(a, b);
-}
 
 // Work layout.
 struct SyevWork {
@@ -54,6 +45,8 @@ struct SyevWork {
   double* cs;
   double* sn;
   double* info;
+  double* z;   // n x n: eigenvectors of the tridiagonal (divide and conquer)
+  double* dc;  // dc_work_size(n): divide and conquer's scratch
   KOKKOS_INLINE_FUNCTION SyevWork(double* w, int n)
       : d(w),
         e(w + n),
@@ -61,7 +54,9 @@ struct SyevWork {
         p(w + 3 * n),
         cs(w + 4 * n),
         sn(w + 5 * n),
-        info(w + 6 * n) {}
+        info(w + 6 * n),
+        z(w + 6 * n + 8),
+        dc(w + 6 * n + 8 + long(n) * n) {}
 };
 
 // Householder tridiagonalisation. On exit d (diagonal), e (sub-diagonal, e[n-1] = 0), tau, and
@@ -69,7 +64,7 @@ struct SyevWork {
 template <bool Unit, class Member>
 KOKKOS_INLINE_FUNCTION void tridiagonalize(const Member& member, const MatRef<Unit>& A, int n,
                                            const SyevWork& W) {
-  const bool seq = member.team_size() == 1;
+  const bool seq = sequential_team(member);
   for (int k = 0; k + 2 < n; ++k) {
     const int m = n - k - 1;  // length of the column below the diagonal
     double xn2 = 0;
@@ -206,154 +201,103 @@ KOKKOS_INLINE_FUNCTION void form_q(const Member& member, const MatRef<Unit>& A, 
   }
 }
 
-// The implicit QL iteration with Wilkinson-like shifts (EISPACK tql2) on the tridiagonal (d, e),
-// split into the pieces both execution shapes share: a sweep starts at the first unconverged
-// index l and runs plane rotations i = m-1 down to l over its unreduced block [l, m].
-
-// Advances l past converged eigenvalues and starts the next sweep: m and the shifted g. Returns
-// 0 (sweep started), 1 (all converged) or 2 (iteration cap reached).
-KOKKOS_INLINE_FUNCTION int ql_begin_sweep(const double* d, const double* e, int n, int maxit,
-                                          int& l, int& iter, int& m, double& g) {
-  const double eps = perfex::math::epsilon;
-  for (; l < n; ++l) {
-    m = l;
-    for (; m < n - 1; ++m) {
-      const double dd = perfex::math::abs(d[m]) + perfex::math::abs(d[m + 1]);
-      if (perfex::math::abs(e[m]) <= eps * dd) break;
-    }
-    if (m != l) break;
-  }
-  if (l >= n) return 1;
-  if (++iter > maxit) return 2;
-  g = (d[l + 1] - d[l]) / (2.0 * e[l]);
-  const double r = safe_hypot(g, 1.0);
-  g = d[m] - d[l] + e[l] / (g + (g >= 0 ? r : -r));
-  return 0;
-}
-
-// Running scalars of a sweep.
-struct QlSweep {
-  double s = 1, c = 1, p = 0, g = 0;
-};
-
-// Rotation i of a sweep ending at m: updates d[i+1], e[i+1] and the running scalars (its cosine
-// and sine in q.c, q.s). Returns false when it underflows (the sweep ends there, finished).
-KOKKOS_INLINE_FUNCTION bool ql_rotation(double* d, double* e, int i, int m, QlSweep& q) {
-  const double f = q.s * e[i], b = q.c * e[i];
-  double r = fast_hypot(f, q.g);
-  e[i + 1] = r;
-  if (r == 0) {
-    d[i + 1] -= q.p;
-    e[m] = 0;
-    return false;
-  }
-  const double rinv = 1.0 / r;
-  q.s = f * rinv;
-  q.c = q.g * rinv;
-  const double g = d[i + 1] - q.p;
-  r = (d[i] - g) * q.s + 2.0 * q.c * b;
-  q.p = q.s * r;
-  d[i + 1] = g + q.p;
-  q.g = q.c * r - b;
-  return true;
-}
-
-// End of a sweep that ran down to l.
-KOKKOS_INLINE_FUNCTION void ql_end_sweep(double* d, double* e, int l, int m, const QlSweep& q) {
-  d[l] -= q.p;
-  e[l] = q.g;
-  e[m] = 0;
-}
-
-// Z(:, i:i+1) <- Z(:, i:i+1) [c s; -s c]^T, rows [r0, r1) (the QL rotation at index i).
+// Z (n x n, leading dimension ldz) <- Q Z, Q = H_0 H_1 ... H_{n-3} the reflectors of
+// tridiagonalize in A, one host thread. Blocks of 4 reflectors in compact WY form (LAPACK
+// dlarft/dlarfb: H_k ... H_{k+3} = I - V T V^T), so that each column of Z takes one pass for the
+// four dot products and one for the update instead of one pair of passes per reflector.
 template <bool Unit>
-KOKKOS_INLINE_FUNCTION void rotate_columns(const MatRef<Unit>& Z, int r0, int r1, int i, double c,
-                                           double s) {
-  double* zi = Z.ptr(0, i);
-  double* zj = Z.ptr(0, i + 1);
-  const long rs = Z.rs();
-  for (int r = r0; r < r1; ++r) {
-    const double f = zj[r * rs], z = zi[r * rs];
-    zj[r * rs] = s * z + c * f;
-    zi[r * rs] = c * z - s * f;
-  }
-}
-
-// QL on a one-thread host team: each rotation is applied to the columns of Z one rotation
-// later than computed, so that the column update (throughput-bound) overlaps the recurrence of
-// the next rotation (latency-bound: a square root and divisions per rotation) in the core's
-// out-of-order window. Same rotations, same order as computing a whole sweep first.
-template <bool Unit>
-KOKKOS_INLINE_FUNCTION int ql_sequential(const MatRef<Unit>& Z, int n, double* d, double* e,
-                                         int maxit) {
-  int l = 0, iter = 0, m = 0;
-  bool pending = false;
-  int pi = 0;
-  double pc = 1, ps = 0;
-  int status = ok;
-  while (true) {
-    QlSweep q;
-    const int r = ql_begin_sweep(d, e, n, maxit, l, iter, m, q.g);
-    if (r != 0) {
-      status = r == 2 ? not_converged : ok;
-      break;
+KOKKOS_INLINE_FUNCTION void apply_q_sequential(const MatRef<Unit>& A, int n, const double* tau,
+                                               double* Z, long ldz) {
+  constexpr int NB = 4;
+  const long rs = A.rs();
+  for (int top = n - 2; top > 0; top -= NB) {
+    const int kb = top - NB > 0 ? top - NB : 0, nb = top - kb;  // reflectors kb .. top-1
+    // v_p = A(kb+p+1 .., kb+p): rows relative to r0 = kb+1, v_p(i) = 0 for i < p, v_p(p) = 1.
+    const int r0 = kb + 1, m = n - r0;
+    const double* v[NB];
+    for (int p = 0; p < NB; ++p) v[p] = A.ptr(r0, kb + (p < nb ? p : 0));
+    // T (upper triangular): T(p,p) = tau, T(0:p, p) = -tau T(0:p, 0:p) V(:, 0:p)^T v_p.
+    double T[NB][NB] = {};
+    for (int p = 0; p < nb; ++p) {
+      const double tp = tau[kb + p];
+      T[p][p] = tp;
+      double c[NB] = {};
+      for (int q = 0; q < p; ++q) {
+        double sdot = v[q][p * rs];  // v_p(p) = 1
+        for (int i = p + 1; i < m; ++i) sdot += v[q][i * rs] * v[p][i * rs];
+        c[q] = -tp * sdot;
+      }
+      for (int q = 0; q < p; ++q) {
+        double t = 0;
+        for (int l = q; l < p; ++l) t += T[q][l] * c[l];
+        T[q][p] = t;
+      }
     }
-    int i = m - 1;
-    for (; i >= l; --i) {
-      if (!ql_rotation(d, e, i, m, q)) break;
-      if (pending) rotate_columns<Unit>(Z, 0, n, pi, pc, ps);
-      pending = true;
-      pi = i;
-      pc = q.c;
-      ps = q.s;
-    }
-    if (i < l) ql_end_sweep(d, e, l, m, q);
-  }
-  if (pending) rotate_columns<Unit>(Z, 0, n, pi, pc, ps);
-  return status;
-}
-
-// QL on a team: one thread runs a sweep's recurrence (it is sequential) and stores its
-// rotations; then the team applies them, a row of Z per vector lane (rows are independent under
-// column rotations), so one barrier per sweep.
-template <bool Unit, class Member>
-KOKKOS_INLINE_FUNCTION int ql_team(const Member& member, const MatRef<Unit>& Z, int n,
-                                   const SyevWork& W, int maxit) {
-  Kokkos::single(Kokkos::PerTeam(member), [&]() {
-    W.info[0] = 0;  // l
-    W.info[1] = 0;  // iterations
-  });
-  member.team_barrier();
-  while (true) {
-    Kokkos::single(Kokkos::PerTeam(member), [&]() {
-      int l = int(W.info[0]), iter = int(W.info[1]), m = 0;
-      QlSweep q;
-      const int r = ql_begin_sweep(W.d, W.e, n, maxit, l, iter, m, q.g);
-      int i = m - 1;
-      if (r == 0) {
-        for (; i >= l; --i) {
-          if (!ql_rotation(W.d, W.e, i, m, q)) break;
-          W.cs[i] = q.c;
-          W.sn[i] = q.s;
+    for (int j = 0; j < n; ++j) {
+      double* z = Z + r0 + j * ldz;
+      // w = V^T z: the triangle of the first nb rows, then the rows all v_p cover.
+      double w[NB] = {};
+      for (int p = 0; p < nb; ++p) {
+        w[p] = z[p];
+        for (int i = p + 1; i < nb && i < m; ++i) w[p] += v[p][i * rs] * z[i];
+      }
+      if (nb == NB) {
+        double w0 = 0, w1 = 0, w2 = 0, w3 = 0;
+        for (int i = NB; i < m; ++i) {
+          const double zi = z[i];
+          w0 += v[0][i * rs] * zi;
+          w1 += v[1][i * rs] * zi;
+          w2 += v[2][i * rs] * zi;
+          w3 += v[3][i * rs] * zi;
         }
-        if (i < l) ql_end_sweep(W.d, W.e, l, m, q);
+        w[0] += w0;
+        w[1] += w1;
+        w[2] += w2;
+        w[3] += w3;
+      } else {
+        for (int p = 0; p < nb; ++p)
+          for (int i = nb; i < m; ++i) w[p] += v[p][i * rs] * z[i];
       }
-      W.info[0] = l;
-      W.info[1] = iter;
-      W.info[2] = r;
-      W.info[3] = i + 1;  // rotations lo .. hi-1, applied from hi-1 down
-      W.info[4] = m;
-    });
+      // w <- T w; z -= V w.
+      double u[NB] = {};
+      for (int p = 0; p < nb; ++p)
+        for (int q = p; q < nb; ++q) u[p] += T[p][q] * w[q];
+      for (int p = 0; p < nb; ++p) {
+        z[p] -= u[p];
+        for (int i = p + 1; i < nb && i < m; ++i) z[i] -= v[p][i * rs] * u[p];
+      }
+      if (nb == NB) {
+        const double u0 = u[0], u1 = u[1], u2 = u[2], u3 = u[3];
+        for (int i = NB; i < m; ++i)
+          z[i] -= (v[0][i * rs] * u0 + v[1][i * rs] * u1) + (v[2][i * rs] * u2 + v[3][i * rs] * u3);
+      } else {
+        for (int p = 0; p < nb; ++p)
+          for (int i = nb; i < m; ++i) z[i] -= v[p][i * rs] * u[p];
+      }
+    }
+  }
+}
+
+// Eigenpairs sorted by ascending eigenvalue on a team (selection sort, column swaps over the
+// team's lanes).
+template <bool Unit, class Member>
+KOKKOS_INLINE_FUNCTION void sort_eigenpairs_team(const Member& member, const MatRef<Unit>& A, int n,
+                                                 double* d) {
+  for (int i = 0; i + 1 < n; ++i) {
+    int kmin = i;
+    for (int k = i + 1; k < n; ++k)
+      if (d[k] < d[kmin]) kmin = k;
+    if (kmin == i) continue;
     member.team_barrier();
-    const int r = int(W.info[2]), lo = int(W.info[3]), hi = int(W.info[4]);
-    if (r != 0) return r == 2 ? not_converged : ok;
-    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, 0, n), [&](int row) {
-      for (int i = hi - 1; i >= lo; --i) {
-        const double c = W.cs[i], s = W.sn[i];
-        const double f = Z(row, i + 1), z = Z(row, i);
-        Z(row, i + 1) = s * z + c * f;
-        Z(row, i) = c * z - s * f;
-      }
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, 0, n), [&](int r) {
+      const double t = A(r, i);
+      A(r, i) = A(r, kmin);
+      A(r, kmin) = t;
+    });
+    Kokkos::single(Kokkos::PerTeam(member), [&]() {
+      const double t = d[i];
+      d[i] = d[kmin];
+      d[kmin] = t;
     });
     member.team_barrier();
   }
@@ -390,29 +334,22 @@ KOKKOS_INLINE_FUNCTION int team_syev_impl(const Member& member, const MatRef<Uni
   bool finite = true;
   for (int i = 0; i < n; ++i)
     finite = finite && perfex::math::isfinite(W.d[i]) && perfex::math::isfinite(W.e[i]);
-  form_q<Unit>(member, A, n, W);
   if (!finite) return not_converged;
-  // QL iteration.
-  const int status = sequential_team(member) ? ql_sequential<Unit>(A, n, W.d, W.e, 30 * n)
-                                             : ql_team<Unit>(member, A, n, W, 30 * n);
-  // Selection sort, ascending.
-  for (int i = 0; i + 1 < n; ++i) {
-    int kmin = i;
-    for (int k = i + 1; k < n; ++k)
-      if (W.d[k] < W.d[kmin]) kmin = k;
-    if (kmin != i) {
-      member.team_barrier();
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int r) {
-        const double t = A(r, i);
-        A(r, i) = A(r, kmin);
-        A(r, kmin) = t;
-      });
-      Kokkos::single(Kokkos::PerTeam(member), [&]() {
-        const double t = W.d[i];
-        W.d[i] = W.d[kmin];
-        W.d[kmin] = t;
-      });
-      member.team_barrier();
+  int status;
+  if (sequential_team(member) && n > dc_leaf) {
+    // Divide and conquer on the tridiagonal, then its eigenvectors back to A's basis.
+    status = tridiagonal_dc(n, W.d, W.e, W.z, n, W.dc);
+    apply_q_sequential<Unit>(A, n, W.tau, W.z, n);
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) A(i, j) = W.z[i + long(j) * n];
+  } else {
+    form_q<Unit>(member, A, n, W);
+    if (sequential_team(member)) {
+      status = ql_sequential<Unit>(A, n, W.d, W.e, 30 * n);
+      sort_eigenpairs<Unit>(A, n, W.d, n);
+    } else {
+      status = ql_team<Unit>(member, A, n, W.d, W.e, W.cs, W.sn, W.info, 30 * n);
+      sort_eigenpairs_team<Unit>(member, A, n, W.d);
     }
   }
   const double wscale = rescale ? amax : 1.0;
