@@ -1,13 +1,19 @@
 #pragma once
 // Batched front-ends: one team per matrix over View<double***, LayoutLeft, Mem> (n, n, batch).
-// Each launches a TeamPolicy<ExecSpace>(exec, batch, AUTO) on the given execution-space
-// instance (asynchronous: fence exec before reading results on the host). A matrix's team only
-// writes that matrix's slices, so a failing member never touches its neighbours.
+// Each launches a TeamPolicy on the given execution-space instance, its team size and vector
+// length from perfex::detail::default_team_shape (asynchronous: fence exec before reading
+// results on the host). A matrix's team only writes that matrix's slices, so a failing member
+// never touches its neighbours.
+//
+// The views are checked at compile time (batched_view_compatible): Kokkos views of double (int
+// for the status) of the documented rank, in a memory space the execution space can access;
+// any layout, so subviews (LayoutStride) are fine.
 //
 // Backend::lapack runs the host LAPACK routines instead (one matrix per RangePolicy index on
 // exec), only for host-accessible memory with a host execution space and when
 // PERFEX_HAVE_LAPACK; otherwise it throws perfex::Error.
 #include <perfex/config.hpp>
+#include <perfex/detail/team_shape.hpp>
 #include <perfex/error.hpp>
 #include <perfex/linalg/band_cholesky.hpp>
 #include <perfex/linalg/cholesky.hpp>
@@ -16,13 +22,51 @@
 #include <perfex/linalg/status.hpp>
 
 #include <string>
+#include <type_traits>
 
 namespace perfex {
 namespace linalg {
 
 enum class Backend { portable, lapack };
 
+// True when View can be an argument of rank Rank to a batched front-end launched on ExecSpace:
+// a Kokkos view of Value (double; int for the status views), any layout, in memory ExecSpace
+// can access.
+template <class ExecSpace, class View, int Rank, class Value = double>
+struct batched_view_compatible {
+  template <class V, bool IsView>
+  struct check : std::false_type {};
+  template <class V>
+  struct check<V, true>
+      : std::integral_constant<
+            bool,
+            int(V::rank) == Rank && std::is_same<typename V::non_const_value_type, Value>::value &&
+                Kokkos::SpaceAccessibility<ExecSpace, typename V::memory_space>::accessible> {};
+  static constexpr bool value = check<View, Kokkos::is_view<View>::value>::value;
+};
+
 namespace detail {
+
+// Compile-time checks of a front-end's argument, one message per cause.
+template <class ExecSpace, class View, int Rank, class Value = double>
+constexpr bool check_view() {
+  static_assert(Kokkos::is_view<View>::value,
+                "perfex::linalg batched front-end: arguments must be Kokkos::View");
+  if constexpr (Kokkos::is_view<View>::value) {
+    static_assert(int(View::rank) == Rank,
+                  "perfex::linalg batched front-end: wrong view rank (matrices and bands: 3, "
+                  "right-hand sides and eigenvalues: 2, status: 1, blocks of the inverse: 4)");
+    static_assert(std::is_same<typename View::non_const_value_type, Value>::value,
+                  "perfex::linalg batched front-end: wrong value type (double; int for status)");
+    static_assert(
+        Kokkos::SpaceAccessibility<ExecSpace, typename View::memory_space>::accessible,
+        "perfex::linalg batched front-end: the view's memory space is not accessible from the "
+        "execution space");
+    static_assert(!std::is_const<typename View::value_type>::value,
+                  "perfex::linalg batched front-end: views of const data are not supported");
+  }
+  return true;
+}
 
 template <class ExecSpace>
 using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
@@ -178,7 +222,8 @@ void require_lapack_usable(const std::string& what, const View& v) {
 template <class ExecSpace, class Functor>
 void run_teams(const ExecSpace& exec, const std::string& name, int nbatch, const Functor& f,
                std::size_t scratch = 0) {
-  Kokkos::TeamPolicy<ExecSpace> policy(exec, nbatch, Kokkos::AUTO);
+  auto policy =
+      perfex::detail::team_policy(exec, nbatch, perfex::detail::default_team_shape<ExecSpace>());
   if (scratch > 0) policy.set_scratch_size(1, Kokkos::PerTeam(scratch));
   Kokkos::parallel_for(name, policy, f);
 }
@@ -205,6 +250,8 @@ void run_batched(const ExecSpace& exec, const std::string& name, int nbatch, Bac
 template <class ExecSpace, class A3, class S1>
 void batched_cholesky(const ExecSpace& exec, const A3& A, const S1& status,
                       Backend backend = Backend::portable) {
+  static_assert(detail::check_view<ExecSpace, A3, 3>() &&
+                detail::check_view<ExecSpace, S1, 1, int>());
   detail::run_batched(exec, "perfex::linalg::batched_cholesky", int(A.extent(2)), backend,
                       detail::BatchedCholesky<ExecSpace, detail::Storage::dense, A3, S1>{A, status},
                       0, detail::LapackCholesky<detail::Storage::dense, A3, S1>{A, status}, A);
@@ -214,6 +261,7 @@ void batched_cholesky(const ExecSpace& exec, const A3& A, const S1& status,
 template <class ExecSpace, class L3, class B2>
 void batched_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& b,
                             Backend backend = Backend::portable) {
+  static_assert(detail::check_view<ExecSpace, L3, 3>() && detail::check_view<ExecSpace, B2, 2>());
   detail::run_batched(exec, "perfex::linalg::batched_cholesky_solve", int(L.extent(2)), backend,
                       detail::BatchedCholeskySolve<ExecSpace, detail::Storage::dense, L3, B2>{L, b},
                       0, detail::LapackCholeskySolve<detail::Storage::dense, L3, B2>{L, b}, L, b);
@@ -225,6 +273,8 @@ void batched_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& b,
 template <class ExecSpace, class A3, class W2, class S1>
 void batched_syev(const ExecSpace& exec, const A3& A, const W2& w, const S1& status,
                   Backend backend = Backend::portable) {
+  static_assert(detail::check_view<ExecSpace, A3, 3>() && detail::check_view<ExecSpace, W2, 2>() &&
+                detail::check_view<ExecSpace, S1, 1, int>());
   const int n = int(A.extent(0));
   detail::run_batched(exec, "perfex::linalg::batched_syev", int(A.extent(2)), backend,
                       detail::BatchedSyev<ExecSpace, A3, W2, S1>{A, w, status, n},
@@ -240,6 +290,7 @@ void batched_syev(const ExecSpace& exec, const A3& A, const W2& w, const S1& sta
 template <class ExecSpace, class L3, class C4>
 void batched_cholesky_inverse_diag_blocks(const ExecSpace& exec, const L3& L, int bs, const C4& C,
                                           int first_block = 0) {
+  static_assert(detail::check_view<ExecSpace, L3, 3>() && detail::check_view<ExecSpace, C4, 4>());
   const int n = int(L.extent(0));
   const int nblocks = int(C.extent(2));
   if (bs <= 0 || (first_block + nblocks) * bs > n)
@@ -256,6 +307,8 @@ void batched_cholesky_inverse_diag_blocks(const ExecSpace& exec, const L3& L, in
 template <class ExecSpace, class A3, class S1>
 void batched_band_cholesky(const ExecSpace& exec, const A3& AB, const S1& status,
                            Backend backend = Backend::portable) {
+  static_assert(detail::check_view<ExecSpace, A3, 3>() &&
+                detail::check_view<ExecSpace, S1, 1, int>());
   detail::run_batched(exec, "perfex::linalg::batched_band_cholesky", int(AB.extent(2)), backend,
                       detail::BatchedCholesky<ExecSpace, detail::Storage::band, A3, S1>{AB, status},
                       0, detail::LapackCholesky<detail::Storage::band, A3, S1>{AB, status}, AB);
@@ -265,6 +318,7 @@ void batched_band_cholesky(const ExecSpace& exec, const A3& AB, const S1& status
 template <class ExecSpace, class L3, class B2>
 void batched_band_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& x,
                                  Backend backend = Backend::portable) {
+  static_assert(detail::check_view<ExecSpace, L3, 3>() && detail::check_view<ExecSpace, B2, 2>());
   detail::run_batched(exec, "perfex::linalg::batched_band_cholesky_solve", int(L.extent(2)),
                       backend,
                       detail::BatchedCholeskySolve<ExecSpace, detail::Storage::band, L3, B2>{L, x},
@@ -278,6 +332,7 @@ void batched_band_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& x
 template <class ExecSpace, class L3, class C4>
 void batched_band_cholesky_inverse_strided_blocks(const ExecSpace& exec, const L3& L, int stride,
                                                   const C4& C, int first = 0) {
+  static_assert(detail::check_view<ExecSpace, L3, 3>() && detail::check_view<ExecSpace, C4, 4>());
   const int n = int(L.extent(1));
   const int count = int(C.extent(0)), nblocks = int(C.extent(2));
   if (stride <= 0 || count <= 0 || first < 0 || first + nblocks - 1 + (count - 1) * stride >= n)

@@ -69,7 +69,7 @@ KOKKOS_INLINE_FUNCTION void tridiagonalize(const Member& member, const MatRef<Un
     const int m = n - k - 1;  // length of the column below the diagonal
     double xn2 = 0;
     Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(member, k + 2, n),
+        Kokkos::TeamVectorRange(member, k + 2, n),
         [&](int i, double& acc) {
           const double x = A(i, k);
           acc += x * x;
@@ -85,7 +85,7 @@ KOKKOS_INLINE_FUNCTION void tridiagonalize(const Member& member, const MatRef<Un
     }
     const double akk = A(k, k);
     member.team_barrier();  // all have read alpha
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k + 1, n), [&](int i) {
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k + 1, n), [&](int i) {
       if (i == k + 1)
         A(i, k) = 1.0;
       else
@@ -131,25 +131,29 @@ KOKKOS_INLINE_FUNCTION void tridiagonalize(const Member& member, const MatRef<Un
         for (int i = j; i < n; ++i) a[i] -= v[i] * wj + p[i] * vj;
       }
     } else {
-      // Full symmetric storage: p(j) = tau * A(k1:n, j) . v (column j == row j).
+      // Full symmetric storage: p(j) = tau * A(k1:n, j) . v (column j == row j), a column per
+      // thread, its dot product over vector lanes.
       Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k1, n), [&](int j) {
         double s = 0;
-        for (int i = k1; i < n; ++i) s += A(i, j) * A(i, k);
-        p[j] = tau * s;
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(member, k1, n),
+            [&](int i, double& acc) { acc += A(i, j) * A(i, k); }, s);
+        Kokkos::single(Kokkos::PerThread(member), [&]() { p[j] = tau * s; });
       });
       member.team_barrier();
       double pv = 0;
       Kokkos::parallel_reduce(
-          Kokkos::TeamThreadRange(member, k1, n),
+          Kokkos::TeamVectorRange(member, k1, n),
           [&](int i, double& acc) { acc += p[i] * A(i, k); }, pv);
       const double K = -0.5 * tau * pv;
       member.team_barrier();
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k1, n),
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k1, n),
                            [&](int i) { p[i] += K * A(i, k); });
       member.team_barrier();
       Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k1, n), [&](int j) {
         const double wj = p[j], vj = A(j, k);
-        for (int i = k1; i < n; ++i) A(i, j) -= A(i, k) * wj + p[i] * vj;
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, k1, n),
+                             [&](int i) { A(i, j) -= A(i, k) * wj + p[i] * vj; });
       });
       member.team_barrier();
     }
@@ -172,9 +176,10 @@ KOKKOS_INLINE_FUNCTION void tridiagonalize(const Member& member, const MatRef<Un
 template <bool Unit, class Member>
 KOKKOS_INLINE_FUNCTION void form_q(const Member& member, const MatRef<Unit>& A, int n,
                                    const SyevWork& W) {
+  const bool seq = sequential_team(member);
   for (int k = n - 2; k >= -1; --k) {
     const int c = k + 1;  // row/column that becomes e_c
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, c, n), [&](int i) {
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, c, n), [&](int i) {
       A(i, c) = (i == c) ? 1.0 : 0.0;
       if (i != c) A(c, i) = 0.0;
     });
@@ -184,16 +189,19 @@ KOKKOS_INLINE_FUNCTION void form_q(const Member& member, const MatRef<Unit>& A, 
     if (tau != 0) {
       const int m = n - c;
       Kokkos::parallel_for(Kokkos::TeamThreadRange(member, c, n), [&](int j) {
-        if (Unit) {
+        if (seq && Unit) {
           const double* v = A.ptr(c, k);
           double* q = A.ptr(c, j);
           const double s = tau * dot<true>(m, v, q, 1, 1);
           for (int i = 0; i < m; ++i) q[i] -= s * v[i];
         } else {
           double s = 0;
-          for (int i = c; i < n; ++i) s += A(i, k) * A(i, j);
+          Kokkos::parallel_reduce(
+              Kokkos::ThreadVectorRange(member, c, n),
+              [&](int i, double& acc) { acc += A(i, k) * A(i, j); }, s);
           s *= tau;
-          for (int i = c; i < n; ++i) A(i, j) -= s * A(i, k);
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, c, n),
+                               [&](int i) { A(i, j) -= s * A(i, k); });
         }
       });
       member.team_barrier();
@@ -312,12 +320,10 @@ KOKKOS_INLINE_FUNCTION int team_syev_impl(const Member& member, const MatRef<Uni
   // sums of squares of the reduction neither overflow nor underflow; others untouched.
   double amax = 0;
   Kokkos::parallel_reduce(
-      Kokkos::TeamThreadRange(member, 0, n),
-      [&](int j, double& m) {
-        for (int i = 0; i < n; ++i) {
-          const double a = perfex::math::abs(A(i, j));
-          if (a > m) m = a;
-        }
+      Kokkos::TeamVectorRange(member, 0, n * n),
+      [&](int ij, double& m) {
+        const double a = perfex::math::abs(A(ij % n, ij / n));
+        if (a > m) m = a;
       },
       Kokkos::Max<double>(amax));
   const bool rescale = perfex::math::isfinite(amax) && amax > 0 && (amax > 1e150 || amax < 1e-150);
@@ -325,7 +331,7 @@ KOKKOS_INLINE_FUNCTION int team_syev_impl(const Member& member, const MatRef<Uni
     member.team_barrier();
     const double inv = 1.0 / amax;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int j) {
-      for (int i = 0; i < n; ++i) A(i, j) *= inv;
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 0, n), [&](int i) { A(i, j) *= inv; });
     });
     member.team_barrier();
   }
@@ -353,7 +359,7 @@ KOKKOS_INLINE_FUNCTION int team_syev_impl(const Member& member, const MatRef<Uni
     }
   }
   const double wscale = rescale ? amax : 1.0;
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n),
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, 0, n),
                        [&](int i) { w(i) = W.d[i] * wscale; });
   member.team_barrier();
   return status;
@@ -367,15 +373,17 @@ KOKKOS_INLINE_FUNCTION void compose(const Member& member, const MatRef<UnitA>& A
                                     double clip, bool inverse) {
   const double mumax = w(n - 1);
   const double floor_mu = clip * mumax;
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int k) {
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, 0, n), [&](int k) {
     const double mu = w(k) < floor_mu ? floor_mu : w(k);
     const double r = perfex::math::sqrt(mu);
     f[k] = inverse ? 1.0 / r : r;
   });
   member.team_barrier();
-  // Lower triangle: A(i, j) = sum_k V(i, k) f_k V(j, k), i >= j; then mirror.
+  // Lower triangle: A(i, j) = sum_k V(i, k) f_k V(j, k), i >= j, a column per thread (rows over
+  // vector lanes); then mirror.
+  const bool seq = sequential_team(member);
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int j) {
-    if (UnitA && UnitV) {
+    if (seq && UnitA && UnitV) {
       double* a = A.ptr(0, j);
       for (int i = j; i < n; ++i) a[i] = 0;
       int k = 0;
@@ -394,16 +402,17 @@ KOKKOS_INLINE_FUNCTION void compose(const Member& member, const MatRef<UnitA>& A
         for (int i = j; i < n; ++i) a[i] += t * v[i];
       }
     } else {
-      for (int i = j; i < n; ++i) {
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, j, n), [&](int i) {
         double s = 0;
         for (int k = 0; k < n; ++k) s += V(i, k) * f[k] * V(j, k);
         A(i, j) = s;
-      }
+      });
     }
   });
   member.team_barrier();
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int j) {
-    for (int i = 0; i < j; ++i) A(i, j) = A(j, i);
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 0, j),
+                         [&](int i) { A(i, j) = A(j, i); });
   });
   member.team_barrier();
 }
@@ -436,7 +445,8 @@ KOKKOS_INLINE_FUNCTION int matrix_function(const Member& member, const AView& A,
   const int n = int(A.extent(0));
   if (n == 0) return ok;
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int j) {
-    for (int i = 0; i < n; ++i) V(i, j) = A(i, j);
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 0, n),
+                         [&](int i) { V(i, j) = A(i, j); });
   });
   member.team_barrier();
   const int st = team_syev(member, V, w, work);
