@@ -30,8 +30,8 @@ namespace linalg {
 enum class Backend { portable, lapack };
 
 // True when View can be an argument of rank Rank to a batched front-end launched on ExecSpace:
-// a Kokkos view of Value (double; int for the status views), any layout, in memory ExecSpace
-// can access.
+// a Kokkos view of non-const Value (double; int for the status views), any layout, in memory
+// ExecSpace can access.
 template <class ExecSpace, class View, int Rank, class Value = double>
 struct batched_view_compatible {
   template <class V, bool IsView>
@@ -39,9 +39,9 @@ struct batched_view_compatible {
   template <class V>
   struct check<V, true>
       : std::integral_constant<
-            bool,
-            int(V::rank) == Rank && std::is_same<typename V::non_const_value_type, Value>::value &&
-                Kokkos::SpaceAccessibility<ExecSpace, typename V::memory_space>::accessible> {};
+            bool, int(V::rank) == Rank && std::is_same<typename V::value_type, Value>::value &&
+                      Kokkos::SpaceAccessibility<ExecSpace, typename V::memory_space>::accessible> {
+  };
   static constexpr bool value = check<View, Kokkos::is_view<View>::value>::value;
 };
 
