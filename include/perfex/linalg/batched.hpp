@@ -119,11 +119,29 @@ struct BatchedSyev {
   W2 w;
   S1 status;
   int n;
+  bool in_level0;  // matrix and work copied to level-0 scratch (device teams, when they fit)
   KOKKOS_INLINE_FUNCTION void operator()(const Member<ExecSpace>& member) const {
     const int b = member.league_rank();
-    ScratchVector<ExecSpace> work(member.team_scratch(1), syev_work_size(n));
-    const int st = team_syev(member, Kokkos::subview(A, Kokkos::ALL(), Kokkos::ALL(), b),
-                             Kokkos::subview(w, Kokkos::ALL(), b), work);
+    const auto Ab = Kokkos::subview(A, Kokkos::ALL(), Kokkos::ALL(), b);
+    const auto wb = Kokkos::subview(w, Kokkos::ALL(), b);
+    int st;
+    if (in_level0) {
+      ScratchMatrix<ExecSpace> As(member.team_scratch(0), n, n);
+      ScratchVector<ExecSpace> work(member.team_scratch(0), syev_team_work_size(n));
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int j) {
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 0, n),
+                             [&](int i) { As(i, j) = Ab(i, j); });
+      });
+      member.team_barrier();
+      st = team_syev(member, As, wb, work);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int j) {
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 0, n),
+                             [&](int i) { Ab(i, j) = As(i, j); });
+      });
+    } else {
+      ScratchVector<ExecSpace> work(member.team_scratch(1), syev_work_size(n));
+      st = team_syev(member, Ab, wb, work);
+    }
     Kokkos::single(Kokkos::PerTeam(member), [&]() { status(b) = st; });
   }
 };
@@ -218,30 +236,41 @@ void require_lapack_usable(const std::string& what, const View& v) {
     throw Error(what + ": Backend::lapack needs column-major (LayoutLeft) views");
 }
 
-// One team per batch member, optionally with level-1 team scratch.
+// One team per batch member, optionally with team scratch (level 1 unless level0).
 template <class ExecSpace, class Functor>
 void run_teams(const ExecSpace& exec, const std::string& name, int nbatch, const Functor& f,
-               std::size_t scratch = 0) {
+               std::size_t scratch = 0, bool level0 = false) {
   auto policy =
       perfex::detail::team_policy(exec, nbatch, perfex::detail::default_team_shape<ExecSpace>());
-  if (scratch > 0) policy.set_scratch_size(1, Kokkos::PerTeam(scratch));
+  if (scratch > 0) policy.set_scratch_size(level0 ? 0 : 1, Kokkos::PerTeam(scratch));
   Kokkos::parallel_for(name, policy, f);
 }
 
-// The portable team functor (with `scratch` bytes of team scratch), or for Backend::lapack the
-// host functor (one RangePolicy index per member) after checking that LAPACK can run on these
-// views (else perfex::Error).
+// The portable team functor (with `scratch` bytes of level-1 team scratch), or for
+// Backend::lapack the host functor (one RangePolicy index per member) after checking that
+// LAPACK can run on these views (else perfex::Error). run_batched_scratch: the scratch at
+// level 0 when level0.
+template <class ExecSpace, class Portable, class Host, class... Views>
+void run_batched_scratch(const ExecSpace& exec, const std::string& name, int nbatch,
+                         Backend backend, const Portable& portable, std::size_t scratch,
+                         bool level0, const Host& host, const Views&... views);
 template <class ExecSpace, class Portable, class Host, class... Views>
 void run_batched(const ExecSpace& exec, const std::string& name, int nbatch, Backend backend,
                  const Portable& portable, std::size_t scratch, const Host& host,
                  const Views&... views) {
+  run_batched_scratch(exec, name, nbatch, backend, portable, scratch, false, host, views...);
+}
+template <class ExecSpace, class Portable, class Host, class... Views>
+void run_batched_scratch(const ExecSpace& exec, const std::string& name, int nbatch,
+                         Backend backend, const Portable& portable, std::size_t scratch,
+                         bool level0, const Host& host, const Views&... views) {
   if (backend == Backend::lapack) {
     (require_lapack_usable<ExecSpace>(name, views), ...);
     if constexpr (PERFEX_HAVE_LAPACK && host_exec<ExecSpace>())
       Kokkos::parallel_for(name + "_lapack", Kokkos::RangePolicy<ExecSpace>(exec, 0, nbatch), host);
     return;
   }
-  run_teams(exec, name, nbatch, portable, scratch);
+  run_teams(exec, name, nbatch, portable, scratch, level0);
 }
 
 }  // namespace detail
@@ -269,17 +298,24 @@ void batched_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& b,
 
 // Eigenvectors of every A(:, :, b) (full symmetric input) in place, eigenvalues ascending in
 // w(:, b); status(b) = ok or not_converged. Scratch: syev_work_size(n) doubles per team (level-1
-// team scratch).
+// team scratch); on a device, when n^2 + syev_team_work_size(n) doubles fit in level-0 scratch
+// (n <= 74 in 48 KB), the team works on a copy of its matrix there.
 template <class ExecSpace, class A3, class W2, class S1>
 void batched_syev(const ExecSpace& exec, const A3& A, const W2& w, const S1& status,
                   Backend backend = Backend::portable) {
   static_assert(detail::check_view<ExecSpace, A3, 3>() && detail::check_view<ExecSpace, W2, 2>() &&
                 detail::check_view<ExecSpace, S1, 1, int>());
   const int n = int(A.extent(0));
-  detail::run_batched(exec, "perfex::linalg::batched_syev", int(A.extent(2)), backend,
-                      detail::BatchedSyev<ExecSpace, A3, W2, S1>{A, w, status, n},
-                      detail::ScratchVector<ExecSpace>::shmem_size(syev_work_size(n)),
-                      detail::LapackSyev<A3, W2, S1>{A, w, status}, A);
+  // Device teams (explicit Q + QL) work on a copy in level-0 scratch when matrix and work fit.
+  const std::size_t level0 = detail::ScratchMatrix<ExecSpace>::shmem_size(n, n) +
+                             detail::ScratchVector<ExecSpace>::shmem_size(syev_team_work_size(n));
+  const bool in_level0 = !detail::host_exec<ExecSpace>() &&
+                         level0 <= std::size_t(Kokkos::TeamPolicy<ExecSpace>::scratch_size_max(0));
+  detail::run_batched_scratch(
+      exec, "perfex::linalg::batched_syev", int(A.extent(2)), backend,
+      detail::BatchedSyev<ExecSpace, A3, W2, S1>{A, w, status, n, in_level0},
+      in_level0 ? level0 : detail::ScratchVector<ExecSpace>::shmem_size(syev_work_size(n)),
+      in_level0, detail::LapackSyev<A3, W2, S1>{A, w, status}, A);
 }
 
 // Diagonal blocks of H_k^{-1} from the factors L(:, :, k) (n = L.extent(0), blocks of size bs):

@@ -34,6 +34,9 @@ KOKKOS_INLINE_FUNCTION constexpr int syev_work_size(int n) {
   return 6 * n + 8 + n * n + detail::dc_work_size(n);
 }
 
+// The part of it a team that is not one host thread uses (explicit Q + QL: 6n + 8 doubles).
+KOKKOS_INLINE_FUNCTION constexpr int syev_team_work_size(int n) { return 6 * n + 8; }
+
 namespace detail {
 
 // Work layout.
@@ -464,7 +467,7 @@ KOKKOS_INLINE_FUNCTION int matrix_function(const Member& member, const AView& A,
 
 // Matrix functions through team_syev. A (n x n, full symmetric) <- A^{-1/2} (team_inverse_sqrt)
 // or A^{1/2} (team_sqrt), symmetric, both triangles written.
-// Eigenvalue guard (gpu_specter GPU's policy, spec §6.4): mu <- max(mu, clip * max mu) before
+// Eigenvalue guard (the policy of gpu_specter's GPU path): mu <- max(mu, clip * max mu) before
 // the square root, clip = 1e-14 by default; so slightly indefinite or singular inputs give
 // finite results. Returns ok, not_converged (eigensolver), or not_positive_definite when the
 // largest eigenvalue is not > 0 (A unspecified then).
