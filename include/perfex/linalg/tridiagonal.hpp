@@ -323,8 +323,11 @@ KOKKOS_INLINE_FUNCTION double secular_root(int K, int j, const double* dl, const
     }
     double next = tau + step;
     if (!(next > lo && next < hi)) next = 0.5 * (lo + hi);
-    if (next == tau) break;
+    // A model step below rounding of the iterate: converged (the iteration is quadratic), no
+    // need for another evaluation to confirm.
+    const bool done = perfex::math::abs(next - tau) <= 2 * eps * perfex::math::abs(next);
     tau = next;
+    if (done) break;
   }
   for (int i = 0; i < K; ++i) delta[i] -= tau;
   return origin + tau;
