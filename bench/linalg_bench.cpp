@@ -371,8 +371,8 @@ int per_patch(Op op) { return patch_size(op) == kBlock ? kKept : 1; }
 //   compose        C^-1/2 = V f V^T, n = 74: perfex's lower-triangle kernel (n^3 flop) vs
 //                  SerialGemm(W, W^T), W = V f^1/2 (2 n^3)
 //   gram           one fibre's C = Y^T Y from the strided solve (518 x 74, Y zero above each
-//                  column's start): perfex's 2 x 4 tiles over the nonzero rows vs SerialGemm^T
-//                  over the fibre's rows
+//                  column's start): perfex's four-row outer products over the started columns
+//                  (Y row by row) vs SerialGemm^T over the fibre's rows (Y by columns)
 //   back_transform Q Z for the 72 reflectors of a 74 x 74 reduction: perfex's 4-reflector
 //                  compact WY vs the same blocks through two SerialGemm calls each
 //   trsm           L^-1 on 74 identity columns of a dense 518 x 518 factor (a diagonal block of
@@ -456,14 +456,16 @@ void run_kk(benchmark::State& state, Product product, bool kokkoskernels) {
         band(0, j) = 2 * kd + 2.0 + u(rng);
         for (int d = 1; d <= kd; ++d) band(d, j) = j + d < N ? u(rng) : 0.0;
       }
-      A = HostMatrix("perfex::bench::Y", N, count);
+      // The one-thread kernel leaves Y row by row in its work (B); A: the same by columns.
+      B = HostMatrix("perfex::bench::Yrows", N, count);
       C = HostMatrix("perfex::bench::C", count, count);
       Kokkos::parallel_for(one, [=](const HostMember& m) {
         pl::team_band_cholesky(m, band);
-        pl::team_band_cholesky_inverse_strided_block(m, band, 1, kFibres, count, C, A);
+        pl::team_band_cholesky_inverse_strided_block(m, band, 1, kFibres, count, C, B);
       });
-      for (int a = 0; a < count; ++a)  // zero above each column's start, as the kernel leaves
-        for (int r = 1; r < 1 + a * kFibres; ++r) A(r, a) = 0.0;
+      A = HostMatrix("perfex::bench::Y", N, count);
+      for (int r = 1; r < N; ++r)
+        for (int a = 0; a < count; ++a) A(r, a) = B.data()[std::size_t(r) * count + a];
       for (int a = 0; a < count; ++a) flop += 2.0 * (a + 1) * (N - 1 - a * kFibres);
       if (kokkoskernels) flop = 2.0 * (N - 1) * count * count;
       break;
@@ -526,7 +528,7 @@ void run_kk(benchmark::State& state, Product product, bool kokkoskernels) {
           kb::SerialGemm<kb::Trans::Transpose, kb::Trans::NoTranspose,
                          kb::Algo::Gemm::Blocked>::invoke(1.0, Y, Y, 0.0, C);
         } else {
-          pd::strided_gram_sequential(pd::mat<true>(A), N, 1, kFibres, count, C);
+          pd::strided_gram_by_rows(B.data(), N, 1, kFibres, count, pd::mat<true>(C));
         }
         break;
       case Product::back_transform:

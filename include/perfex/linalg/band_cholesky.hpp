@@ -10,8 +10,9 @@
 //
 // Two execution shapes. A one-thread host team runs blocked loops written for one core: the
 // factor and the forward solves take `band_block` pivot columns at a time, so every element of
-// the trailing window or of the right-hand side is loaded and stored once per block instead of
-// once per pivot (rank-4 updates the compiler vectorises over rows). Any other team (several
+// the trailing window or of the right-hand sides is loaded and stored once per block instead of
+// once per pivot (rank-4 updates the compiler vectorises), and the strided blocks keep their
+// right-hand sides row by row (row operations over all started columns). Any other team (several
 // threads, or a device team with vector lanes) splits the work over threads and vector lanes:
 // trailing columns or right-hand sides over TeamThreadRange, rows over ThreadVectorRange.
 #include <perfex/detail/kokkos_compat.hpp>
@@ -165,97 +166,118 @@ KOKKOS_INLINE_FUNCTION void team_band_solve(const Member& member, const MatRef<U
   }
 }
 
-// One-thread forward solve of the columns c0 .. c0+G-1 of Y (zero above row j0) by L, from row
-// j0: blocks of band_block pivots; within a block the small triangle is solved pivot by pivot,
-// then the rows below take the block's band_block updates in one pass per column.
-template <int G, bool UnitL, bool UnitY>
-KOKKOS_INLINE_FUNCTION void band_forward_block(const MatRef<UnitL>& L, int n, int kd,
-                                               const MatRef<UnitY>& Y, int c0, int j0) {
-  constexpr int KB = band_block;
-  const long ls = L.rs(), ys = Y.rs();
-  double* y[G];
-  for (int c = 0; c < G; ++c) y[c] = Y.ptr(0, c0 + c);
-  for (int j = j0; j < n; j += KB) {
-    const int jb = KB < n - j ? KB : n - j;
-    // Rows relative to the block's first row j: L(j + i, j + p) = l[p][i - p], Y(j + i, .) =
-    // yc[i].
-    const double* l[KB];
-    double a[G][KB];
-    for (int p = 0; p < KB; ++p) {
-      l[p] = L.ptr(0, p < jb ? j + p : j);
-      for (int c = 0; c < G; ++c) a[c][p] = 0;
+// C = Y^T Y for Y stored row by row as strided_block_by_rows leaves it (count columns, column
+// a zero above first + a * stride): lower triangle first, column c contiguous in a, four rows'
+// outer products per pass; then mirrored.
+template <bool UnitC>
+KOKKOS_INLINE_FUNCTION void strided_gram_by_rows(const double* Y, int n, int first, int stride,
+                                                 int count, const MatRef<UnitC>& C) {
+  const long cs = C.rs();
+  auto started = [&](int r) {
+    const int a = (r - first) / stride + 1;
+    return a < count ? a : count;
+  };
+  auto row = [&](int r) { return Y + long(r) * count; };
+  for (int c = 0; c < count; ++c)
+    for (int a = c; a < count; ++a) C(a, c) = 0;
+  int r = first;
+  for (; r < n; r += 4) {
+    const int nr = n - r < 4 ? n - r : 4;
+    const int na = started(r + nr - 1);
+    const double* y[4];
+    for (int k = 0; k < 4; ++k) y[k] = row(k < nr ? r + k : r);
+    const double* KOKKOS_RESTRICT y0 = y[0];
+    const double* KOKKOS_RESTRICT y1 = y[1];
+    const double* KOKKOS_RESTRICT y2 = y[2];
+    const double* KOKKOS_RESTRICT y3 = y[3];
+    for (int c = 0; c < na; ++c) {
+      double* KOKKOS_RESTRICT cc = C.ptr(0, c);
+      if (nr == 4) {
+        const double u0 = y0[c], u1 = y1[c], u2 = y2[c], u3 = y3[c];
+        for (int a = c; a < na; ++a)
+          cc[a * cs] += (y0[a] * u0 + y1[a] * u1) + (y2[a] * u2 + y3[a] * u3);
+      } else {
+        for (int k = 0; k < nr; ++k) {
+          const double uk = y[k][c];
+          for (int a = c; a < na; ++a) cc[a * cs] += y[k][a] * uk;
+        }
+      }
     }
+  }
+  for (int c = 0; c < count; ++c)
+    for (int a = c + 1; a < count; ++a) C(c, a) = C(a, c);
+}
+
+// One-thread strided block of H^{-1} with the right-hand sides stored row by row: Y (n rows of
+// count, contiguous, row r at Y + r * count) holds Y(r, a) = (L^{-1} e_{s_a})(r), s_a = first +
+// a * stride, zero above s_a. Every step is then a row operation over all the columns a row has
+// started (long contiguous loops, no per-column dependence chains): the solve takes band_block
+// pivots at a time (the block's triangle, then one pass over each row below for the block's
+// updates), and C = Y^T Y (lower triangle, column-major C) adds four rows' outer products per
+// pass. Rows above a column's start are zero, so whole rows can be summed.
+template <bool UnitL, bool UnitC>
+KOKKOS_INLINE_FUNCTION void strided_block_by_rows(const MatRef<UnitL>& L, int n, int kd, int first,
+                                                  int stride, int count, double* Y,
+                                                  const MatRef<UnitC>& C) {
+  constexpr int KB = band_block;
+  const long ls = L.rs(), cs = C.rs();
+  // Columns started at row r (s_a <= r).
+  auto started = [&](int r) {
+    const int a = (r - first) / stride + 1;
+    return a < count ? a : count;
+  };
+  auto row = [&](int r) { return Y + long(r) * count; };
+  for (int r = first; r < n; ++r)
+    for (int a = 0; a < count; ++a) row(r)[a] = 0;
+  for (int a = 0; a < count; ++a) row(first + a * stride)[a] = 1.0;
+  for (int j = first; j < n; j += KB) {
+    const int jb = KB < n - j ? KB : n - j;
+    const int na = started(j + jb - 1);
+    const double* l[KB];  // L(j + i, j + p) = l[p][(i - p) * ls]
+    for (int p = 0; p < KB; ++p) l[p] = L.ptr(0, p < jb ? j + p : j);
     for (int p = 0; p < jb; ++p) {
+      double* KOKKOS_RESTRICT yp = row(j + p);
       const double inv = 1.0 / l[p][0];
-      for (int c = 0; c < G; ++c) {
-        const double v = y[c][(j + p) * ys] * inv;
-        y[c][(j + p) * ys] = v;
-        a[c][p] = v;
-        for (int q = p + 1; q < jb && q - p <= kd; ++q)
-          y[c][(j + q) * ys] -= l[p][(q - p) * ls] * v;
+      for (int a = 0; a < na; ++a) yp[a] *= inv;
+      for (int q = p + 1; q < jb && q - p <= kd; ++q) {
+        double* KOKKOS_RESTRICT yq = row(j + q);
+        const double t = l[p][(q - p) * ls];
+        for (int a = 0; a < na; ++a) yq[a] -= t * yp[a];
       }
     }
     // Rows every pivot of the block reaches, then the last rows only the later pivots reach.
     const int iend = kd < n - 1 - j ? kd : n - 1 - j;
-    for (int c = 0; c < G; ++c) {
-      double* yc = y[c] + j * ys;
-      if (jb == KB) {
-        const double a0 = a[c][0], a1 = a[c][1], a2 = a[c][2], a3 = a[c][3];
-        for (int i = KB; i <= iend; ++i)
-          yc[i * ys] -= (l[0][i * ls] * a0 + l[1][(i - 1) * ls] * a1) +
-                        (l[2][(i - 2) * ls] * a2 + l[3][(i - 3) * ls] * a3);
-      } else {
-        for (int p = 0; p < jb; ++p)
-          for (int i = jb; i <= iend; ++i) yc[i * ys] -= l[p][(i - p) * ls] * a[c][p];
+    if (jb == KB) {
+      const double* KOKKOS_RESTRICT y0 = row(j);
+      const double* KOKKOS_RESTRICT y1 = row(j + 1);
+      const double* KOKKOS_RESTRICT y2 = row(j + 2);
+      const double* KOKKOS_RESTRICT y3 = row(j + 3);
+      for (int i = KB; i <= iend; ++i) {
+        double* KOKKOS_RESTRICT yi = row(j + i);
+        const double t0 = l[0][i * ls], t1 = l[1][(i - 1) * ls], t2 = l[2][(i - 2) * ls],
+                     t3 = l[3][(i - 3) * ls];
+        for (int a = 0; a < na; ++a) yi[a] -= (t0 * y0[a] + t1 * y1[a]) + (t2 * y2[a] + t3 * y3[a]);
       }
-      for (int p = 1; p < jb; ++p) {
-        const int ilast = p + kd < n - 1 - j ? p + kd : n - 1 - j;
-        for (int i = (iend + 1 > jb ? iend + 1 : jb); i <= ilast; ++i)
-          yc[i * ys] -= l[p][(i - p) * ls] * a[c][p];
+    } else {
+      for (int p = 0; p < jb; ++p)
+        for (int i = jb; i <= iend; ++i) {
+          double* KOKKOS_RESTRICT yi = row(j + i);
+          const double* KOKKOS_RESTRICT yp = row(j + p);
+          const double t = l[p][(i - p) * ls];
+          for (int a = 0; a < na; ++a) yi[a] -= t * yp[a];
+        }
+    }
+    for (int p = 1; p < jb; ++p) {
+      const int ilast = p + kd < n - 1 - j ? p + kd : n - 1 - j;
+      const double* KOKKOS_RESTRICT yp = row(j + p);
+      for (int i = (iend + 1 > jb ? iend + 1 : jb); i <= ilast; ++i) {
+        double* KOKKOS_RESTRICT yi = row(j + i);
+        const double t = l[p][(i - p) * ls];
+        for (int a = 0; a < na; ++a) yi[a] -= t * yp[a];
       }
     }
   }
-}
-
-// C(a, c) = sum over rows r >= s_max(a, c) of Y(r, a) Y(r, c) for a, c < count, s_a = first +
-// a * stride, rows below a column's start zero in Y. One thread: pairs of columns a against
-// groups of four columns c, each row of Y read once per tile.
-template <bool UnitY, class CView>
-KOKKOS_INLINE_FUNCTION void strided_gram_sequential(const MatRef<UnitY>& Y, int n, int first,
-                                                    int stride, int count, const CView& C) {
-  const long ys = Y.rs();
-  for (int a0 = 0; a0 < count; a0 += 2) {
-    const int na = count - a0 < 2 ? count - a0 : 2;
-    for (int c0 = 0; c0 <= a0 + na - 1; c0 += 4) {
-      const int nc = a0 + na - c0 < 4 ? a0 + na - c0 : 4;
-      // Rows from the latest start among the tile's columns (the others are zero above it
-      // only down to their own start, so the tile starts at its latest start).
-      const int amax = a0 + na - 1, cmax = c0 + nc - 1;
-      const int r0 = first + (amax > cmax ? amax : cmax) * stride;
-      double acc[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
-      const double* ya[2] = {Y.ptr(0, a0), Y.ptr(0, a0 + na - 1)};
-      const double* yc[4];
-      for (int c = 0; c < 4; ++c) yc[c] = Y.ptr(0, c0 + (c < nc ? c : nc - 1));
-      for (int r = r0; r < n; ++r) {
-        const double u0 = ya[0][r * ys], u1 = ya[1][r * ys];
-        for (int c = 0; c < 4; ++c) {
-          const double v = yc[c][r * ys];
-          acc[0][c] += u0 * v;
-          acc[1][c] += u1 * v;
-        }
-      }
-      // Rows between a pair's own start and the tile's start.
-      for (int ia = 0; ia < na; ++ia)
-        for (int ic = 0; ic < nc; ++ic) {
-          const int a = a0 + ia, c = c0 + ic;
-          if (c > a) continue;
-          double s = acc[ia][ic];
-          for (int r = first + a * stride; r < r0; ++r) s += Y(r, a) * Y(r, c);
-          C(a, c) = s;
-          C(c, a) = s;
-        }
-    }
-  }
+  strided_gram_by_rows(Y, n, first, stride, count, C);
 }
 
 template <bool UnitL, bool UnitY, class Member, class CView>
@@ -265,21 +287,15 @@ KOKKOS_INLINE_FUNCTION void team_band_inverse_strided_block_impl(const Member& m
                                                                  int count, const CView& C,
                                                                  const MatRef<UnitY>& Y) {
   // Column a of Y = L^{-1} e_{s_a}, s_a = first + a * stride: zero above s_a.
-  if (sequential_team(member)) {
-    // Pairs of columns share the pivots' loads; the second starts at the first's start (its
-    // rows in between are zero).
-    for (int a = 0; a < count; a += 2) {
-      const int s = first + a * stride;
-      const int na = count - a < 2 ? count - a : 2;
-      for (int c = a; c < a + na; ++c)
-        for (int r = s; r < n; ++r) Y(r, c) = r == first + c * stride ? 1.0 : 0.0;
-      if (na == 2)
-        band_forward_block<2>(L, n, kd, Y, a, s);
+  if constexpr (Kokkos::is_view<CView>::value) {
+    // One host thread: Y row by row in work's memory (n x count doubles, work has ld >= n).
+    if (sequential_team(member) && UnitY) {
+      if (unit_rows(C))
+        strided_block_by_rows(L, n, kd, first, stride, count, Y.p, mat<true>(C));
       else
-        band_forward_block<1>(L, n, kd, Y, a, s);
+        strided_block_by_rows(L, n, kd, first, stride, count, Y.p, mat<false>(C));
+      return;
     }
-    strided_gram_sequential(Y, n, first, stride, count, C);
-    return;
   }
   // A column per thread, each pivot's update over its vector lanes: the columns are
   // independent, so no team barrier until all are solved.
@@ -358,7 +374,9 @@ KOKKOS_INLINE_FUNCTION void team_band_cholesky_solve(const Member& member, const
 // The count x count block of H^{-1} on the rows and columns first, first + stride, ...,
 // first + (count-1) * stride (e.g. one fibre's wavelengths in a wavelength-major patch), from
 // the band factor L, into C(a, c) (anything with operator()(i, j)). work: n x count scratch,
-// unit row stride preferred. Cost: about count * (n - first) * kd for the solves plus
+// unit row stride preferred; with a unit row stride a one-thread host team uses its memory as
+// one block of n * count doubles from work.data() (row by row), so the whole span, column
+// padding included, is overwritten. Cost: about count * (n - first) * kd for the solves plus
 // count^2 (n - first) / 6 for the products.
 template <class Member, class BandView, class CView, class WView>
 KOKKOS_INLINE_FUNCTION void team_band_cholesky_inverse_strided_block(const Member& member,
