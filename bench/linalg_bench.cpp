@@ -377,7 +377,9 @@ int per_patch(Op op) { return patch_size(op) == kBlock ? kKept : 1; }
 //                  compact WY vs the same blocks through two SerialGemm calls each
 //   trsm           L^-1 on 74 identity columns of a dense 518 x 518 factor (a diagonal block of
 //                  H^-1): perfex's 4-column forward substitution vs SerialTrsm (blocked)
-//   trsv           one Cholesky solve, n = 518: perfex's serial solve vs two SerialTrsv
+//   trsv           one Cholesky solve, n = 518: a hand-written column sweep and dot-product
+//                  sweep (perfex's one-thread solve until KokkosBatched measured faster here;
+//                  the library now calls two SerialTrsv) vs two SerialTrsv
 // (KokkosBatched's Team/TeamVector variants run the same loops on a one-thread host team.)
 namespace kb = KokkosBatched;
 enum class Product { compose, gram, back_transform, trsm, trsv };
@@ -400,6 +402,26 @@ const char* product_name(Product p) {
 
 using HostMatrix = Kokkos::View<double**, Kokkos::LayoutLeft, Kokkos::HostSpace>;
 using HostMember = Kokkos::TeamPolicy<Kokkos::Serial>::member_type;
+
+// The hand-written one-thread Cholesky solve the trsv comparison measures: forward by column
+// sweeps, backward by dot products.
+void column_sweep_solve(const HostMatrix& L, double* x) {
+  const int n = int(L.extent(0));
+  for (int j = 0; j < n; ++j) {
+    const double xj = (x[j] /= L(j, j));
+    for (int i = j + 1; i < n; ++i) x[i] -= L(i, j) * xj;
+  }
+  for (int j = n - 1; j >= 0; --j) {
+    double s0 = 0, s1 = 0;
+    int i = j + 1;
+    for (; i + 2 <= n; i += 2) {
+      s0 += L(i, j) * x[i];
+      s1 += L(i + 1, j) * x[i + 1];
+    }
+    if (i < n) s0 += L(i, j) * x[i];
+    x[j] = (x[j] - (s0 + s1)) / L(j, j);
+  }
+}
 
 HostMatrix random_matrix(int m, int n, unsigned seed) {
   HostMatrix A("perfex::bench::kk", m, n);
@@ -582,7 +604,7 @@ void run_kk(benchmark::State& state, Product product, bool kokkoskernels) {
           kb::SerialTrsv<kb::Uplo::Lower, kb::Trans::Transpose, kb::Diag::NonUnit,
                          kb::Algo::Trsv::Blocked>::invoke(1.0, L, x);
         } else {
-          pd::serial_cholesky_solve<true, true>(pd::mat<true>(L), N, pd::vec<true>(x));
+          column_sweep_solve(L, x.data());
         }
         break;
       }

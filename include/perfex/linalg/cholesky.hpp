@@ -11,6 +11,7 @@
 // register-blocked kernel on a one-thread host team, else a trailing column per thread and its
 // rows over vector lanes.
 #include <perfex/detail/kokkos_compat.hpp>
+#include <perfex/linalg/kokkos_kernels.hpp>
 #include <perfex/linalg/matref.hpp>
 #include <perfex/linalg/status.hpp>
 
@@ -143,42 +144,6 @@ KOKKOS_INLINE_FUNCTION void team_cholesky_solve_impl(const Member& member, const
   }
 }
 
-// Sequential (one thread) solve for one column, used when the team has a single thread.
-template <bool UnitL, bool UnitB>
-KOKKOS_INLINE_FUNCTION void serial_cholesky_solve(const MatRef<UnitL>& L, int n,
-                                                  const VecRef<UnitB>& x) {
-  for (int j = 0; j < n; ++j) {
-    const double xj = x(j) / L(j, j);
-    x(j) = xj;
-    if (UnitL && UnitB) {
-      const double* l = L.ptr(0, j);
-      double* xp = x.p;
-      for (int i = j + 1; i < n; ++i) xp[i] -= l[i] * xj;
-    } else {
-      for (int i = j + 1; i < n; ++i) x(i) -= L(i, j) * xj;
-    }
-  }
-  for (int j = n - 1; j >= 0; --j) {
-    double s;
-    if (UnitL && UnitB)
-      s = dot<true>(n - j - 1, L.ptr(j + 1, j), x.p + j + 1, 1, 1);
-    else {
-      s = 0;
-      for (int i = j + 1; i < n; ++i) s += L(i, j) * x(i);
-    }
-    x(j) = (x(j) - s) / L(j, j);
-  }
-}
-
-template <bool UnitL, bool UnitB, class Member>
-KOKKOS_INLINE_FUNCTION void solve_dispatch(const Member& member, const MatRef<UnitL>& L, int n,
-                                           const VecRef<UnitB>& x) {
-  if (sequential_team(member))
-    serial_cholesky_solve<UnitL, UnitB>(L, n, x);
-  else
-    team_cholesky_solve_impl<UnitL, UnitB>(member, L, n, x);
-}
-
 // X (n x nrhs, leading dimension ldx, unit row stride) <- L^{-1} X over rows r0..n-1 (rows
 // above r0 are zero), columns [c0, c1). With `tri` (identity right-hand side) column c is zero
 // above row r0+c and the solve starts there.
@@ -249,13 +214,21 @@ KOKKOS_INLINE_FUNCTION void team_cholesky_solve(const Member& member, const LVie
                                                 const BView& b) {
   const int n = int(L.extent(0));
   if constexpr (BView::rank == 1) {
+    // One host thread: Kokkos Kernels' blocked triangular solves (faster than a column sweep).
+    if (detail::sequential_team(member)) {
+      detail::serial_cholesky_solve_kk(L, b);
+      return;
+    }
     const bool ul = detail::unit_rows(L), ub = detail::unit_rows(b);
     if (ul && ub)
-      detail::solve_dispatch<true, true>(member, detail::mat<true>(L), n, detail::vec<true>(b));
+      detail::team_cholesky_solve_impl<true, true>(member, detail::mat<true>(L), n,
+                                                   detail::vec<true>(b));
     else if (ul)
-      detail::solve_dispatch<true, false>(member, detail::mat<true>(L), n, detail::vec<false>(b));
+      detail::team_cholesky_solve_impl<true, false>(member, detail::mat<true>(L), n,
+                                                    detail::vec<false>(b));
     else
-      detail::solve_dispatch<false, false>(member, detail::mat<false>(L), n, detail::vec<false>(b));
+      detail::team_cholesky_solve_impl<false, false>(member, detail::mat<false>(L), n,
+                                                     detail::vec<false>(b));
   } else {
     static_assert(BView::rank == 2, "team_cholesky_solve: b must be rank 1 or 2");
     const int nrhs = int(b.extent(1));
