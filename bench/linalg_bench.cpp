@@ -14,9 +14,19 @@
 // patch) are the pipeline's per-fibre C^-1/2 stage and its eigendecomposition.
 //
 // Flop models (counter GFLOP/s): perfex::linalg::flops, the work of the algorithm each path
-// runs (LAPACK band stage: band_cholesky + 370 band_solve; dense diagonal blocks via potri).
+// runs (LAPACK band stage: band_cholesky + 370 band_solve; dense diagonal blocks via potri;
+// LAPACK's dsyevd is counted with perfex's divide and conquer model, the same method).
+//
+// linalg/kk/...: the products the one-thread kernels hand-code against KokkosBatched's Serial
+// kernels (see below).
 #include "perfex_bench.hpp"
 
+#include <KokkosBatched_Gemm_Decl.hpp>
+#include <KokkosBatched_Gemm_Serial_Impl.hpp>
+#include <KokkosBatched_Trsm_Decl.hpp>
+#include <KokkosBatched_Trsm_Serial_Impl.hpp>
+#include <KokkosBatched_Trsv_Decl.hpp>
+#include <KokkosBatched_Trsv_Serial_Impl.hpp>
 #include <perfex/config.hpp>
 #include <perfex/linalg/batched.hpp>
 #include <perfex/linalg/flops.hpp>
@@ -354,6 +364,273 @@ int patch_size(Op op) {
 // Matrices of one patch: one system, or the blocks of its 5 kept fibres.
 int per_patch(Op op) { return patch_size(op) == kBlock ? kKept : 1; }
 
+// ---- The linalg products against KokkosBatched's serial kernels ------------------------------
+// Each product the one-thread kernels hand-code, timed against the KokkosBatched Serial kernel
+// that computes the same thing (same build, same run; Serial backend, one team of one thread),
+// names linalg/kk/<product>/<perfex|kokkoskernels>/serial:
+//   compose        C^-1/2 = V f V^T, n = 74: perfex's lower-triangle kernel (n^3 flop) vs
+//                  SerialGemm(W, W^T), W = V f^1/2 (2 n^3)
+//   gram           one fibre's C = Y^T Y from the strided solve (518 x 74, Y zero above each
+//                  column's start): perfex's four-row outer products over the started columns
+//                  (Y row by row) vs SerialGemm^T over the fibre's rows (Y by columns)
+//   back_transform Q Z for the 72 reflectors of a 74 x 74 reduction: perfex's 4-reflector
+//                  compact WY vs the same blocks through two SerialGemm calls each
+//   trsm           L^-1 on 74 identity columns of a dense 518 x 518 factor (a diagonal block of
+//                  H^-1): perfex's 4-column forward substitution vs SerialTrsm (blocked)
+//   trsv           one Cholesky solve, n = 518: a hand-written column sweep and dot-product
+//                  sweep (perfex's one-thread solve until KokkosBatched measured faster here;
+//                  the library now calls two SerialTrsv) vs two SerialTrsv
+// (KokkosBatched's Team/TeamVector variants run the same loops on a one-thread host team.)
+namespace kb = KokkosBatched;
+enum class Product { compose, gram, back_transform, trsm, trsv };
+
+const char* product_name(Product p) {
+  switch (p) {
+    case Product::compose:
+      return "compose";
+    case Product::gram:
+      return "gram";
+    case Product::back_transform:
+      return "back_transform";
+    case Product::trsm:
+      return "trsm";
+    case Product::trsv:
+      return "trsv";
+  }
+  return "";
+}
+
+using HostMatrix = Kokkos::View<double**, Kokkos::LayoutLeft, Kokkos::HostSpace>;
+using HostMember = Kokkos::TeamPolicy<Kokkos::Serial>::member_type;
+
+// The hand-written one-thread Cholesky solve the trsv comparison measures: forward by column
+// sweeps, backward by dot products.
+void column_sweep_solve(const HostMatrix& L, double* x) {
+  const int n = int(L.extent(0));
+  for (int j = 0; j < n; ++j) {
+    const double xj = (x[j] /= L(j, j));
+    for (int i = j + 1; i < n; ++i) x[i] -= L(i, j) * xj;
+  }
+  for (int j = n - 1; j >= 0; --j) {
+    double s0 = 0, s1 = 0;
+    int i = j + 1;
+    for (; i + 2 <= n; i += 2) {
+      s0 += L(i, j) * x[i];
+      s1 += L(i + 1, j) * x[i + 1];
+    }
+    if (i < n) s0 += L(i, j) * x[i];
+    x[j] = (x[j] - (s0 + s1)) / L(j, j);
+  }
+}
+
+HostMatrix random_matrix(int m, int n, unsigned seed) {
+  HostMatrix A("perfex::bench::kk", m, n);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (std::size_t k = 0; k < A.size(); ++k) A.data()[k] = u(rng);
+  return A;
+}
+
+// Lower factor of a dense diagonally dominant SPD matrix.
+HostMatrix dense_factor(int n) {
+  HostMatrix L = random_matrix(n, n, 3);
+  for (int j = 0; j < n; ++j) {
+    for (int i = j; i < n; ++i) L(j, i) = L(i, j);
+    L(j, j) = n + 1.0;
+  }
+  Kokkos::parallel_for(Kokkos::TeamPolicy<Kokkos::Serial>(1, 1),
+                       [=](const HostMember& m) { pl::team_cholesky(m, L); });
+  return L;
+}
+
+void run_kk(benchmark::State& state, Product product, bool kokkoskernels) {
+  perfex_bench::reset_peak_rss();
+  namespace pd = pl::detail;
+  const int n = perfex_bench::smoke() ? 2 * kBlock / 3 : kBlock;  // 74 (49 in the smoke run)
+  const int N = kFibres * n, count = n;
+  Kokkos::Serial exec;
+  Kokkos::TeamPolicy<Kokkos::Serial> one(exec, 1, 1);
+  HostMatrix A, B, C, W, L = HostMatrix();
+  std::vector<double> f(n), tau(n), T;
+  double flop = 0;
+  switch (product) {
+    case Product::compose: {
+      A = HostMatrix("perfex::bench::A", n, n);
+      C = HostMatrix("perfex::bench::C", n, n);
+      W = HostMatrix("perfex::bench::W", n, n);
+      // V: the eigenvectors of a random symmetric matrix.
+      B = random_matrix(n, n, 5);
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < j; ++i) B(i, j) = B(j, i);
+      Kokkos::View<double*, Kokkos::HostSpace> w("w", n), work("work", pl::syev_work_size(n));
+      Kokkos::parallel_for(one, [=](const HostMember& m) { pl::team_syev(m, B, w, work); });
+      for (int k = 0; k < n; ++k) f[k] = 1.0 / std::sqrt(1.0 + k);
+      flop = kokkoskernels ? 2.0 * n * n * n : double(n) * n * n;
+      break;
+    }
+    case Product::gram: {
+      // Y: the strided block's forward solves for fibre 1 of a DESI-like band.
+      const int kd = perfex_bench::smoke() ? 12 : kBand;
+      Kokkos::View<double**, Kokkos::LayoutLeft, Kokkos::HostSpace> band("band", kd + 1, N);
+      std::mt19937_64 rng(12345);
+      std::uniform_real_distribution<double> u(-1, 1);
+      for (int j = 0; j < N; ++j) {
+        band(0, j) = 2 * kd + 2.0 + u(rng);
+        for (int d = 1; d <= kd; ++d) band(d, j) = j + d < N ? u(rng) : 0.0;
+      }
+      // The one-thread kernel leaves Y row by row in its work (B); A: the same by columns.
+      B = HostMatrix("perfex::bench::Yrows", N, count);
+      C = HostMatrix("perfex::bench::C", count, count);
+      Kokkos::parallel_for(one, [=](const HostMember& m) {
+        pl::team_band_cholesky(m, band);
+        pl::team_band_cholesky_inverse_strided_block(m, band, 1, kFibres, count, C, B);
+      });
+      A = HostMatrix("perfex::bench::Y", N, count);
+      for (int r = 1; r < N; ++r)
+        for (int a = 0; a < count; ++a) A(r, a) = B.data()[std::size_t(r) * count + a];
+      for (int a = 0; a < count; ++a) flop += 2.0 * (a + 1) * (N - 1 - a * kFibres);
+      if (kokkoskernels) flop = 2.0 * (N - 1) * count * count;
+      break;
+    }
+    case Product::back_transform: {
+      // Reflectors of the reduction of a random symmetric matrix to tridiagonal form.
+      A = random_matrix(n, n, 7);
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < j; ++i) A(i, j) = A(j, i);
+      Kokkos::View<double*, Kokkos::HostSpace> work("work", pl::syev_work_size(n));
+      Kokkos::parallel_for(one, [=](const HostMember& m) {
+        pd::tridiagonalize<true>(m, pd::mat<true>(A), n, pd::SyevWork(work.data(), n));
+      });
+      for (int k = 0; k < n; ++k) tau[k] = work(2 * n + k);
+      B = random_matrix(n, n, 9);
+      C = HostMatrix("perfex::bench::Z", n, n);
+      W = HostMatrix("perfex::bench::W", 4, n);
+      flop = 2.0 * n * n * n;
+      break;
+    }
+    case Product::trsm:
+      L = dense_factor(N);
+      C = HostMatrix("perfex::bench::X", N, count);
+      flop = double(N) * N * count;
+      break;
+    case Product::trsv:
+      L = dense_factor(N);
+      C = HostMatrix("perfex::bench::x", N, 1);
+      flop = 2.0 * N * N;
+      break;
+  }
+  auto reset = [&]() {
+    if (product == Product::back_transform) Kokkos::deep_copy(C, B);
+    if (product == Product::trsm) {
+      Kokkos::deep_copy(C, 0.0);
+      for (int c = 0; c < count; ++c) C(c, c) = 1.0;
+    }
+    if (product == Product::trsv) Kokkos::deep_copy(C, 1.0);
+  };
+  auto run = [&](bool kokkoskernels) {
+    switch (product) {
+      case Product::compose:
+        if (kokkoskernels) {
+          for (int k = 0; k < n; ++k)
+            for (int i = 0; i < n; ++i) W(i, k) = B(i, k) * std::sqrt(f[k]);
+          kb::SerialGemm<kb::Trans::NoTranspose, kb::Trans::Transpose,
+                         kb::Algo::Gemm::Blocked>::invoke(1.0, W, W, 0.0, C);
+        } else {
+          Kokkos::View<double*, Kokkos::HostSpace> fw("f", n), scratch("s", n);
+          for (int k = 0; k < n; ++k) fw(k) = 1.0 / (f[k] * f[k]);  // compose takes mu
+          Kokkos::parallel_for(one, [&](const HostMember& m) {
+            pd::compose<true, true>(m, pd::mat<true>(C), pd::mat<true>(B), n, fw, scratch.data(),
+                                    0.0, true);
+          });
+        }
+        break;
+      case Product::gram:
+        if (kokkoskernels) {
+          auto Y = Kokkos::subview(A, Kokkos::make_pair(1, N), Kokkos::ALL());
+          kb::SerialGemm<kb::Trans::Transpose, kb::Trans::NoTranspose,
+                         kb::Algo::Gemm::Blocked>::invoke(1.0, Y, Y, 0.0, C);
+        } else {
+          pd::strided_gram_by_rows(B.data(), N, 1, kFibres, count, pd::mat<true>(C));
+        }
+        break;
+      case Product::back_transform:
+        if (kokkoskernels) {
+          // Blocks of 4 reflectors, last block first: Z -= V (T (V^T Z)).
+          for (int top = n - 2; top > 0; top -= 4) {
+            const int kb0 = top - 4 > 0 ? top - 4 : 0, nb = top - kb0, r0 = kb0 + 1;
+            HostMatrix V("V", n - r0, nb), TW("TW", nb, n);
+            double Tm[4][4] = {};
+            for (int p = 0; p < nb; ++p) {
+              for (int i = 0; i < n - r0; ++i) V(i, p) = i < p ? 0.0 : A(r0 + i, kb0 + p);
+              Tm[p][p] = tau[kb0 + p];
+              double c[4] = {};
+              for (int l = 0; l < p; ++l) {
+                double dot = 0;
+                for (int i = 0; i < n - r0; ++i) dot += V(i, l) * V(i, p);
+                c[l] = -tau[kb0 + p] * dot;
+              }
+              for (int q = 0; q < p; ++q)
+                for (int l = q; l < p; ++l) Tm[q][p] += Tm[q][l] * c[l];
+            }
+            auto Zr = Kokkos::subview(C, Kokkos::make_pair(r0, n), Kokkos::ALL());
+            auto Wb = Kokkos::subview(W, Kokkos::make_pair(0, nb), Kokkos::ALL());
+            kb::SerialGemm<kb::Trans::Transpose, kb::Trans::NoTranspose,
+                           kb::Algo::Gemm::Blocked>::invoke(1.0, V, Zr, 0.0, Wb);
+            for (int j = 0; j < n; ++j)
+              for (int p = 0; p < nb; ++p) {
+                double t = 0;
+                for (int q = p; q < nb; ++q) t += Tm[p][q] * Wb(q, j);
+                TW(p, j) = t;
+              }
+            kb::SerialGemm<kb::Trans::NoTranspose, kb::Trans::NoTranspose,
+                           kb::Algo::Gemm::Blocked>::invoke(-1.0, V, TW, 1.0, Zr);
+          }
+        } else {
+          pd::apply_q_sequential<true>(pd::mat<true>(A), n, tau.data(), C.data(), n);
+        }
+        break;
+      case Product::trsm:
+        if (kokkoskernels)
+          kb::SerialTrsm<kb::Side::Left, kb::Uplo::Lower, kb::Trans::NoTranspose, kb::Diag::NonUnit,
+                         kb::Algo::Trsm::Blocked>::invoke(1.0, L, C);
+        else
+          pd::forward_columns<true>(pd::mat<true>(L), N, 0, C.data(), N, 0, count, true);
+        break;
+      case Product::trsv: {
+        auto x = Kokkos::subview(C, Kokkos::ALL(), 0);
+        if (kokkoskernels) {
+          kb::SerialTrsv<kb::Uplo::Lower, kb::Trans::NoTranspose, kb::Diag::NonUnit,
+                         kb::Algo::Trsv::Blocked>::invoke(1.0, L, x);
+          kb::SerialTrsv<kb::Uplo::Lower, kb::Trans::Transpose, kb::Diag::NonUnit,
+                         kb::Algo::Trsv::Blocked>::invoke(1.0, L, x);
+        } else {
+          column_sweep_solve(L, x.data());
+        }
+        break;
+      }
+    }
+  };
+  // Both compute the same: their largest difference relative to the result's largest entry.
+  reset();
+  run(false);
+  HostMatrix ref("perfex::bench::ref", C.extent(0), C.extent(1));
+  Kokkos::deep_copy(ref, C);
+  reset();
+  run(true);
+  double diff = 0, big = 0;
+  for (std::size_t k = 0; k < C.size(); ++k) {
+    diff = std::max(diff, std::abs(C.data()[k] - ref.data()[k]));
+    big = std::max(big, std::abs(ref.data()[k]));
+  }
+  for (auto _ : state) {
+    reset();
+    perfex_bench::timed(state, exec, [&]() { run(kokkoskernels); });
+  }
+  state.counters["GFLOP/s"] = perfex_bench::rate(flop / 1e9);
+  state.counters["rel_diff"] = diff / big;
+  perfex_bench::common_counters(state, exec);
+}
+
 const int registered = [] {
   perfex_bench::for_each_backend([](auto exec, const std::string& backend) {
     using Exec = decltype(exec);
@@ -384,6 +661,17 @@ const int registered = [] {
       }
     }
   });
+#ifdef KOKKOS_ENABLE_SERIAL
+  for (Product p :
+       {Product::compose, Product::gram, Product::back_transform, Product::trsm, Product::trsv})
+    for (bool kk : {false, true}) {
+      const std::string name = std::string("linalg/kk/") + product_name(p) +
+                               (kk ? "/kokkoskernels" : "/perfex") + "/serial";
+      benchmark::RegisterBenchmark(name.c_str(), run_kk, p, kk)
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+#endif
   return 0;
 }();
 

@@ -30,7 +30,13 @@ STAGES = [
     ("linalg/cholesky", "dense reference: Cholesky"),
     ("linalg/solve", "dense reference: Cholesky solve"),
     ("linalg/inverse_diag_blocks", "dense reference: all diagonal blocks of H^-1"),
+    ("linalg/kk/compose", "vs KokkosBatched: V f V^T (n=74)"),
+    ("linalg/kk/gram", "vs KokkosBatched: a fibre's Y^T Y (518×74)"),
+    ("linalg/kk/back_transform", "vs KokkosBatched: Q Z (n=74)"),
+    ("linalg/kk/trsm", "vs KokkosBatched: L^-1 on 74 columns (n=518)"),
+    ("linalg/kk/trsv", "vs KokkosBatched: Cholesky solve (n=518)"),
 ]
+PATHS = ("portable", "lapack", "perfex", "kokkoskernels")
 BACKENDS = ("serial", "openmp", "cuda")
 UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
@@ -41,7 +47,7 @@ def parse_name(run_name):
     backend_at = next(i for i, p in enumerate(parts) if p in BACKENDS)
     prefix = "/".join(parts[:backend_at])
     path = "portable"
-    if prefix.endswith("/lapack") or prefix.endswith("/portable"):
+    if prefix.rsplit("/", 1)[-1] in PATHS:
         prefix, path = prefix.rsplit("/", 1)
     args = dict(a.split(":", 1) for a in parts[backend_at + 1:] if ":" in a)
     return prefix, path, parts[backend_at], args

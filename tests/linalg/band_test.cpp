@@ -231,13 +231,14 @@ struct BandKernels {
 };
 
 template <class Exec>
-std::vector<double> band_kernels(const HostMat& band, int stride, int count, int team_size) {
+std::vector<double> band_kernels(const HostMat& band, int stride, int count, TeamShape shape) {
   const int n = int(band.extent(1));
   BandKernels<Exec> f{to_device<Exec>(band),           DevVecs<Exec>("x", n, 1),
                       DevVecs<Exec>("work", n, count), Blocks<Exec>("C", count, count, 1, 1),
                       DevStatus<Exec>("st", 1),        stride};
   Kokkos::deep_copy(f.x, 1.0);
-  Kokkos::parallel_for("perfex::test::band_kernels", Kokkos::TeamPolicy<Exec>(Exec(), 1, team_size),
+  Kokkos::parallel_for("perfex::test::band_kernels",
+                       Kokkos::TeamPolicy<Exec>(Exec(), 1, shape.team_size, shape.vector_length),
                        f);
   Exec().fence();
   REQUIRE(to_host(f.st)(0) == pl::ok);
@@ -252,18 +253,22 @@ std::vector<double> band_kernels(const HostMat& band, int stride, int count, int
 }
 }  // namespace
 
-PERFEX_BACKEND_TEST_CASE("linalg: band kernels give the same results with multi-thread teams",
+PERFEX_BACKEND_TEST_CASE("linalg: band kernels give the one-thread results in every team shape",
                          "[linalg]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   using Exec = TestType;
-  const int n = 150, kd = 20, stride = 5, count = 29;
-  const HostMat band = to_band({random_band_spd(n, kd, 1e-2, 5u)}, kd);
-  const int ts = multi_thread_team_size<Exec>(BandKernels<Exec>{});
-  CAPTURE(ts);
-  if (ts < 2) {
-    SUCCEED("team size 1 only on this backend");
-    return;
+  struct Case {
+    int n, kd, stride, count;
+  };
+  // A DESI-like band (wavelength-major, 7 fibres), a small one, and kd below the one-thread
+  // kernels' pivot block.
+  for (const Case c : {Case{518, 58, 7, 74}, Case{150, 20, 5, 29}, Case{40, 2, 3, 13}}) {
+    const HostMat band = to_band({random_band_spd(c.n, c.kd, 1e-2, 5u + c.n)}, c.kd);
+    const std::vector<double> one = band_kernels<Exec>(band, c.stride, c.count, {1, 1});
+    for (const TeamShape shape : team_shapes<Exec>(BandKernels<Exec>{})) {
+      CAPTURE(c.n, c.kd, shape.team_size, shape.vector_length);
+      CHECK(max_relative_difference(one, band_kernels<Exec>(band, c.stride, c.count, shape)) <=
+            1e-12);
+    }
   }
-  CHECK(max_relative_difference(band_kernels<Exec>(band, stride, count, 1),
-                                band_kernels<Exec>(band, stride, count, ts)) <= 1e-12);
 }

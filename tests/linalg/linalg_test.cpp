@@ -499,7 +499,7 @@ struct AllKernels {
 };
 
 template <class Exec>
-std::vector<double> all_kernels(const HostMat& H, int team_size) {
+std::vector<double> all_kernels(const HostMat& H, TeamShape shape) {
   const int n = int(H.extent(0)), bs = n / 3;
   AllKernels<Exec> f{to_device<Exec>(H),
                      to_device<Exec>(H),
@@ -512,7 +512,8 @@ std::vector<double> all_kernels(const HostMat& H, int team_size) {
                      DevStatus<Exec>("st", 1),
                      bs};
   Kokkos::deep_copy(f.x, 1.0);
-  Kokkos::parallel_for("perfex::test::all_kernels", Kokkos::TeamPolicy<Exec>(Exec(), 1, team_size),
+  Kokkos::parallel_for("perfex::test::all_kernels",
+                       Kokkos::TeamPolicy<Exec>(Exec(), 1, shape.team_size, shape.vector_length),
                        f);
   Exec().fence();
   REQUIRE(to_host(f.st)(0) == 0);
@@ -525,20 +526,20 @@ std::vector<double> all_kernels(const HostMat& H, int team_size) {
 }
 }  // namespace
 
-PERFEX_BACKEND_TEST_CASE("linalg: multi-thread teams give the same results", "[linalg]") {
+PERFEX_BACKEND_TEST_CASE("linalg: every team shape gives the one-thread results", "[linalg]") {
   PERFEX_ONLY_SELECTED_BACKEND();
-  // Exercises the team-parallel code paths (team size > 1) where the backend allows it.
+  // The team-vector code paths (several threads, vector lanes) against the one-thread ones
+  // (blocked loops; divide and conquer for the eigenvectors).
   using Exec = TestType;
-  const int n = 75;  // > 2 Cholesky panels, 3 blocks of 25
-  HostMat H("H", n, n, 1);
-  store(H, 0, random_spd(n, 1e4, 41u));
-  const int ts = multi_thread_team_size<Exec>(AllKernels<Exec>{});
-  CAPTURE(ts);
-  if (ts < 2) {
-    SUCCEED("team size 1 only on this backend");
-    return;
+  for (int n : {75, 24}) {  // > 2 Cholesky panels and 3 blocks of 25; QL-only eigen size
+    HostMat H("H", n, n, 1);
+    store(H, 0, random_spd(n, 1e4, 41u + n));
+    const std::vector<double> one = all_kernels<Exec>(H, {1, 1});
+    for (const TeamShape shape : team_shapes<Exec>(AllKernels<Exec>{})) {
+      CAPTURE(n, shape.team_size, shape.vector_length);
+      CHECK(max_relative_difference(one, all_kernels<Exec>(H, shape)) <= 1e-11);
+    }
   }
-  CHECK(max_relative_difference(all_kernels<Exec>(H, 1), all_kernels<Exec>(H, ts)) <= 1e-11);
 }
 
 #if PERFEX_HAVE_LAPACK

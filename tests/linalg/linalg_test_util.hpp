@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace linalg_test {
@@ -103,13 +104,23 @@ auto to_host(const V& d) {
   return h;
 }
 
-// Team size (at most 4) the backend allows for functor f: the team-parallel code paths are
-// exercised when it is at least 2.
+// Team shapes to run the team kernels with besides one thread without vector lanes: one thread
+// with 8 lanes, then team sizes 2, 3, 5, 7 and the largest the backend allows for functor f (odd
+// sizes leave remainders in every split), each with vector lengths 1 and 8. Host backends
+// accept a vector length and run the vector loops on each thread; a device splits them over
+// lanes.
+struct TeamShape {
+  int team_size, vector_length;
+};
 template <class ExecSpace, class Functor>
-int multi_thread_team_size(const Functor& f) {
-  return std::min(
-      4,
-      Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), 1, 1).team_size_max(f, Kokkos::ParallelForTag()));
+std::vector<TeamShape> team_shapes(const Functor& f) {
+  const int max =
+      Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), 1, 1).team_size_max(f, Kokkos::ParallelForTag());
+  std::vector<TeamShape> shapes{{1, 8}};
+  for (int ts : {2, 3, 5, 7, max})
+    if (ts >= 2 && ts <= max && shapes.back().team_size < ts)
+      for (int vl : {1, 8}) shapes.push_back({ts, vl});
+  return shapes;
 }
 
 // max |a - b| / max |a| over two equally long result lists.

@@ -1,13 +1,19 @@
 #pragma once
 // Batched front-ends: one team per matrix over View<double***, LayoutLeft, Mem> (n, n, batch).
-// Each launches a TeamPolicy<ExecSpace>(exec, batch, AUTO) on the given execution-space
-// instance (asynchronous: fence exec before reading results on the host). A matrix's team only
-// writes that matrix's slices, so a failing member never touches its neighbours.
+// Each launches a TeamPolicy on the given execution-space instance, its team size and vector
+// length from perfex::detail::default_team_shape (asynchronous: fence exec before reading
+// results on the host). A matrix's team only writes that matrix's slices, so a failing member
+// never touches its neighbours.
+//
+// The views are checked at compile time (batched_view_compatible): Kokkos views of double (int
+// for the status) of the documented rank, in a memory space the execution space can access;
+// any layout, so subviews (LayoutStride) are fine.
 //
 // Backend::lapack runs the host LAPACK routines instead (one matrix per RangePolicy index on
 // exec), only for host-accessible memory with a host execution space and when
 // PERFEX_HAVE_LAPACK; otherwise it throws perfex::Error.
 #include <perfex/config.hpp>
+#include <perfex/detail/team_shape.hpp>
 #include <perfex/error.hpp>
 #include <perfex/linalg/band_cholesky.hpp>
 #include <perfex/linalg/cholesky.hpp>
@@ -16,13 +22,51 @@
 #include <perfex/linalg/status.hpp>
 
 #include <string>
+#include <type_traits>
 
 namespace perfex {
 namespace linalg {
 
 enum class Backend { portable, lapack };
 
+// True when View can be an argument of rank Rank to a batched front-end launched on ExecSpace:
+// a Kokkos view of non-const Value (double; int for the status views), any layout, in memory
+// ExecSpace can access.
+template <class ExecSpace, class View, int Rank, class Value = double>
+struct batched_view_compatible {
+  template <class V, bool IsView>
+  struct check : std::false_type {};
+  template <class V>
+  struct check<V, true>
+      : std::integral_constant<
+            bool, int(V::rank) == Rank && std::is_same<typename V::value_type, Value>::value &&
+                      Kokkos::SpaceAccessibility<ExecSpace, typename V::memory_space>::accessible> {
+  };
+  static constexpr bool value = check<View, Kokkos::is_view<View>::value>::value;
+};
+
 namespace detail {
+
+// Compile-time checks of a front-end's argument, one message per cause.
+template <class ExecSpace, class View, int Rank, class Value = double>
+constexpr bool check_view() {
+  static_assert(Kokkos::is_view<View>::value,
+                "perfex::linalg batched front-end: arguments must be Kokkos::View");
+  if constexpr (Kokkos::is_view<View>::value) {
+    static_assert(int(View::rank) == Rank,
+                  "perfex::linalg batched front-end: wrong view rank (matrices and bands: 3, "
+                  "right-hand sides and eigenvalues: 2, status: 1, blocks of the inverse: 4)");
+    static_assert(std::is_same<typename View::non_const_value_type, Value>::value,
+                  "perfex::linalg batched front-end: wrong value type (double; int for status)");
+    static_assert(
+        Kokkos::SpaceAccessibility<ExecSpace, typename View::memory_space>::accessible,
+        "perfex::linalg batched front-end: the view's memory space is not accessible from the "
+        "execution space");
+    static_assert(!std::is_const<typename View::value_type>::value,
+                  "perfex::linalg batched front-end: views of const data are not supported");
+  }
+  return true;
+}
 
 template <class ExecSpace>
 using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
@@ -75,11 +119,29 @@ struct BatchedSyev {
   W2 w;
   S1 status;
   int n;
+  bool in_level0;  // matrix and work copied to level-0 scratch (device teams, when they fit)
   KOKKOS_INLINE_FUNCTION void operator()(const Member<ExecSpace>& member) const {
     const int b = member.league_rank();
-    ScratchVector<ExecSpace> work(member.team_scratch(1), syev_work_size(n));
-    const int st = team_syev(member, Kokkos::subview(A, Kokkos::ALL(), Kokkos::ALL(), b),
-                             Kokkos::subview(w, Kokkos::ALL(), b), work);
+    const auto Ab = Kokkos::subview(A, Kokkos::ALL(), Kokkos::ALL(), b);
+    const auto wb = Kokkos::subview(w, Kokkos::ALL(), b);
+    int st;
+    if (in_level0) {
+      ScratchMatrix<ExecSpace> As(member.team_scratch(0), n, n);
+      ScratchVector<ExecSpace> work(member.team_scratch(0), syev_team_work_size(n));
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int j) {
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 0, n),
+                             [&](int i) { As(i, j) = Ab(i, j); });
+      });
+      member.team_barrier();
+      st = team_syev(member, As, wb, work);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int j) {
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 0, n),
+                             [&](int i) { Ab(i, j) = As(i, j); });
+      });
+    } else {
+      ScratchVector<ExecSpace> work(member.team_scratch(1), syev_work_size(n));
+      st = team_syev(member, Ab, wb, work);
+    }
     Kokkos::single(Kokkos::PerTeam(member), [&]() { status(b) = st; });
   }
 };
@@ -174,29 +236,41 @@ void require_lapack_usable(const std::string& what, const View& v) {
     throw Error(what + ": Backend::lapack needs column-major (LayoutLeft) views");
 }
 
-// One team per batch member, optionally with level-1 team scratch.
+// One team per batch member, optionally with team scratch (level 1 unless level0).
 template <class ExecSpace, class Functor>
 void run_teams(const ExecSpace& exec, const std::string& name, int nbatch, const Functor& f,
-               std::size_t scratch = 0) {
-  Kokkos::TeamPolicy<ExecSpace> policy(exec, nbatch, Kokkos::AUTO);
-  if (scratch > 0) policy.set_scratch_size(1, Kokkos::PerTeam(scratch));
+               std::size_t scratch = 0, bool level0 = false) {
+  auto policy =
+      perfex::detail::team_policy(exec, nbatch, perfex::detail::default_team_shape<ExecSpace>());
+  if (scratch > 0) policy.set_scratch_size(level0 ? 0 : 1, Kokkos::PerTeam(scratch));
   Kokkos::parallel_for(name, policy, f);
 }
 
-// The portable team functor (with `scratch` bytes of team scratch), or for Backend::lapack the
-// host functor (one RangePolicy index per member) after checking that LAPACK can run on these
-// views (else perfex::Error).
+// The portable team functor (with `scratch` bytes of level-1 team scratch), or for
+// Backend::lapack the host functor (one RangePolicy index per member) after checking that
+// LAPACK can run on these views (else perfex::Error). run_batched_scratch: the scratch at
+// level 0 when level0.
+template <class ExecSpace, class Portable, class Host, class... Views>
+void run_batched_scratch(const ExecSpace& exec, const std::string& name, int nbatch,
+                         Backend backend, const Portable& portable, std::size_t scratch,
+                         bool level0, const Host& host, const Views&... views);
 template <class ExecSpace, class Portable, class Host, class... Views>
 void run_batched(const ExecSpace& exec, const std::string& name, int nbatch, Backend backend,
                  const Portable& portable, std::size_t scratch, const Host& host,
                  const Views&... views) {
+  run_batched_scratch(exec, name, nbatch, backend, portable, scratch, false, host, views...);
+}
+template <class ExecSpace, class Portable, class Host, class... Views>
+void run_batched_scratch(const ExecSpace& exec, const std::string& name, int nbatch,
+                         Backend backend, const Portable& portable, std::size_t scratch,
+                         bool level0, const Host& host, const Views&... views) {
   if (backend == Backend::lapack) {
     (require_lapack_usable<ExecSpace>(name, views), ...);
     if constexpr (PERFEX_HAVE_LAPACK && host_exec<ExecSpace>())
       Kokkos::parallel_for(name + "_lapack", Kokkos::RangePolicy<ExecSpace>(exec, 0, nbatch), host);
     return;
   }
-  run_teams(exec, name, nbatch, portable, scratch);
+  run_teams(exec, name, nbatch, portable, scratch, level0);
 }
 
 }  // namespace detail
@@ -205,6 +279,8 @@ void run_batched(const ExecSpace& exec, const std::string& name, int nbatch, Bac
 template <class ExecSpace, class A3, class S1>
 void batched_cholesky(const ExecSpace& exec, const A3& A, const S1& status,
                       Backend backend = Backend::portable) {
+  static_assert(detail::check_view<ExecSpace, A3, 3>() &&
+                detail::check_view<ExecSpace, S1, 1, int>());
   detail::run_batched(exec, "perfex::linalg::batched_cholesky", int(A.extent(2)), backend,
                       detail::BatchedCholesky<ExecSpace, detail::Storage::dense, A3, S1>{A, status},
                       0, detail::LapackCholesky<detail::Storage::dense, A3, S1>{A, status}, A);
@@ -214,6 +290,7 @@ void batched_cholesky(const ExecSpace& exec, const A3& A, const S1& status,
 template <class ExecSpace, class L3, class B2>
 void batched_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& b,
                             Backend backend = Backend::portable) {
+  static_assert(detail::check_view<ExecSpace, L3, 3>() && detail::check_view<ExecSpace, B2, 2>());
   detail::run_batched(exec, "perfex::linalg::batched_cholesky_solve", int(L.extent(2)), backend,
                       detail::BatchedCholeskySolve<ExecSpace, detail::Storage::dense, L3, B2>{L, b},
                       0, detail::LapackCholeskySolve<detail::Storage::dense, L3, B2>{L, b}, L, b);
@@ -221,15 +298,24 @@ void batched_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& b,
 
 // Eigenvectors of every A(:, :, b) (full symmetric input) in place, eigenvalues ascending in
 // w(:, b); status(b) = ok or not_converged. Scratch: syev_work_size(n) doubles per team (level-1
-// team scratch).
+// team scratch); on a device, when n^2 + syev_team_work_size(n) doubles fit in level-0 scratch
+// (n <= 74 in 48 KB), the team works on a copy of its matrix there.
 template <class ExecSpace, class A3, class W2, class S1>
 void batched_syev(const ExecSpace& exec, const A3& A, const W2& w, const S1& status,
                   Backend backend = Backend::portable) {
+  static_assert(detail::check_view<ExecSpace, A3, 3>() && detail::check_view<ExecSpace, W2, 2>() &&
+                detail::check_view<ExecSpace, S1, 1, int>());
   const int n = int(A.extent(0));
-  detail::run_batched(exec, "perfex::linalg::batched_syev", int(A.extent(2)), backend,
-                      detail::BatchedSyev<ExecSpace, A3, W2, S1>{A, w, status, n},
-                      detail::ScratchVector<ExecSpace>::shmem_size(syev_work_size(n)),
-                      detail::LapackSyev<A3, W2, S1>{A, w, status}, A);
+  // Device teams (explicit Q + QL) work on a copy in level-0 scratch when matrix and work fit.
+  const std::size_t level0 = detail::ScratchMatrix<ExecSpace>::shmem_size(n, n) +
+                             detail::ScratchVector<ExecSpace>::shmem_size(syev_team_work_size(n));
+  const bool in_level0 = !detail::host_exec<ExecSpace>() &&
+                         level0 <= std::size_t(Kokkos::TeamPolicy<ExecSpace>::scratch_size_max(0));
+  detail::run_batched_scratch(
+      exec, "perfex::linalg::batched_syev", int(A.extent(2)), backend,
+      detail::BatchedSyev<ExecSpace, A3, W2, S1>{A, w, status, n, in_level0},
+      in_level0 ? level0 : detail::ScratchVector<ExecSpace>::shmem_size(syev_work_size(n)),
+      in_level0, detail::LapackSyev<A3, W2, S1>{A, w, status}, A);
 }
 
 // Diagonal blocks of H_k^{-1} from the factors L(:, :, k) (n = L.extent(0), blocks of size bs):
@@ -240,6 +326,7 @@ void batched_syev(const ExecSpace& exec, const A3& A, const W2& w, const S1& sta
 template <class ExecSpace, class L3, class C4>
 void batched_cholesky_inverse_diag_blocks(const ExecSpace& exec, const L3& L, int bs, const C4& C,
                                           int first_block = 0) {
+  static_assert(detail::check_view<ExecSpace, L3, 3>() && detail::check_view<ExecSpace, C4, 4>());
   const int n = int(L.extent(0));
   const int nblocks = int(C.extent(2));
   if (bs <= 0 || (first_block + nblocks) * bs > n)
@@ -256,6 +343,8 @@ void batched_cholesky_inverse_diag_blocks(const ExecSpace& exec, const L3& L, in
 template <class ExecSpace, class A3, class S1>
 void batched_band_cholesky(const ExecSpace& exec, const A3& AB, const S1& status,
                            Backend backend = Backend::portable) {
+  static_assert(detail::check_view<ExecSpace, A3, 3>() &&
+                detail::check_view<ExecSpace, S1, 1, int>());
   detail::run_batched(exec, "perfex::linalg::batched_band_cholesky", int(AB.extent(2)), backend,
                       detail::BatchedCholesky<ExecSpace, detail::Storage::band, A3, S1>{AB, status},
                       0, detail::LapackCholesky<detail::Storage::band, A3, S1>{AB, status}, AB);
@@ -265,6 +354,7 @@ void batched_band_cholesky(const ExecSpace& exec, const A3& AB, const S1& status
 template <class ExecSpace, class L3, class B2>
 void batched_band_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& x,
                                  Backend backend = Backend::portable) {
+  static_assert(detail::check_view<ExecSpace, L3, 3>() && detail::check_view<ExecSpace, B2, 2>());
   detail::run_batched(exec, "perfex::linalg::batched_band_cholesky_solve", int(L.extent(2)),
                       backend,
                       detail::BatchedCholeskySolve<ExecSpace, detail::Storage::band, L3, B2>{L, x},
@@ -278,6 +368,7 @@ void batched_band_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& x
 template <class ExecSpace, class L3, class C4>
 void batched_band_cholesky_inverse_strided_blocks(const ExecSpace& exec, const L3& L, int stride,
                                                   const C4& C, int first = 0) {
+  static_assert(detail::check_view<ExecSpace, L3, 3>() && detail::check_view<ExecSpace, C4, 4>());
   const int n = int(L.extent(1));
   const int count = int(C.extent(0)), nblocks = int(C.extent(2));
   if (stride <= 0 || count <= 0 || first < 0 || first + nblocks - 1 + (count - 1) * stride >= n)

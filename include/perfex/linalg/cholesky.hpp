@@ -7,10 +7,11 @@
 // the contiguous, vectorisable loops, any other stride a plain fallback.
 //
 // Algorithm: blocked right-looking Cholesky (lower, column-major). Panel of `cholesky_block`
-// columns factored column by column, then the trailing lower triangle updated with a 4x4
-// register-blocked kernel (TeamThreadRange over groups of 4 trailing columns; on CPU teams have
-// one thread and these loops are what runs).
+// columns factored column by column, then the trailing lower triangle updated: by a 4x4
+// register-blocked kernel on a one-thread host team, else a trailing column per thread and its
+// rows over vector lanes.
 #include <perfex/detail/kokkos_compat.hpp>
+#include <perfex/linalg/kokkos_kernels.hpp>
 #include <perfex/linalg/matref.hpp>
 #include <perfex/linalg/status.hpp>
 
@@ -82,7 +83,7 @@ KOKKOS_INLINE_FUNCTION int team_cholesky_impl(const Member& member, const MatRef
       const double djj = perfex::math::sqrt(ajj);
       const double inv = 1.0 / djj;
       member.team_barrier();  // everybody has read A(j, j)
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, j, n), [&](int i) {
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, j, n), [&](int i) {
         if (i == j)
           A(j, j) = djj;
         else
@@ -91,23 +92,24 @@ KOKKOS_INLINE_FUNCTION int team_cholesky_impl(const Member& member, const MatRef
       member.team_barrier();
       Kokkos::parallel_for(Kokkos::TeamThreadRange(member, j + 1, k1), [&](int jj) {
         const double t = A(jj, j);
-        if (Unit) {
-          double* a = A.ptr(0, jj);
-          const double* l = A.ptr(0, j);
-          for (int i = jj; i < n; ++i) a[i] -= l[i] * t;
-        } else {
-          for (int i = jj; i < n; ++i) A(i, jj) -= A(i, j) * t;
-        }
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, jj, n),
+                             [&](int i) { A(i, jj) -= A(i, j) * t; });
       });
       member.team_barrier();
     }
     // Trailing update of the lower triangle of A(k1:n, k1:n).
-    const int ngroups = (n - k1 + 3) / 4;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, ngroups), [&](int g) {
-      const int j0 = k1 + 4 * g;
-      const int nc = n - j0 < 4 ? n - j0 : 4;
-      syrk_column_group<Unit>(A, n, k0, kb, j0, nc);
-    });
+    if (sequential_team(member)) {
+      for (int j0 = k1; j0 < n; j0 += 4)
+        syrk_column_group<Unit>(A, n, k0, kb, j0, n - j0 < 4 ? n - j0 : 4);
+    } else {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k1, n), [&](int jc) {
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, jc, n), [&](int i) {
+          double s = 0;
+          for (int p = k0; p < k1; ++p) s += A(i, p) * A(jc, p);
+          A(i, jc) -= s;
+        });
+      });
+    }
     member.team_barrier();
   }
   return ok;
@@ -121,7 +123,7 @@ KOKKOS_INLINE_FUNCTION void team_cholesky_solve_impl(const Member& member, const
   for (int j = 0; j < n; ++j) {
     const double xj = x(j) / L(j, j);
     member.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, j, n), [&](int i) {
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, j, n), [&](int i) {
       if (i == j)
         x(j) = xj;
       else
@@ -133,49 +135,13 @@ KOKKOS_INLINE_FUNCTION void team_cholesky_solve_impl(const Member& member, const
   for (int j = n - 1; j >= 0; --j) {
     double s = 0;
     Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(member, j + 1, n),
+        Kokkos::TeamVectorRange(member, j + 1, n),
         [&](int i, double& acc) { acc += L(i, j) * x(i); }, s);
     const double xj = (x(j) - s) / L(j, j);
     member.team_barrier();
     Kokkos::single(Kokkos::PerTeam(member), [&]() { x(j) = xj; });
     member.team_barrier();
   }
-}
-
-// Sequential (one thread) solve for one column, used when the team has a single thread.
-template <bool UnitL, bool UnitB>
-KOKKOS_INLINE_FUNCTION void serial_cholesky_solve(const MatRef<UnitL>& L, int n,
-                                                  const VecRef<UnitB>& x) {
-  for (int j = 0; j < n; ++j) {
-    const double xj = x(j) / L(j, j);
-    x(j) = xj;
-    if (UnitL && UnitB) {
-      const double* l = L.ptr(0, j);
-      double* xp = x.p;
-      for (int i = j + 1; i < n; ++i) xp[i] -= l[i] * xj;
-    } else {
-      for (int i = j + 1; i < n; ++i) x(i) -= L(i, j) * xj;
-    }
-  }
-  for (int j = n - 1; j >= 0; --j) {
-    double s;
-    if (UnitL && UnitB)
-      s = dot<true>(n - j - 1, L.ptr(j + 1, j), x.p + j + 1, 1, 1);
-    else {
-      s = 0;
-      for (int i = j + 1; i < n; ++i) s += L(i, j) * x(i);
-    }
-    x(j) = (x(j) - s) / L(j, j);
-  }
-}
-
-template <bool UnitL, bool UnitB, class Member>
-KOKKOS_INLINE_FUNCTION void solve_dispatch(const Member& member, const MatRef<UnitL>& L, int n,
-                                           const VecRef<UnitB>& x) {
-  if (member.team_size() == 1)
-    serial_cholesky_solve<UnitL, UnitB>(L, n, x);
-  else
-    team_cholesky_solve_impl<UnitL, UnitB>(member, L, n, x);
 }
 
 // X (n x nrhs, leading dimension ldx, unit row stride) <- L^{-1} X over rows r0..n-1 (rows
@@ -248,13 +214,21 @@ KOKKOS_INLINE_FUNCTION void team_cholesky_solve(const Member& member, const LVie
                                                 const BView& b) {
   const int n = int(L.extent(0));
   if constexpr (BView::rank == 1) {
+    // One host thread: Kokkos Kernels' blocked triangular solves (faster than a column sweep).
+    if (detail::sequential_team(member)) {
+      detail::serial_cholesky_solve_kk(L, b);
+      return;
+    }
     const bool ul = detail::unit_rows(L), ub = detail::unit_rows(b);
     if (ul && ub)
-      detail::solve_dispatch<true, true>(member, detail::mat<true>(L), n, detail::vec<true>(b));
+      detail::team_cholesky_solve_impl<true, true>(member, detail::mat<true>(L), n,
+                                                   detail::vec<true>(b));
     else if (ul)
-      detail::solve_dispatch<true, false>(member, detail::mat<true>(L), n, detail::vec<false>(b));
+      detail::team_cholesky_solve_impl<true, false>(member, detail::mat<true>(L), n,
+                                                    detail::vec<false>(b));
     else
-      detail::solve_dispatch<false, false>(member, detail::mat<false>(L), n, detail::vec<false>(b));
+      detail::team_cholesky_solve_impl<false, false>(member, detail::mat<false>(L), n,
+                                                     detail::vec<false>(b));
   } else {
     static_assert(BView::rank == 2, "team_cholesky_solve: b must be rank 1 or 2");
     const int nrhs = int(b.extent(1));
@@ -276,49 +250,52 @@ template <class Member, class LView, class CView, class WView>
 KOKKOS_INLINE_FUNCTION void team_cholesky_inverse_diag_blocks(const Member& member, const LView& L,
                                                               int bs, int first_block, int nblocks,
                                                               const CView& C, const WView& work) {
+  using detail::sequential_team;
   const int n = int(L.extent(0));
   const bool unit_work = detail::unit_rows(work);
   for (int blk = 0; blk < nblocks; ++blk) {
     const int r0 = (first_block + blk) * bs;
-    // X(r, c) lives in work(r, c) for r in [r0, n).
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, bs), [&](int c) {
-      for (int r = r0; r < n; ++r) work(r, c) = (r == r0 + c) ? 1.0 : 0.0;
-    });
+    // X(r, c) lives in work(r, c) for r in [r0, n): column c starts as e_{r0+c}.
+    if (sequential_team(member) && unit_work) {
+      for (int c = 0; c < bs; ++c)
+        for (int r = r0; r < n; ++r) work(r, c) = (r == r0 + c) ? 1.0 : 0.0;
+      double* X = work.data();
+      const long ldx = long(work.stride(1));
+      // Groups of four columns share each column of L; each starts at its own triangle.
+      if (detail::unit_rows(L))
+        detail::forward_columns<true>(detail::mat<true>(L), n, r0, X, ldx, 0, bs, true);
+      else
+        detail::forward_columns<false>(detail::mat<false>(L), n, r0, X, ldx, 0, bs, true);
+    } else {
+      // A column per thread, each pivot's update over its vector lanes.
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, bs), [&](int c) {
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, r0, n),
+                             [&](int r) { work(r, c) = (r == r0 + c) ? 1.0 : 0.0; });
+        for (int j = r0 + c; j < n; ++j) {
+          const double a = work(j, c) / L(j, j);
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, j + 1, n),
+                               [&](int i) { work(i, c) -= L(i, j) * a; });
+          Kokkos::single(Kokkos::PerThread(member), [&]() { work(j, c) = a; });
+        }
+      });
+    }
     member.team_barrier();
-    const int ngroups = (bs + 3) / 4;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, ngroups), [&](int g) {
-      const int c0 = 4 * g, c1 = c0 + 4 < bs ? c0 + 4 : bs;
-      if (unit_work) {
-        double* X = work.data();
-        const long ldx = long(work.stride(1));
-        // Shift so that column c of the group starts at its own triangle (X(r, c) = 0 for r <
-        // r0+c).
-        if (detail::unit_rows(L))
-          detail::forward_columns<true>(detail::mat<true>(L), n, r0, X, ldx, c0, c1, true);
-        else
-          detail::forward_columns<false>(detail::mat<false>(L), n, r0, X, ldx, c0, c1, true);
-      } else {
-        for (int c = c0; c < c1; ++c)
-          for (int j = r0 + c; j < n; ++j) {
-            const double a = (work(j, c) /= L(j, j));
-            for (int i = j + 1; i < n; ++i) work(i, c) -= L(i, j) * a;
-          }
-      }
-    });
-    member.team_barrier();
-    // C_II(a, c) = sum_r X(r, a) X(r, c), r >= r0 + max(a, c).
+    // C_II(a, c) = sum_r X(r, a) X(r, c), r >= r0 + max(a, c): a row per thread, the sums over
+    // vector lanes.
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, bs), [&](int a) {
       for (int c = 0; c <= a; ++c) {
         const int rs = r0 + a;
-        double s;
-        if (unit_work)
+        double s = 0;
+        if (sequential_team(member) && unit_work)
           s = detail::dot<true>(n - rs, &work(rs, a), &work(rs, c), 1, 1);
-        else {
-          s = 0;
-          for (int r = rs; r < n; ++r) s += work(r, a) * work(r, c);
-        }
-        C(blk, a, c) = s;
-        C(blk, c, a) = s;
+        else
+          Kokkos::parallel_reduce(
+              Kokkos::ThreadVectorRange(member, rs, n),
+              [&](int r, double& acc) { acc += work(r, a) * work(r, c); }, s);
+        Kokkos::single(Kokkos::PerThread(member), [&]() {
+          C(blk, a, c) = s;
+          C(blk, c, a) = s;
+        });
       }
     });
     member.team_barrier();

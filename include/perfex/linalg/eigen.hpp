@@ -1,41 +1,43 @@
 #pragma once
 // Team-level symmetric eigendecomposition and the matrix functions built on it.
 //
-// team_syev: Householder reduction to tridiagonal form (lower, one reflector per column),
-// explicit accumulation of Q in place, then implicit-shift QL iteration on the tridiagonal
-// matrix with the Givens rotations of each sweep applied to the columns of Q, and finally a
-// selection sort (ascending eigenvalues, vectors permuted with them).
+// team_syev: Householder reduction to tridiagonal form (lower, one reflector per column), then
+// the tridiagonal's eigenproblem (tridiagonal.hpp), eigenvalues ascending.
 //
-// Parallelism inside a team: matrix-vector and rank-2 updates over TeamThreadRange of columns
-// (full symmetric storage, race-free), reflector application over columns, rotation sweeps
-// over chunks of rows (rows are independent under a sequence of column rotations); the scalar
-// QL recurrence runs in Kokkos::single. With a one-thread team (Serial/OpenMP TeamPolicy with
-// AUTO) the tridiagonal reduction uses the lower triangle only (half the flops).
+// One host thread (Serial, or OpenMP with one-thread teams), n > dc_leaf: divide and conquer on
+// the tridiagonal (its eigenvectors Z), then Z taken back to A's basis by the reflectors in
+// blocks of four (compact WY) - about 2.2 n^3 + O(n^2) multiply-adds with the reduction, against
+// about 5 n^3 for QL with rotations accumulated into the explicit Q. The reduction there uses
+// the lower triangle only.
 //
-// Iteration cap: 30*n QL sweeps in total -> not_converged. Non-finite input (or a tridiagonal
-// form that is not finite) -> not_converged without iterating. On failure A and w are
-// unspecified.
+// Teams of several threads, device teams, and n <= dc_leaf: Q formed explicitly from the
+// reflectors, then implicit QL with the rotations accumulated into it. Work split over the
+// team's threads and vector lanes: the reduction's matrix-vector and rank-2 updates a column per
+// thread, rows over lanes; Q's columns over threads; a QL sweep computed by one thread and
+// applied a row of Q per lane.
+//
+// Iteration cap: 30*n QL sweeps in total (per leaf in divide and conquer) -> not_converged.
+// Non-finite input (or a tridiagonal form that is not finite) -> not_converged without
+// iterating. On failure A and w are unspecified.
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/linalg/matref.hpp>
 #include <perfex/linalg/status.hpp>
+#include <perfex/linalg/tridiagonal.hpp>
 
 namespace perfex {
 namespace linalg {
 
-// Size (doubles) of the rank-1 `work` view team_syev needs for an n x n matrix. work must be
+// Size (doubles) of the rank-1 `work` view team_syev needs for an n x n matrix (the
+// tridiagonal's eigenvectors and divide and conquer's scratch: 3 n^2 + O(n)). work must be
 // contiguous (stride 1).
-KOKKOS_INLINE_FUNCTION constexpr int syev_work_size(int n) { return 6 * n + 8; }
+KOKKOS_INLINE_FUNCTION constexpr int syev_work_size(int n) {
+  return 6 * n + 8 + n * n + detail::dc_work_size(n);
+}
+
+// The part of it a team that is not one host thread uses (explicit Q + QL: 6n + 8 doubles).
+KOKKOS_INLINE_FUNCTION constexpr int syev_team_work_size(int n) { return 6 * n + 8; }
 
 namespace detail {
-
-KOKKOS_INLINE_FUNCTION double safe_hypot(double a, double b) {
-  a = perfex::math::abs(a);
-  b = perfex::math::abs(b);
-  const double mx = a < b ? b : a, mn = a < b ? a : b;
-  if (mx == 0) return 0;
-  const double t = mn / mx;
-  return mx * perfex::math::sqrt(1 + t * t);
-}
 
 // Work layout.
 struct SyevWork {
@@ -46,6 +48,8 @@ struct SyevWork {
   double* cs;
   double* sn;
   double* info;
+  double* z;   // n x n: eigenvectors of the tridiagonal (divide and conquer)
+  double* dc;  // dc_work_size(n): divide and conquer's scratch
   KOKKOS_INLINE_FUNCTION SyevWork(double* w, int n)
       : d(w),
         e(w + n),
@@ -53,7 +57,9 @@ struct SyevWork {
         p(w + 3 * n),
         cs(w + 4 * n),
         sn(w + 5 * n),
-        info(w + 6 * n) {}
+        info(w + 6 * n),
+        z(w + 6 * n + 8),
+        dc(w + 6 * n + 8 + long(n) * n) {}
 };
 
 // Householder tridiagonalisation. On exit d (diagonal), e (sub-diagonal, e[n-1] = 0), tau, and
@@ -61,12 +67,12 @@ struct SyevWork {
 template <bool Unit, class Member>
 KOKKOS_INLINE_FUNCTION void tridiagonalize(const Member& member, const MatRef<Unit>& A, int n,
                                            const SyevWork& W) {
-  const bool seq = member.team_size() == 1;
+  const bool seq = sequential_team(member);
   for (int k = 0; k + 2 < n; ++k) {
     const int m = n - k - 1;  // length of the column below the diagonal
     double xn2 = 0;
     Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(member, k + 2, n),
+        Kokkos::TeamVectorRange(member, k + 2, n),
         [&](int i, double& acc) {
           const double x = A(i, k);
           acc += x * x;
@@ -82,7 +88,7 @@ KOKKOS_INLINE_FUNCTION void tridiagonalize(const Member& member, const MatRef<Un
     }
     const double akk = A(k, k);
     member.team_barrier();  // all have read alpha
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k + 1, n), [&](int i) {
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k + 1, n), [&](int i) {
       if (i == k + 1)
         A(i, k) = 1.0;
       else
@@ -128,25 +134,29 @@ KOKKOS_INLINE_FUNCTION void tridiagonalize(const Member& member, const MatRef<Un
         for (int i = j; i < n; ++i) a[i] -= v[i] * wj + p[i] * vj;
       }
     } else {
-      // Full symmetric storage: p(j) = tau * A(k1:n, j) . v (column j == row j).
+      // Full symmetric storage: p(j) = tau * A(k1:n, j) . v (column j == row j), a column per
+      // thread, its dot product over vector lanes.
       Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k1, n), [&](int j) {
         double s = 0;
-        for (int i = k1; i < n; ++i) s += A(i, j) * A(i, k);
-        p[j] = tau * s;
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(member, k1, n),
+            [&](int i, double& acc) { acc += A(i, j) * A(i, k); }, s);
+        Kokkos::single(Kokkos::PerThread(member), [&]() { p[j] = tau * s; });
       });
       member.team_barrier();
       double pv = 0;
       Kokkos::parallel_reduce(
-          Kokkos::TeamThreadRange(member, k1, n),
+          Kokkos::TeamVectorRange(member, k1, n),
           [&](int i, double& acc) { acc += p[i] * A(i, k); }, pv);
       const double K = -0.5 * tau * pv;
       member.team_barrier();
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k1, n),
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k1, n),
                            [&](int i) { p[i] += K * A(i, k); });
       member.team_barrier();
       Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k1, n), [&](int j) {
         const double wj = p[j], vj = A(j, k);
-        for (int i = k1; i < n; ++i) A(i, j) -= A(i, k) * wj + p[i] * vj;
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, k1, n),
+                             [&](int i) { A(i, j) -= A(i, k) * wj + p[i] * vj; });
       });
       member.team_barrier();
     }
@@ -169,9 +179,10 @@ KOKKOS_INLINE_FUNCTION void tridiagonalize(const Member& member, const MatRef<Un
 template <bool Unit, class Member>
 KOKKOS_INLINE_FUNCTION void form_q(const Member& member, const MatRef<Unit>& A, int n,
                                    const SyevWork& W) {
+  const bool seq = sequential_team(member);
   for (int k = n - 2; k >= -1; --k) {
     const int c = k + 1;  // row/column that becomes e_c
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, c, n), [&](int i) {
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, c, n), [&](int i) {
       A(i, c) = (i == c) ? 1.0 : 0.0;
       if (i != c) A(c, i) = 0.0;
     });
@@ -181,16 +192,19 @@ KOKKOS_INLINE_FUNCTION void form_q(const Member& member, const MatRef<Unit>& A, 
     if (tau != 0) {
       const int m = n - c;
       Kokkos::parallel_for(Kokkos::TeamThreadRange(member, c, n), [&](int j) {
-        if (Unit) {
+        if (seq && Unit) {
           const double* v = A.ptr(c, k);
           double* q = A.ptr(c, j);
           const double s = tau * dot<true>(m, v, q, 1, 1);
           for (int i = 0; i < m; ++i) q[i] -= s * v[i];
         } else {
           double s = 0;
-          for (int i = c; i < n; ++i) s += A(i, k) * A(i, j);
+          Kokkos::parallel_reduce(
+              Kokkos::ThreadVectorRange(member, c, n),
+              [&](int i, double& acc) { acc += A(i, k) * A(i, j); }, s);
           s *= tau;
-          for (int i = c; i < n; ++i) A(i, j) -= s * A(i, k);
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, c, n),
+                               [&](int i) { A(i, j) -= s * A(i, k); });
         }
       });
       member.team_barrier();
@@ -198,85 +212,105 @@ KOKKOS_INLINE_FUNCTION void form_q(const Member& member, const MatRef<Unit>& A, 
   }
 }
 
-// One step of the implicit QL iteration (scalar; one thread). Advances l past converged
-// eigenvalues; when a sweep is done stores its rotations for i in [lo, hi) (to be applied from
-// hi-1 down to lo) and returns 0; returns 1 when all converged, 2 at the iteration cap.
-KOKKOS_INLINE_FUNCTION int ql_next(double* d, double* e, double* cs, double* sn, int n, int& l,
-                                   int& iter, int maxit, int& lo, int& hi) {
-  const double eps = perfex::math::epsilon;
-  while (l < n) {
-    int m = l;
-    for (; m < n - 1; ++m) {
-      const double dd = perfex::math::abs(d[m]) + perfex::math::abs(d[m + 1]);
-      if (perfex::math::abs(e[m]) <= eps * dd) break;
-    }
-    if (m == l) {
-      ++l;
-      continue;
-    }
-    if (++iter > maxit) return 2;
-    double g = (d[l + 1] - d[l]) / (2.0 * e[l]);
-    double r = safe_hypot(g, 1.0);
-    g = d[m] - d[l] + e[l] / (g + (g >= 0 ? r : -r));
-    double s = 1, c = 1, p = 0;
-    int i = m - 1;
-    bool underflow = false;
-    for (; i >= l; --i) {
-      const double f = s * e[i], b = c * e[i];
-      r = safe_hypot(f, g);
-      e[i + 1] = r;
-      if (r == 0) {
-        d[i + 1] -= p;
-        e[m] = 0;
-        underflow = true;
-        break;
+// Z (n x n, leading dimension ldz) <- Q Z, Q = H_0 H_1 ... H_{n-3} the reflectors of
+// tridiagonalize in A, one host thread. Blocks of 4 reflectors in compact WY form (LAPACK
+// dlarft/dlarfb: H_k ... H_{k+3} = I - V T V^T), so that each column of Z takes one pass for the
+// four dot products and one for the update instead of one pair of passes per reflector.
+template <bool Unit>
+KOKKOS_INLINE_FUNCTION void apply_q_sequential(const MatRef<Unit>& A, int n, const double* tau,
+                                               double* Z, long ldz) {
+  constexpr int NB = 4;
+  const long rs = A.rs();
+  for (int top = n - 2; top > 0; top -= NB) {
+    const int kb = top - NB > 0 ? top - NB : 0, nb = top - kb;  // reflectors kb .. top-1
+    // v_p = A(kb+p+1 .., kb+p): rows relative to r0 = kb+1, v_p(i) = 0 for i < p, v_p(p) = 1.
+    const int r0 = kb + 1, m = n - r0;
+    const double* v[NB];
+    for (int p = 0; p < NB; ++p) v[p] = A.ptr(r0, kb + (p < nb ? p : 0));
+    // T (upper triangular): T(p,p) = tau, T(0:p, p) = -tau T(0:p, 0:p) V(:, 0:p)^T v_p.
+    double T[NB][NB] = {};
+    for (int p = 0; p < nb; ++p) {
+      const double tp = tau[kb + p];
+      T[p][p] = tp;
+      double c[NB] = {};
+      for (int q = 0; q < p; ++q) {
+        double sdot = v[q][p * rs];  // v_p(p) = 1
+        for (int i = p + 1; i < m; ++i) sdot += v[q][i * rs] * v[p][i * rs];
+        c[q] = -tp * sdot;
       }
-      s = f / r;
-      c = g / r;
-      g = d[i + 1] - p;
-      r = (d[i] - g) * s + 2.0 * c * b;
-      p = s * r;
-      d[i + 1] = g + p;
-      g = c * r - b;
-      cs[i] = c;
-      sn[i] = s;
+      for (int q = 0; q < p; ++q) {
+        double t = 0;
+        for (int l = q; l < p; ++l) t += T[q][l] * c[l];
+        T[q][p] = t;
+      }
     }
-    if (underflow) {
-      lo = i + 1;
-      hi = m;
-      return 0;
+    for (int j = 0; j < n; ++j) {
+      double* z = Z + r0 + j * ldz;
+      // w = V^T z: the triangle of the first nb rows, then the rows all v_p cover.
+      double w[NB] = {};
+      for (int p = 0; p < nb; ++p) {
+        w[p] = z[p];
+        for (int i = p + 1; i < nb && i < m; ++i) w[p] += v[p][i * rs] * z[i];
+      }
+      if (nb == NB) {
+        double w0 = 0, w1 = 0, w2 = 0, w3 = 0;
+        for (int i = NB; i < m; ++i) {
+          const double zi = z[i];
+          w0 += v[0][i * rs] * zi;
+          w1 += v[1][i * rs] * zi;
+          w2 += v[2][i * rs] * zi;
+          w3 += v[3][i * rs] * zi;
+        }
+        w[0] += w0;
+        w[1] += w1;
+        w[2] += w2;
+        w[3] += w3;
+      } else {
+        for (int p = 0; p < nb; ++p)
+          for (int i = nb; i < m; ++i) w[p] += v[p][i * rs] * z[i];
+      }
+      // w <- T w; z -= V w.
+      double u[NB] = {};
+      for (int p = 0; p < nb; ++p)
+        for (int q = p; q < nb; ++q) u[p] += T[p][q] * w[q];
+      for (int p = 0; p < nb; ++p) {
+        z[p] -= u[p];
+        for (int i = p + 1; i < nb && i < m; ++i) z[i] -= v[p][i * rs] * u[p];
+      }
+      if (nb == NB) {
+        const double u0 = u[0], u1 = u[1], u2 = u[2], u3 = u[3];
+        for (int i = NB; i < m; ++i)
+          z[i] -= (v[0][i * rs] * u0 + v[1][i * rs] * u1) + (v[2][i * rs] * u2 + v[3][i * rs] * u3);
+      } else {
+        for (int p = 0; p < nb; ++p)
+          for (int i = nb; i < m; ++i) z[i] -= v[p][i * rs] * u[p];
+      }
     }
-    d[l] -= p;
-    e[l] = g;
-    e[m] = 0;
-    lo = l;
-    hi = m;
-    return 0;
   }
-  return 1;
 }
 
-// Apply rotations hi-1 .. lo to columns of Z, rows [r0, r1).
-template <bool Unit>
-KOKKOS_INLINE_FUNCTION void apply_rotations(const MatRef<Unit>& Z, int r0, int r1, const double* cs,
-                                            const double* sn, int lo, int hi) {
-  for (int i = hi - 1; i >= lo; --i) {
-    const double c = cs[i], s = sn[i];
-    if (Unit) {
-      double* zi = Z.ptr(0, i);
-      double* zj = Z.ptr(0, i + 1);
-      for (int r = r0; r < r1; ++r) {
-        const double f = zj[r], z = zi[r];
-        zj[r] = s * z + c * f;
-        zi[r] = c * z - s * f;
-      }
-    } else {
-      for (int r = r0; r < r1; ++r) {
-        const double f = Z(r, i + 1), z = Z(r, i);
-        Z(r, i + 1) = s * z + c * f;
-        Z(r, i) = c * z - s * f;
-      }
-    }
+// Eigenpairs sorted by ascending eigenvalue on a team (selection sort, column swaps over the
+// team's lanes).
+template <bool Unit, class Member>
+KOKKOS_INLINE_FUNCTION void sort_eigenpairs_team(const Member& member, const MatRef<Unit>& A, int n,
+                                                 double* d) {
+  for (int i = 0; i + 1 < n; ++i) {
+    int kmin = i;
+    for (int k = i + 1; k < n; ++k)
+      if (d[k] < d[kmin]) kmin = k;
+    if (kmin == i) continue;
+    member.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, 0, n), [&](int r) {
+      const double t = A(r, i);
+      A(r, i) = A(r, kmin);
+      A(r, kmin) = t;
+    });
+    Kokkos::single(Kokkos::PerTeam(member), [&]() {
+      const double t = d[i];
+      d[i] = d[kmin];
+      d[kmin] = t;
+    });
+    member.team_barrier();
   }
 }
 
@@ -289,12 +323,10 @@ KOKKOS_INLINE_FUNCTION int team_syev_impl(const Member& member, const MatRef<Uni
   // sums of squares of the reduction neither overflow nor underflow; others untouched.
   double amax = 0;
   Kokkos::parallel_reduce(
-      Kokkos::TeamThreadRange(member, 0, n),
-      [&](int j, double& m) {
-        for (int i = 0; i < n; ++i) {
-          const double a = perfex::math::abs(A(i, j));
-          if (a > m) m = a;
-        }
+      Kokkos::TeamVectorRange(member, 0, n * n),
+      [&](int ij, double& m) {
+        const double a = perfex::math::abs(A(ij % n, ij / n));
+        if (a > m) m = a;
       },
       Kokkos::Max<double>(amax));
   const bool rescale = perfex::math::isfinite(amax) && amax > 0 && (amax > 1e150 || amax < 1e-150);
@@ -302,7 +334,7 @@ KOKKOS_INLINE_FUNCTION int team_syev_impl(const Member& member, const MatRef<Uni
     member.team_barrier();
     const double inv = 1.0 / amax;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int j) {
-      for (int i = 0; i < n; ++i) A(i, j) *= inv;
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 0, n), [&](int i) { A(i, j) *= inv; });
     });
     member.team_barrier();
   }
@@ -311,75 +343,26 @@ KOKKOS_INLINE_FUNCTION int team_syev_impl(const Member& member, const MatRef<Uni
   bool finite = true;
   for (int i = 0; i < n; ++i)
     finite = finite && perfex::math::isfinite(W.d[i]) && perfex::math::isfinite(W.e[i]);
-  form_q<Unit>(member, A, n, W);
   if (!finite) return not_converged;
-  // QL iteration.
-  const int ts = member.team_size();
-  const int chunk = (n + ts - 1) / ts;
-  int status = ok;
-  if (ts == 1) {
-    int l = 0, iter = 0, lo = 0, hi = 0;
-    while (true) {
-      const int r = ql_next(W.d, W.e, W.cs, W.sn, n, l, iter, 30 * n, lo, hi);
-      if (r == 1) break;
-      if (r == 2) {
-        status = not_converged;
-        break;
-      }
-      apply_rotations<Unit>(A, 0, n, W.cs, W.sn, lo, hi);
-    }
+  int status;
+  if (sequential_team(member) && n > dc_leaf) {
+    // Divide and conquer on the tridiagonal, then its eigenvectors back to A's basis.
+    status = tridiagonal_dc(n, W.d, W.e, W.z, n, W.dc);
+    apply_q_sequential<Unit>(A, n, W.tau, W.z, n);
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) A(i, j) = W.z[i + long(j) * n];
   } else {
-    Kokkos::single(Kokkos::PerTeam(member), [&]() {
-      W.info[0] = 0;  // l
-      W.info[1] = 0;  // iterations
-    });
-    while (true) {
-      Kokkos::single(Kokkos::PerTeam(member), [&]() {
-        int l = int(W.info[0]), iter = int(W.info[1]), lo = 0, hi = 0;
-        const int r = ql_next(W.d, W.e, W.cs, W.sn, n, l, iter, 30 * n, lo, hi);
-        W.info[0] = l;
-        W.info[1] = iter;
-        W.info[2] = r;
-        W.info[3] = lo;
-        W.info[4] = hi;
-      });
-      member.team_barrier();
-      const int r = int(W.info[2]), lo = int(W.info[3]), hi = int(W.info[4]);
-      if (r == 1) break;
-      if (r == 2) {
-        status = not_converged;
-        break;
-      }
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, ts), [&](int t) {
-        const int r0 = t * chunk, r1 = r0 + chunk < n ? r0 + chunk : n;
-        if (r0 < r1) apply_rotations<Unit>(A, r0, r1, W.cs, W.sn, lo, hi);
-      });
-      member.team_barrier();
-    }
-    member.team_barrier();
-  }
-  // Selection sort, ascending.
-  for (int i = 0; i + 1 < n; ++i) {
-    int kmin = i;
-    for (int k = i + 1; k < n; ++k)
-      if (W.d[k] < W.d[kmin]) kmin = k;
-    if (kmin != i) {
-      member.team_barrier();
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int r) {
-        const double t = A(r, i);
-        A(r, i) = A(r, kmin);
-        A(r, kmin) = t;
-      });
-      Kokkos::single(Kokkos::PerTeam(member), [&]() {
-        const double t = W.d[i];
-        W.d[i] = W.d[kmin];
-        W.d[kmin] = t;
-      });
-      member.team_barrier();
+    form_q<Unit>(member, A, n, W);
+    if (sequential_team(member)) {
+      status = ql_sequential<Unit>(A, n, W.d, W.e, 30 * n);
+      sort_eigenpairs<Unit>(A, n, W.d, n);
+    } else {
+      status = ql_team<Unit>(member, A, n, W.d, W.e, W.cs, W.sn, W.info, 30 * n);
+      sort_eigenpairs_team<Unit>(member, A, n, W.d);
     }
   }
   const double wscale = rescale ? amax : 1.0;
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n),
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, 0, n),
                        [&](int i) { w(i) = W.d[i] * wscale; });
   member.team_barrier();
   return status;
@@ -393,15 +376,17 @@ KOKKOS_INLINE_FUNCTION void compose(const Member& member, const MatRef<UnitA>& A
                                     double clip, bool inverse) {
   const double mumax = w(n - 1);
   const double floor_mu = clip * mumax;
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int k) {
+  Kokkos::parallel_for(Kokkos::TeamVectorRange(member, 0, n), [&](int k) {
     const double mu = w(k) < floor_mu ? floor_mu : w(k);
     const double r = perfex::math::sqrt(mu);
     f[k] = inverse ? 1.0 / r : r;
   });
   member.team_barrier();
-  // Lower triangle: A(i, j) = sum_k V(i, k) f_k V(j, k), i >= j; then mirror.
+  // Lower triangle: A(i, j) = sum_k V(i, k) f_k V(j, k), i >= j, a column per thread (rows over
+  // vector lanes); then mirror.
+  const bool seq = sequential_team(member);
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int j) {
-    if (UnitA && UnitV) {
+    if (seq && UnitA && UnitV) {
       double* a = A.ptr(0, j);
       for (int i = j; i < n; ++i) a[i] = 0;
       int k = 0;
@@ -420,16 +405,17 @@ KOKKOS_INLINE_FUNCTION void compose(const Member& member, const MatRef<UnitA>& A
         for (int i = j; i < n; ++i) a[i] += t * v[i];
       }
     } else {
-      for (int i = j; i < n; ++i) {
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, j, n), [&](int i) {
         double s = 0;
         for (int k = 0; k < n; ++k) s += V(i, k) * f[k] * V(j, k);
         A(i, j) = s;
-      }
+      });
     }
   });
   member.team_barrier();
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int j) {
-    for (int i = 0; i < j; ++i) A(i, j) = A(j, i);
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 0, j),
+                         [&](int i) { A(i, j) = A(j, i); });
   });
   member.team_barrier();
 }
@@ -462,7 +448,8 @@ KOKKOS_INLINE_FUNCTION int matrix_function(const Member& member, const AView& A,
   const int n = int(A.extent(0));
   if (n == 0) return ok;
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, n), [&](int j) {
-    for (int i = 0; i < n; ++i) V(i, j) = A(i, j);
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 0, n),
+                         [&](int i) { V(i, j) = A(i, j); });
   });
   member.team_barrier();
   const int st = team_syev(member, V, w, work);
@@ -480,7 +467,7 @@ KOKKOS_INLINE_FUNCTION int matrix_function(const Member& member, const AView& A,
 
 // Matrix functions through team_syev. A (n x n, full symmetric) <- A^{-1/2} (team_inverse_sqrt)
 // or A^{1/2} (team_sqrt), symmetric, both triangles written.
-// Eigenvalue guard (gpu_specter GPU's policy, spec §6.4): mu <- max(mu, clip * max mu) before
+// Eigenvalue guard (the policy of gpu_specter's GPU path): mu <- max(mu, clip * max mu) before
 // the square root, clip = 1e-14 by default; so slightly indefinite or singular inputs give
 // finite results. Returns ok, not_converged (eigensolver), or not_positive_definite when the
 // largest eigenvalue is not > 0 (A unspecified then).

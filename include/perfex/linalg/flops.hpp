@@ -1,6 +1,8 @@
 #pragma once
 // Flop models of the linalg kernels (one multiply-add = 2 flop), host only: what the
 // algorithms here actually do, for GFLOP/s figures in benchmarks and frame summaries.
+#include <perfex/linalg/tridiagonal.hpp>
+
 namespace perfex {
 namespace linalg {
 namespace flops {
@@ -21,10 +23,32 @@ inline double inverse_diag_blocks(int n, int bs, int first, int count) {
   return f;
 }
 
-// Symmetric eigendecomposition with vectors (Householder + QL) ~9n^3; inverse square root
-// adds the composition V f(Λ) V^T, n^3.
-inline double syev(double n) { return 9 * n * n * n; }
-inline double inverse_sqrt(double n) { return syev(n) + n * n * n; }
+// Eigenvectors of a symmetric tridiagonal of order n by QL with the rotations accumulated
+// into n-vectors: about one sweep over n/2 rotations per eigenvalue, 6 flops per entry.
+inline double tridiagonal_ql(double n) { return 6 * n * n * n; }
+
+// Divide and conquer on a tridiagonal of order n (leaves <= dc_leaf by QL): per merge of
+// n0 = n1 + n2, the halves' eigenvectors times the merged ones, n0 (n1^2 + n2^2) multiply-adds
+// (no deflation counted), and ~17 n0^2 for the secular equations and the Loewner vectors.
+inline double tridiagonal_dc(int n) {
+  if (n <= detail::dc_leaf) return tridiagonal_ql(n);
+  const double n1 = n / 2, n2 = n - n / 2;
+  return tridiagonal_dc(n / 2) + tridiagonal_dc(n - n / 2) + 2 * n * (n1 * n1 + n2 * n2) +
+         17.0 * n * n;
+}
+
+// Symmetric eigendecomposition with vectors as the one-thread path runs it: Householder
+// tridiagonalisation 4n^3/3, then for n > dc_leaf divide and conquer and the reflectors applied
+// to its eigenvectors (2n^3), else explicit Q (4n^3/3) and QL. (Teams with several threads or
+// vector lanes always take explicit Q + QL.) The inverse square root adds the composition
+// V f(mu) V^T, lower triangle: n^3.
+inline double syev(int n) {
+  const double m = n;
+  const double tridiagonalise = 4 * m * m * m / 3;
+  if (n > detail::dc_leaf) return tridiagonalise + tridiagonal_dc(n) + 2 * m * m * m;
+  return tridiagonalise + 4 * m * m * m / 3 + tridiagonal_ql(m);
+}
+inline double inverse_sqrt(int n) { return syev(n) + double(n) * n * n; }
 
 // Forward band solve of one column over its last m rows: a row has kd (fewer near the end)
 // multiply-adds below the pivot plus the division.

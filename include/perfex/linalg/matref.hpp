@@ -32,6 +32,16 @@ struct VecRef {
   }
 };
 
+// True when the team is one host thread: the kernels then take loops written for one thread
+// (vectorised by the compiler) instead of the team-vector shape. On device backends a team of
+// one thread still has vector lanes, so those always take the team shape.
+template <class Member>
+KOKKOS_INLINE_FUNCTION bool sequential_team(const Member& member) {
+  return Kokkos::SpaceAccessibility<typename Member::execution_space,
+                                    Kokkos::HostSpace>::accessible &&
+         member.team_size() == 1;
+}
+
 template <class V>
 KOKKOS_INLINE_FUNCTION bool unit_rows(const V& v) {
   return v.stride(0) == 1 || v.extent(0) <= 1;
