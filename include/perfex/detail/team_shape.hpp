@@ -2,6 +2,8 @@
 // Team size and vector length of perfex's team kernels, chosen per backend in one place.
 #include <Kokkos_Core.hpp>
 
+#include <type_traits>
+
 namespace perfex {
 namespace detail {
 
@@ -16,6 +18,21 @@ struct TeamShape {
 template <class ExecSpace>
 TeamShape default_team_shape() {
   return {};
+}
+
+// Kernels whose team shape is chosen apart from the patch solver's.
+enum class Kernel {
+  spots,            // psf::compute_spots: a thread per spot, vector lanes over its pixels
+  patch_bandwidth,  // extract::measure_bandwidths: threads over unknowns, lanes over the band
+};
+
+// Host backends: as above. CUDA: 8 spots (or unknowns) per team, a warp's 32 lanes each.
+template <class ExecSpace>
+TeamShape default_team_shape(Kernel) {
+#ifdef KOKKOS_ENABLE_CUDA
+  if (std::is_same<ExecSpace, Kokkos::Cuda>::value) return {8, 32};
+#endif
+  return default_team_shape<ExecSpace>();
 }
 
 template <class ExecSpace, class... Properties>

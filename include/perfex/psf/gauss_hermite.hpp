@@ -15,9 +15,11 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <perfex/detail/kokkos_compat.hpp>
+#include <perfex/detail/team_shape.hpp>
 #include <perfex/error.hpp>
 #include <perfex/psf/psf_data.hpp>
 
@@ -42,7 +44,9 @@ template <class MemorySpace>
 struct PsfDeviceData {
   Kokkos::View<const double**, Kokkos::LayoutRight, MemorySpace> xcoeff, ycoeff;  // [nfib][ncoeff]
   Kokkos::View<const double***, Kokkos::LayoutRight, MemorySpace> pcoeff;  // [nparam][nfib][L]
-  Kokkos::View<const int**, Kokkos::LayoutRight, MemorySpace> gh_row;      // [dx+1][dy+1]
+  // Legendre coefficients of the Gauss-Hermite coefficients a_ij, contiguous in ij = i*(dy+1)+j
+  // so that a spot's a_ij are one vector sweep per Legendre degree: [nfib][ncp][(dx+1)(dy+1)].
+  Kokkos::View<const double***, Kokkos::LayoutRight, MemorySpace> ghcoeff;
   int nfib = 0, nparam = 0, ncx = 0, ncy = 0, ncp = 0;
   int hx = 0, hy = 0, dx = 0, dy = 0;
   int row_sigx = -1, row_sigy = -1;
@@ -56,13 +60,18 @@ struct PsfDeviceData {
   KOKKOS_INLINE_FUNCTION double trace_y(int f, double wave) const {
     return trace(ycoeff, ncy, f, reduced(wave, yw0, yscale));
   }
-  // Σ_m coeff(f, m) P_m(u) of a trace.
+  // Σ_m coeff(f, m) P_m(u) of a trace, P_m by the forward recurrence as it goes.
   template <class Coeffs>
   KOKKOS_INLINE_FUNCTION static double trace(const Coeffs& coeff, int nc, int f, double u) {
-    double P[kMaxLegendreCoeffs];
-    legendre_values(u, nc, P);
-    double s = 0;
-    for (int m = 0; m < nc; ++m) s += coeff(f, m) * P[m];
+    double s = coeff(f, 0);
+    if (nc > 1) s += coeff(f, 1) * u;
+    double p0 = 1.0, p1 = u;
+    for (int m = 2; m < nc; ++m) {
+      const double p2 = ((2 * m - 1) * u * p1 - (m - 1) * p0) / m;
+      s += coeff(f, m) * p2;
+      p0 = p1;
+      p1 = p2;
+    }
     return s;
   }
   // y_f(λ) and dy/dλ.
@@ -107,7 +116,6 @@ class GaussHermitePsf {
     data.validate();
     npix_x_ = data.npix_x;
     npix_y_ = data.npix_y;
-    param_names_ = data.param_names;
     d_.nfib = data.nfib;
     d_.nparam = data.nparam();
     d_.ncx = data.xtrace.ncoeff;
@@ -145,23 +153,28 @@ class GaussHermitePsf {
                                                                 d_.ncy);
     Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace> pc("perfex::psf::coeff", d_.nparam,
                                                                  d_.nfib, d_.ncp);
-    Kokkos::View<int**, Kokkos::LayoutRight, MemorySpace> gh("perfex::psf::gh_row", d_.dx + 1,
-                                                             d_.dy + 1);
+    const int nij = (d_.dx + 1) * (d_.dy + 1);
+    Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace> gh("perfex::psf::ghcoeff", d_.nfib,
+                                                                 d_.ncp, nij);
     copy_to(xc, data.xtrace.coeff);
     copy_to(yc, data.ytrace.coeff);
     copy_to(pc, data.coeff);
-    std::vector<int> rows(static_cast<std::size_t>(d_.dx + 1) * (d_.dy + 1));
+    std::vector<double> ghc(static_cast<std::size_t>(d_.nfib) * d_.ncp * nij);
     for (int i = 0; i <= d_.dx; ++i) {
       for (int j = 0; j <= d_.dy; ++j) {
-        rows[i * (d_.dy + 1) + j] =
-            data.param_index("GH-" + std::to_string(i) + "-" + std::to_string(j));
+        const int row = data.param_index("GH-" + std::to_string(i) + "-" + std::to_string(j));
+        for (int f = 0; f < d_.nfib; ++f) {
+          for (int m = 0; m < d_.ncp; ++m)
+            ghc[(static_cast<std::size_t>(f) * d_.ncp + m) * nij + i * (d_.dy + 1) + j] =
+                data.c(row, f, m);
+        }
       }
     }
-    copy_to(gh, rows);
+    copy_to(gh, ghc);
     d_.xcoeff = xc;
     d_.ycoeff = yc;
     d_.pcoeff = pc;
-    d_.gh_row = gh;
+    d_.ghcoeff = gh;
   }
 
   int nfib() const { return d_.nfib; }
@@ -178,21 +191,11 @@ class GaussHermitePsf {
   double psferr() const { return psferr_; }
   bool has_tails() const { return d_.tails; }
   const std::string& source() const { return source_; }
-  const std::vector<std::string>& param_names() const { return param_names_; }
   // YTRACE domain (used as the initial bracket of the inverse trace).
   double trace_wavemin() const { return ywave0_; }
   double trace_wavemax() const { return ywave1_; }
   // Views and scalars for kernels.
   const device_data& data() const { return d_; }
-  Kokkos::View<const double***, Kokkos::LayoutRight, MemorySpace> coeff() const {
-    return d_.pcoeff;
-  }
-  Kokkos::View<const double**, Kokkos::LayoutRight, MemorySpace> xtrace_coeff() const {
-    return d_.xcoeff;
-  }
-  Kokkos::View<const double**, Kokkos::LayoutRight, MemorySpace> ytrace_coeff() const {
-    return d_.ycoeff;
-  }
 
   // Throws unless [f0, f0+nf) is a valid fibre range.
   void check_fibres(int f0, int nf, const char* who) const {
@@ -218,7 +221,6 @@ class GaussHermitePsf {
 
   device_data d_;
   std::string source_;
-  std::vector<std::string> param_names_;
   int npix_x_ = 0, npix_y_ = 0;
   double psferr_ = 0.01;
   double ywave0_ = 0, ywave1_ = 0;
@@ -251,119 +253,193 @@ struct EvaluateParamsFunctor {
   }
 };
 
-// One (fibre, wavelength) spot per work item: traces, parameters, 1-D bases, separable core,
-// optional tail, clip, normalise. Writes straight into the output spot.
-template <class MemorySpace>
+// Pixel-integrated, normalised spots of fibres [f0, f0+nf) × wave[K]. A team per run of
+// wavelengths of one fibre; each thread of the team evaluates one spot at a time in its own
+// scratch, sized from the PSF's degrees and spot box: the Legendre values of the wavelength,
+// the Gauss-Hermite coefficients a_ij, the 1-D edge integrals in x and y (one erf and one exp
+// per pixel edge), T = Σ_i a_ij·Bx_i and the clipped spot. The thread's vector lanes run over
+// the coefficients, the edges and the spot's columns, and write the normalised spot row by row
+// (consecutive lanes, consecutive addresses).
+template <class ExecSpace, class MemorySpace, class WaveView, class SpotView, class XCornerView,
+          class YCornerView>
 struct ComputeSpotsFunctor {
-  using SpotView = Kokkos::View<double****, Kokkos::LayoutRight, MemorySpace>;
+  using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using Scratch = Kokkos::View<double*, typename ExecSpace::scratch_memory_space,
+                               Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  // Per-spot scalars at the start of a thread's scratch.
+  enum Scalar {
+    X,
+    Y,
+    C0,
+    R0,
+    SIGX,
+    SIGY,
+    DELTAX,
+    DELTAY,
+    TAILAMP,
+    TAILCORE2,
+    TAILXSCA,
+    TAILYSCA,
+    TAILEXP
+  };
+  static constexpr int kScalars = 13;
+
   detail::PsfDeviceData<MemorySpace> d;
-  int f0;
-  Kokkos::View<const double*, MemorySpace> wave;
+  int f0 = 0, nwave = 0;
+  int run = 1;              // wavelengths per team
+  int scratch_level = 0;    // 0 when a team's scratch fits the fast level
+  bool contiguous = false;  // each spot's rows are consecutive in spots (LayoutRight-like)
+  WaveView wave;
   SpotView spots;
-  Kokkos::View<int**, MemorySpace> xcorner, ycorner;
+  XCornerView xcorner;
+  YCornerView ycorner;
 
-  static constexpr int kMaxN = 2 * kMaxHalfSize + 1;
-  static constexpr int kMaxD = kMaxGhDegree + 1;
+  int nx() const { return 2 * d.hx + 1; }
+  int ny() const { return 2 * d.hy + 1; }
+  // Words of one thread's scratch: scalars, P_m, a_ij, Ex, Ey, T, spot, its column sums.
+  KOKKOS_INLINE_FUNCTION int scratch_words() const {
+    const int nx = 2 * d.hx + 1, ny = 2 * d.hy + 1, nbx = d.dx + 1, nby = d.dy + 1;
+    return kScalars + d.ncp + nbx * nby + nbx * (nx + 1) + nby * (ny + 1) + nby * nx + ny * nx + nx;
+  }
+  std::size_t thread_scratch_bytes() const { return Scratch::shmem_size(scratch_words()); }
+  int league_size(int nf) const { return nf * ((nwave + run - 1) / run); }
 
-  // Edge integrals E[m][e] (m = 0..deg, e = 0..n) so that B_m[q] = E[m][q+1] − E[m][q]:
-  // E_0 = ½·erf(t/√2), E_m = −g_{m−1}(t).
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const int runs = (nwave + run - 1) / run;
+    const int f = member.league_rank() / runs;
+    const int k0 = (member.league_rank() - f * runs) * run;
+    const Scratch buf(member.thread_scratch(scratch_level), scratch_words());
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k0, math::min(nwave, k0 + run)),
+                         [&](int k) { spot(member, buf.data(), f, k); });
+  }
+
+  // Edge integrals of one pixel edge e (0..n) of a 1-D basis of degree deg, so that
+  // B_m[q] = E[m][q+1] − E[m][q]: E_0 = ½·erf(t/√2), E_m = −φ(t)·He_{m−1}(t).
   KOKKOS_INLINE_FUNCTION static void edge_integrals(int h, int deg, double delta, double sigma,
-                                                    double (*E)[kMaxN + 1]) {
-    const int n = 2 * h + 1;
-    const double inv_sigma = 1.0 / sigma;
-    for (int e = 0; e <= n; ++e) {
-      const double t = ((e - h - 0.5) - delta) * inv_sigma;
-      E[0][e] = 0.5 * math::erf(t / math::sqrt2);
-      if (deg >= 1) {
-        const double phi = math::inv_sqrt_2pi * math::exp(-0.5 * t * t);
-        double he0 = 1.0, he1 = t;  // He_0, He_1
-        E[1][e] = -phi * he0;
-        if (deg >= 2) E[2][e] = -phi * he1;
-        for (int m = 3; m <= deg; ++m) {
-          const double he2 = t * he1 - (m - 2) * he0;  // He_{m-1}
-          E[m][e] = -phi * he2;
-          he0 = he1;
-          he1 = he2;
-        }
+                                                    int e, double* E) {
+    const int stride = 2 * h + 2;
+    const double t = ((e - h - 0.5) - delta) * (1.0 / sigma);
+    E[e] = 0.5 * math::erf(t / math::sqrt2);
+    if (deg >= 1) {
+      const double phi = math::inv_sqrt_2pi * math::exp(-0.5 * t * t);
+      double he0 = 1.0, he1 = t;  // He_0, He_1
+      E[stride + e] = -phi * he0;
+      if (deg >= 2) E[2 * stride + e] = -phi * he1;
+      for (int m = 3; m <= deg; ++m) {
+        const double he2 = t * he1 - (m - 2) * he0;  // He_{m-1}
+        E[m * stride + e] = -phi * he2;
+        he0 = he1;
+        he1 = he2;
       }
     }
   }
 
-  KOKKOS_INLINE_FUNCTION void operator()(int f, int k) const {
+  KOKKOS_INLINE_FUNCTION void spot(const Member& member, double* buf, int f, int k) const {
+    const int nx = 2 * d.hx + 1, ny = 2 * d.hy + 1, nbx = d.dx + 1, nby = d.dy + 1;
+    double* s = buf;
+    double* P = s + kScalars;
+    double* a = P + d.ncp;       // a[i * nby + j]
+    double* Ex = a + nbx * nby;  // Ex[i * (nx + 1) + e]
+    double* Ey = Ex + nbx * (nx + 1);
+    double* T = Ey + nby * (ny + 1);  // T[j * nx + q]
+    double* core = T + nby * nx;      // core[p * nx + q]
+    double* colsum = core + ny * nx;
     const int fib = f0 + f;
-    const double lam = wave(k);
-    const double X = d.trace_x(fib, lam);
-    const double Y = d.trace_y(fib, lam);
-    double P[kMaxLegendreCoeffs];
-    detail::legendre_values(detail::reduced(lam, d.pw0, d.pscale), d.ncp, P);
-    const double sigx = d.param(d.row_sigx, fib, P);
-    const double sigy = d.param(d.row_sigy, fib, P);
 
-    const int nx = 2 * d.hx + 1, ny = 2 * d.hy + 1;
-    const int c0 = static_cast<int>(math::floor(X - d.hx + 0.5));
-    const int r0 = static_cast<int>(math::floor(Y - d.hy + 0.5));
-    xcorner(f, k) = c0;
-    ycorner(f, k) = r0;
-    // Offsets of the trace from the centre pixel's centre, in [−0.5, 0.5) (gs's form).
-    const double ax = X + 0.5, ay = Y + 0.5;
-    const double deltax = (ax - math::floor(ax)) - 0.5;
-    const double deltay = (ay - math::floor(ay)) - 0.5;
-
-    double Ex[kMaxD][kMaxN + 1], Ey[kMaxD][kMaxN + 1];
-    edge_integrals(d.hx, d.dx, deltax, sigx, Ex);
-    edge_integrals(d.hy, d.dy, deltay, sigy, Ey);
-
-    // T[j][q] = Σ_i a_ij · Bx_i[q]
-    double T[kMaxD][kMaxN];
-    for (int j = 0; j <= d.dy; ++j) {
-      for (int q = 0; q < nx; ++q) T[j][q] = 0.0;
-    }
-    for (int i = 0; i <= d.dx; ++i) {
-      double Bx[kMaxN];
-      for (int q = 0; q < nx; ++q) Bx[q] = Ex[i][q + 1] - Ex[i][q];
-      for (int j = 0; j <= d.dy; ++j) {
-        const double a = d.param(d.gh_row(i, j), fib, P);
-        for (int q = 0; q < nx; ++q) T[j][q] += a * Bx[q];
-      }
-    }
-
-    bool tail = false;
-    double tamp = 0, tcore2 = 0, txs = 0, tys = 0, texp = 0;
-    if (d.tails) {
-      tamp = d.param(d.row_tailamp, fib, P);
-      if (tamp != 0.0) {
-        tail = true;
+    Kokkos::single(Kokkos::PerThread(member), [&]() {
+      const double lam = wave(k);
+      const double x = d.trace_x(fib, lam), y = d.trace_y(fib, lam);
+      detail::legendre_values(detail::reduced(lam, d.pw0, d.pscale), d.ncp, P);
+      s[X] = x;
+      s[Y] = y;
+      s[SIGX] = d.param(d.row_sigx, fib, P);
+      s[SIGY] = d.param(d.row_sigy, fib, P);
+      const int c0 = static_cast<int>(math::floor(x - d.hx + 0.5));
+      const int r0 = static_cast<int>(math::floor(y - d.hy + 0.5));
+      xcorner(f, k) = c0;
+      ycorner(f, k) = r0;
+      s[C0] = c0;
+      s[R0] = r0;
+      // Offsets of the trace from the centre pixel's centre, in [−0.5, 0.5) (gs's form).
+      const double ax = x + 0.5, ay = y + 0.5;
+      s[DELTAX] = (ax - math::floor(ax)) - 0.5;
+      s[DELTAY] = (ay - math::floor(ay)) - 0.5;
+      s[TAILAMP] = d.tails ? d.param(d.row_tailamp, fib, P) : 0.0;
+      if (s[TAILAMP] != 0.0) {
         const double tc = d.param(d.row_tailcore, fib, P);
-        tcore2 = tc * tc;
-        txs = d.param(d.row_tailxsca, fib, P);
-        tys = d.param(d.row_tailysca, fib, P);
-        texp = 1.0 + 0.5 * d.param(d.row_tailinde, fib, P);
+        s[TAILCORE2] = tc * tc;
+        s[TAILXSCA] = d.param(d.row_tailxsca, fib, P);
+        s[TAILYSCA] = d.param(d.row_tailysca, fib, P);
+        s[TAILEXP] = 1.0 + 0.5 * d.param(d.row_tailinde, fib, P);
+      }
+    });
+    // a_ij = Σ_m c_ijm P_m, summed over m in order as d.param does.
+    const double* ghc = &d.ghcoeff(fib, 0, 0);
+    for (int m = 0; m < d.ncp; ++m) {
+      const double pm = P[m];
+      const double* c = ghc + m * nbx * nby;
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nbx * nby), [&](int ij) {
+        const double v = c[ij] * pm;
+        a[ij] = m == 0 ? v : a[ij] + v;
+      });
+    }
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx + ny + 2), [&](int e) {
+      if (e <= nx)
+        edge_integrals(d.hx, d.dx, s[DELTAX], s[SIGX], e, Ex);
+      else
+        edge_integrals(d.hy, d.dy, s[DELTAY], s[SIGY], e - nx - 1, Ey);
+    });
+    // T[j][q] = Σ_i a_ij · Bx_i[q]
+    for (int j = 0; j < nby; ++j) {
+      for (int i = 0; i < nbx; ++i) {
+        const double aij = a[i * nby + j];
+        const double* e = Ex + i * (nx + 1);
+        double* t = T + j * nx;
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx), [&](int q) {
+          const double v = aij * (e[q + 1] - e[q]);
+          t[q] = i == 0 ? v : t[q] + v;
+        });
       }
     }
-
-    // core[p][q] = Σ_j By_j[p] · T[j][q]; clip; accumulate the sum.
-    double total = 0.0;
+    // core[p][q] = Σ_j By_j[p] · T[j][q], plus the tail; clipped at 0. colsum[q] sums the
+    // column (a vector of running sums: no serial chain over the spot's pixels).
+    const bool tail = s[TAILAMP] != 0.0;
     for (int p = 0; p < ny; ++p) {
-      double By[kMaxD];
-      for (int j = 0; j <= d.dy; ++j) By[j] = Ey[j][p + 1] - Ey[j][p];
-      for (int q = 0; q < nx; ++q) {
-        double v = 0.0;
-        for (int j = 0; j <= d.dy; ++j) v += By[j] * T[j][q];
+      double* c = core + p * nx;
+      for (int j = 0; j < nby; ++j) {
+        const double by = Ey[j * (ny + 1) + p + 1] - Ey[j * (ny + 1) + p];
+        const double* t = T + j * nx;
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx), [&](int q) {
+          const double v = by * t[q];
+          c[q] = j == 0 ? v : c[q] + v;
+        });
+      }
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx), [&](int q) {
+        double v = c[q];
         if (tail) {
-          const double ddx = ((c0 + q) - X) * txs;
-          const double ddy = ((r0 + p) - Y) * tys;
+          const double ddx = ((s[C0] + q) - s[X]) * s[TAILXSCA];
+          const double ddy = ((s[R0] + p) - s[Y]) * s[TAILYSCA];
           const double rho2 = ddx * ddx + ddy * ddy;
-          v += tamp * rho2 / math::pow(tcore2 + rho2, texp);
+          v += s[TAILAMP] * rho2 / math::pow(s[TAILCORE2] + rho2, s[TAILEXP]);
         }
         v = v > 0.0 ? v : 0.0;
-        spots(f, k, p, q) = v;
-        total += v;
-      }
+        c[q] = v;
+        colsum[q] = p == 0 ? v : colsum[q] + v;
+      });
     }
-    if (total > 0.0) {
-      const double inv = 1.0 / total;
+    double total = 0.0;
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(member, nx), [&](int q, double& sum) { sum += colsum[q]; },
+        total);
+    const double inv = total > 0.0 ? 1.0 / total : 1.0;
+    if (contiguous) {  // the spot's ny × nx values are consecutive in memory
+      double* out = &spots(f, k, 0, 0);
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ny * nx),
+                           [&](int i) { out[i] = core[i] * inv; });
+    } else {
       for (int p = 0; p < ny; ++p) {
-        for (int q = 0; q < nx; ++q) spots(f, k, p, q) *= inv;
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx),
+                             [&](int q) { spots(f, k, p, q) = core[p * nx + q] * inv; });
       }
     }
   }
@@ -432,13 +508,35 @@ void evaluate_params(const ExecSpace& exec, const GaussHermitePsf<MemorySpace>& 
 }
 
 // Normalised spots S(f, k, p, q) and corners (first column, first row) for fibres
-// [f0, f0+nf) × wave[K]; spots must be at least [nf][K][ny][nx].
-template <class ExecSpace, class MemorySpace>
-void compute_spots(const ExecSpace& exec, const GaussHermitePsf<MemorySpace>& psf, int f0, int nf,
-                   Kokkos::View<const double*, MemorySpace> wave,
-                   Kokkos::View<double****, Kokkos::LayoutRight, MemorySpace> spots,
-                   Kokkos::View<int**, MemorySpace> xcorner,
-                   Kokkos::View<int**, MemorySpace> ycorner) {
+// [f0, f0+nf) × wave[K]; spots must be [≥ nf][≥ K][ny][nx], the corners [≥ nf][≥ K]. Any
+// views (subviews too) of those ranks and value types that exec can access; the team shape
+// is the backend's (perfex::detail::Kernel::spots) unless given.
+template <class ExecSpace, class MemorySpace, class WaveView, class SpotView, class XCornerView,
+          class YCornerView>
+void compute_spots(
+    const ExecSpace& exec, const GaussHermitePsf<MemorySpace>& psf, int f0, int nf,
+    const WaveView& wave, const SpotView& spots, const XCornerView& xcorner,
+    const YCornerView& ycorner,
+    const ::perfex::detail::TeamShape& shape =
+        ::perfex::detail::default_team_shape<ExecSpace>(::perfex::detail::Kernel::spots)) {
+  static_assert(Kokkos::is_view<WaveView>::value && WaveView::rank == 1 &&
+                    std::is_same<typename WaveView::non_const_value_type, double>::value,
+                "compute_spots: wave must be a rank-1 view of double");
+  static_assert(Kokkos::is_view<SpotView>::value && SpotView::rank == 4 &&
+                    std::is_same<typename SpotView::value_type, double>::value,
+                "compute_spots: spots must be a rank-4 view of (non-const) double");
+  static_assert(Kokkos::is_view<XCornerView>::value && XCornerView::rank == 2 &&
+                    std::is_same<typename XCornerView::value_type, int>::value &&
+                    Kokkos::is_view<YCornerView>::value && YCornerView::rank == 2 &&
+                    std::is_same<typename YCornerView::value_type, int>::value,
+                "compute_spots: xcorner and ycorner must be rank-2 views of (non-const) int");
+  static_assert(
+      Kokkos::SpaceAccessibility<ExecSpace, MemorySpace>::accessible &&
+          Kokkos::SpaceAccessibility<ExecSpace, typename WaveView::memory_space>::accessible &&
+          Kokkos::SpaceAccessibility<ExecSpace, typename SpotView::memory_space>::accessible &&
+          Kokkos::SpaceAccessibility<ExecSpace, typename XCornerView::memory_space>::accessible &&
+          Kokkos::SpaceAccessibility<ExecSpace, typename YCornerView::memory_space>::accessible,
+      "compute_spots: the PSF and every view must be accessible from the execution space");
   psf.check_fibres(f0, nf, "perfex::psf::compute_spots");
   const int K = static_cast<int>(wave.extent(0));
   if (static_cast<int>(spots.extent(0)) < nf || static_cast<int>(spots.extent(1)) < K ||
@@ -450,10 +548,28 @@ void compute_spots(const ExecSpace& exec, const GaussHermitePsf<MemorySpace>& ps
                 std::to_string(psf.ny()) + "][" + std::to_string(psf.nx()) + "] and [nf][K]");
   }
   if (nf == 0 || K == 0) return;
-  using Policy = Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>, Kokkos::IndexType<int>>;
-  Kokkos::parallel_for(
-      "perfex::psf::compute_spots", Policy(exec, {0, 0}, {nf, K}),
-      ComputeSpotsFunctor<MemorySpace>{psf.data(), f0, wave, spots, xcorner, ycorner});
+  using Functor =
+      ComputeSpotsFunctor<ExecSpace, MemorySpace, WaveView, SpotView, XCornerView, YCornerView>;
+  Functor fn;
+  fn.d = psf.data();
+  fn.f0 = f0;
+  fn.nwave = K;
+  // A thread per spot; on host backends (one-thread teams) a team runs 8 spots in turn.
+  fn.run = shape.team_size > 0 ? shape.team_size : 8;
+  fn.wave = wave;
+  fn.spots = spots;
+  fn.xcorner = xcorner;
+  fn.ycorner = ycorner;
+  fn.contiguous = spots.stride(3) == 1 && spots.stride(2) == static_cast<std::size_t>(psf.nx());
+  auto policy = ::perfex::detail::team_policy(exec, fn.league_size(nf), shape);
+  const std::size_t per_thread = fn.thread_scratch_bytes();
+  const std::size_t team_threads = shape.team_size > 0 ? shape.team_size : 1;
+  fn.scratch_level =
+      team_threads * per_thread <= static_cast<std::size_t>(decltype(policy)::scratch_size_max(0))
+          ? 0
+          : 1;
+  policy.set_scratch_size(fn.scratch_level, Kokkos::PerThread(per_thread));
+  Kokkos::parallel_for("perfex::psf::compute_spots", policy, fn);
 }
 
 // wave(f, k) = λ at which fibre f0+f's trace reaches row rows(k) (Newton; extrapolates).
