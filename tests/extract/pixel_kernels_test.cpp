@@ -82,8 +82,7 @@ PixelSetup<ExecSpace> make_pixel_setup() {
   const perfex::psf::GaussHermitePsf<Mem> psf(sc.psf);
   const int nx = psf.nx(), ny = psf.ny();
   Kokkos::View<double*, Mem> wave("wave", K);
-  Kokkos::deep_copy(wave,
-                    Kokkos::View<const double*, Kokkos::HostSpace>(sc.fullwave.data(), K));
+  Kokkos::deep_copy(wave, Kokkos::View<const double*, Kokkos::HostSpace>(sc.fullwave.data(), K));
   Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots("spots", nb, K, ny, nx);
   Kokkos::View<int**, Mem> xc("xc", nb, K), yc("yc", nb, K);
   perfex::psf::compute_spots(exec, psf, fibres.lo, nb, wave, spots, xc, yc);
@@ -283,8 +282,8 @@ PixelResults host_pixel_sums(const PixelSetup<ExecSpace>& s) {
         const int fl = p.fib0 + p.keep0 + f, kk = p.kf0 + sc.opt.wavepad() + k;
         for (int row = std::max(p.row0, s.yc(fl, kk)); row < std::min(p.row1, s.yc(fl, kk) + ny);
              ++row)
-          for (int col = std::max(p.col0, s.xc(fl, kk));
-               col < std::min(p.col1, s.xc(fl, kk) + nx); ++col)
+          for (int col = std::max(p.col0, s.xc(fl, kk)); col < std::min(p.col1, s.xc(fl, kk) + nx);
+               ++col)
             r.model[static_cast<std::size_t>(row) * ncols + col] +=
                 hf(ip, f, k) * S(fl, kk, row, col);
       }
@@ -303,8 +302,12 @@ std::vector<double> relative_differences(const PixelResults& a, const PixelResul
     }
     return ref > 0 ? err / ref : err;
   };
-  return {rel(a.b, b.b),           rel(a.omega, b.omega),     rel(a.H, b.H),
-          rel(a.chi2pix, b.chi2pix), rel(a.pixmask, b.pixmask), rel(a.model, b.model)};
+  return {rel(a.b, b.b),
+          rel(a.omega, b.omega),
+          rel(a.H, b.H),
+          rel(a.chi2pix, b.chi2pix),
+          rel(a.pixmask, b.pixmask),
+          rel(a.model, b.model)};
 }
 
 // Bandwidths of the given patches over these corners, with a team shape.
@@ -317,13 +320,12 @@ std::vector<int> bandwidths(const Kokkos::View<int**, Kokkos::HostSpace>& hx,
   auto xc = Kokkos::create_mirror_view_and_copy(Mem(), hx);
   auto yc = Kokkos::create_mirror_view_and_copy(Mem(), hy);
   Kokkos::View<ex::PatchDesc*, Mem> dplan("plan", plan.size());
-  Kokkos::deep_copy(dplan, Kokkos::View<const ex::PatchDesc*, Kokkos::HostSpace>(plan.data(),
-                                                                                plan.size()));
+  Kokkos::deep_copy(
+      dplan, Kokkos::View<const ex::PatchDesc*, Kokkos::HostSpace>(plan.data(), plan.size()));
   const ExecSpace exec;
-  Kokkos::parallel_for(
-      "perfex::test::bandwidths",
-      perfex::detail::team_policy(exec, static_cast<int>(plan.size()), shape),
-      ex::PatchBandwidth<ExecSpace, Mem>{xc, yc, dplan, nwt, nrow, ncol});
+  Kokkos::parallel_for("perfex::test::bandwidths",
+                       perfex::detail::team_policy(exec, static_cast<int>(plan.size()), shape),
+                       ex::PatchBandwidth<ExecSpace, Mem>{xc, yc, dplan, nwt, nrow, ncol});
   auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dplan);
   std::vector<int> band;
   for (std::size_t i = 0; i < plan.size(); ++i) band.push_back(h(i).band);
@@ -358,24 +360,23 @@ PERFEX_BACKEND_TEST_CASE("pixel kernels of the patch solver equal direct sums", 
   for (double x : d) CHECK(x < 1e-12);
   // The scene exercises masked pixels, clipped windows and overlapping patches.
   CHECK(*std::max_element(ref.pixmask.begin(), ref.pixmask.end()) > 0.0);
-  CHECK(std::any_of(s.plan.begin(), s.plan.end(), [](const ex::PatchDesc& p) { return p.row0 == 0; }));
+  CHECK(std::any_of(s.plan.begin(), s.plan.end(),
+                    [](const ex::PatchDesc& p) { return p.row0 == 0; }));
 }
 
-PERFEX_BACKEND_TEST_CASE("pixel kernels give the same results for every team shape",
-                         "[extract]") {
+PERFEX_BACKEND_TEST_CASE("pixel kernels give the same results for every team shape", "[extract]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   const auto s = make_pixel_setup<TestType>();
   const auto one = run_pixel_kernels(s, {1, 1});
-  const auto shapes = perfex_psf_test::multi_thread_shapes<TestType>(
-      PixelKernels<TestType>{s.solver, s.phi});
+  const auto shapes =
+      perfex_psf_test::multi_thread_shapes<TestType>(PixelKernels<TestType>{s.solver, s.phi});
   REQUIRE(!shapes.empty());
   for (const TeamShape& shape : shapes) {
     CAPTURE(shape.team_size, shape.vector_length);
     const auto r = run_pixel_kernels(s, shape);
     const auto d = relative_differences(r, one);
-    INFO("relative differences: b " << d[0] << ", omega " << d[1] << ", H " << d[2]
-                                    << ", chi2pix " << d[3] << ", pixmask " << d[4] << ", model "
-                                    << d[5]);
+    INFO("relative differences: b " << d[0] << ", omega " << d[1] << ", H " << d[2] << ", chi2pix "
+                                    << d[3] << ", pixmask " << d[4] << ", model " << d[5]);
     for (double x : d) CHECK(x < 1e-12);
     // Every value but the model image (patches overlap there) is computed by one thread in a
     // fixed order: with one vector lane, bitwise the same for any team size.

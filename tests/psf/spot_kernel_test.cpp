@@ -86,9 +86,9 @@ std::vector<double> pixel_integrals(int first, int n, int deg, double centre, do
 std::vector<double> reference_spot(const perfex::psf::GaussHermitePsfData& d, int f, double wave,
                                    int& c0, int& r0) {
   auto param = [&](const std::string& name) {
-    return series(&d.coeff[(static_cast<std::size_t>(d.param_index(name)) * d.nfib + f) *
-                           d.ncoeff()],
-                  d.ncoeff(), wave, d.wavemin, d.wavemax);
+    return series(
+        &d.coeff[(static_cast<std::size_t>(d.param_index(name)) * d.nfib + f) * d.ncoeff()],
+        d.ncoeff(), wave, d.wavemin, d.wavemax);
   };
   const double X = series(&d.xtrace.coeff[static_cast<std::size_t>(f) * d.xtrace.ncoeff],
                           d.xtrace.ncoeff, wave, d.xtrace.wavemin, d.xtrace.wavemax);
@@ -137,10 +137,10 @@ std::vector<SyntheticPsfOptions> psf_variants() {
     o.tailamp = tail;
     v.push_back(o);
   };
-  add(8, 5, 6, 6, 0.0);    // DESI
-  add(6, 9, 2, 8, 0.0);    // tall box, low x and high y degree
-  add(10, 3, 8, 2, 0.02);  // wide box, tails
-  add(2, 2, 0, 1, 0.0);    // small box, degree 0 in x
+  add(8, 5, 6, 6, 0.0);      // DESI
+  add(6, 9, 2, 8, 0.0);      // tall box, low x and high y degree
+  add(10, 3, 8, 2, 0.02);    // wide box, tails
+  add(2, 2, 0, 1, 0.0);      // small box, degree 0 in x
   add(20, 20, 10, 10, 0.0);  // the largest supported: scratch beyond the fast level
   return v;
 }
@@ -198,8 +198,8 @@ PERFEX_BACKEND_TEST_CASE("psf: spots are the same for every team shape", "[psf]"
       return v;
     };
     const auto one = run({1, 1});
-    using Functor = perfex::psf::ComputeSpotsFunctor<TestType, M, decltype(wave), Spots, Corners,
-                                                     Corners>;
+    using Functor =
+        perfex::psf::ComputeSpotsFunctor<TestType, M, decltype(wave), Spots, Corners, Corners>;
     const auto shapes = perfex_psf_test::multi_thread_shapes<TestType>(Functor{});
     REQUIRE(!shapes.empty());
     for (const auto& shape : shapes) {
@@ -225,8 +225,8 @@ PERFEX_BACKEND_TEST_CASE("psf: spots into subviews and other layouts", "[psf]") 
   for (int k = 0; k < K + 4; ++k) hw.push_back(5800.0 + 97.0 * k);
   const auto allwaves = perfex_psf_test::device_waves<TestType>(hw);
   const auto wave = Kokkos::subview(allwaves, Kokkos::make_pair(2, 2 + K));
-  const auto ref = evaluate_all(TestType(), psf, 4, nf,
-                                std::vector<double>(hw.begin() + 2, hw.begin() + 2 + K));
+  const auto ref =
+      evaluate_all(TestType(), psf, 4, nf, std::vector<double>(hw.begin() + 2, hw.begin() + 2 + K));
 
   // A block of a larger spot array, rows padded (not one contiguous block per spot), and
   // corners in a block of larger arrays.

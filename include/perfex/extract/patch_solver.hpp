@@ -347,6 +347,49 @@ struct PatchSolver {
     });
   }
 
+  // Σ w[r·ncol + c]·s[r·ncol + c − shift] over rows [rlo, rhi) × columns [clo, chi) (s: the
+  // other spot, whose box is shifted by shift pixels in this one's). The rectangle is walked in as
+  // few runs as possible, the products spread over independent sums: whole rows are one contiguous
+  // run, a rectangle narrower than tall goes down its columns.
+  KOKKOS_INLINE_FUNCTION static double overlap_product(const double* w, const double* s, int shift,
+                                                       int ncol, int rlo, int rhi, int clo,
+                                                       int chi) {
+    double h0 = 0, h1 = 0, h2 = 0, h3 = 0;
+    if (rlo >= rhi || clo >= chi) return 0.0;
+    if (chi - clo == ncol) {
+      const int end = rhi * ncol;
+      int i = rlo * ncol;
+      for (; i + 4 <= end; i += 4) {
+        h0 += w[i] * s[i - shift];
+        h1 += w[i + 1] * s[i + 1 - shift];
+        h2 += w[i + 2] * s[i + 2 - shift];
+        h3 += w[i + 3] * s[i + 3 - shift];
+      }
+      for (; i < end; ++i) h0 += w[i] * s[i - shift];
+    } else if (chi - clo < rhi - rlo) {
+      for (int c = clo; c < chi; ++c) {
+        int r = rlo;
+        for (; r + 2 <= rhi; r += 2) {
+          h0 += w[r * ncol + c] * s[r * ncol + c - shift];
+          h1 += w[(r + 1) * ncol + c] * s[(r + 1) * ncol + c - shift];
+        }
+        if (r < rhi) h2 += w[r * ncol + c] * s[r * ncol + c - shift];
+      }
+    } else {
+      for (int r = rlo; r < rhi; ++r) {
+        int c = clo;
+        for (; c + 4 <= chi; c += 4) {
+          h0 += w[r * ncol + c] * s[r * ncol + c - shift];
+          h1 += w[r * ncol + c + 1] * s[r * ncol + c + 1 - shift];
+          h2 += w[r * ncol + c + 2] * s[r * ncol + c + 2 - shift];
+          h3 += w[r * ncol + c + 3] * s[r * ncol + c + 3 - shift];
+        }
+        for (; c < chi; ++c) h0 += w[r * ncol + c] * s[r * ncol + c - shift];
+      }
+    }
+    return (h0 + h1) + (h2 + h3);
+  }
+
   // Lower band of H0 = A^T W A (H(d, j) = H0(j + d, j)): for each column j (a thread), its
   // band entries (vector lanes) from the rectangle where spot j + d overlaps spot j inside the
   // window, empty for boxes that do not overlap.
@@ -369,22 +412,8 @@ struct PatchSolver {
         const int dc = xcorner(fr, kr) - c0, dr = ycorner(fr, kr) - r0;  // spot jc+d in box jc
         const int rlo = math::max(wr0, dr), rhi = math::min(wr1, nrow + dr);
         const int clo = math::max(wc0, dc), chi = math::min(wc1, ncol + dc);
-        const double* spot = &spots(fr, kr, 0, 0);
-        const int shift = dr * ncol + dc;
-        double h0 = 0, h1 = 0, h2 = 0, h3 = 0;
-        for (int r = rlo; r < rhi; ++r) {
-          const double* wr = wspot + r * ncol;
-          const double* sr = spot + r * ncol - shift;
-          int c = clo;
-          for (; c + 4 <= chi; c += 4) {
-            h0 += wr[c] * sr[c];
-            h1 += wr[c + 1] * sr[c + 1];
-            h2 += wr[c + 2] * sr[c + 2];
-            h3 += wr[c + 3] * sr[c + 3];
-          }
-          for (; c < chi; ++c) h0 += wr[c] * sr[c];
-        }
-        H(d, jc) = (h0 + h1) + (h2 + h3);
+        H(d, jc) =
+            overlap_product(wspot, &spots(fr, kr, 0, 0), dr * ncol + dc, ncol, rlo, rhi, clo, chi);
       });
     });
   }

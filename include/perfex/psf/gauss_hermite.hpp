@@ -296,10 +296,12 @@ struct ComputeSpotsFunctor {
 
   int nx() const { return 2 * d.hx + 1; }
   int ny() const { return 2 * d.hy + 1; }
-  // Words of one thread's scratch: scalars, P_m, a_ij, Ex, Ey, T, spot, its column sums.
+  // Words of one thread's scratch: scalars,
+  // P_m, a_ij, Ex, Ey, T, spot, its column sums, the edges' t, φ(t) and Hermite values, Bx.
   KOKKOS_INLINE_FUNCTION int scratch_words() const {
     const int nx = 2 * d.hx + 1, ny = 2 * d.hy + 1, nbx = d.dx + 1, nby = d.dy + 1;
-    return kScalars + d.ncp + nbx * nby + nbx * (nx + 1) + nby * (ny + 1) + nby * nx + ny * nx + nx;
+    return kScalars + d.ncp + nbx * nby + nbx * (nx + 1) + nby * (ny + 1) + nby * nx + ny * nx +
+           nx + 4 * (nx + ny + 2) + nbx * nx;
   }
   std::size_t thread_scratch_bytes() const { return Scratch::shmem_size(scratch_words()); }
   int league_size(int nf) const { return nf * ((nwave + run - 1) / run); }
@@ -313,24 +315,44 @@ struct ComputeSpotsFunctor {
                          [&](int k) { spot(member, buf.data(), f, k); });
   }
 
-  // Edge integrals of one pixel edge e (0..n) of a 1-D basis of degree deg, so that
-  // B_m[q] = E[m][q+1] − E[m][q]: E_0 = ½·erf(t/√2), E_m = −φ(t)·He_{m−1}(t).
-  KOKKOS_INLINE_FUNCTION static void edge_integrals(int h, int deg, double delta, double sigma,
-                                                    int e, double* E) {
-    const int stride = 2 * h + 2;
-    const double t = ((e - h - 0.5) - delta) * (1.0 / sigma);
-    E[e] = 0.5 * math::erf(t / math::sqrt2);
-    if (deg >= 1) {
-      const double phi = math::inv_sqrt_2pi * math::exp(-0.5 * t * t);
-      double he0 = 1.0, he1 = t;  // He_0, He_1
-      E[stride + e] = -phi * he0;
-      if (deg >= 2) E[2 * stride + e] = -phi * he1;
-      for (int m = 3; m <= deg; ++m) {
-        const double he2 = t * he1 - (m - 2) * he0;  // He_{m-1}
-        E[m * stride + e] = -phi * he2;
-        he0 = he1;
-        he1 = he2;
-      }
+  // Four weights and rows of a sum Σ_m w_m·row_m[q] from term m0 on, zero weights past count:
+  // a vector sweep adds four terms at once, in order.
+  struct FourTerms {
+    double w[4];
+    const double* row[4];
+  };
+  template <class Weight, class Row>
+  KOKKOS_INLINE_FUNCTION static FourTerms four_terms(int m0, int count, const Weight& weight,
+                                                     const Row& row) {
+    FourTerms t;
+    for (int u = 0; u < 4; ++u) {
+      t.w[u] = m0 + u < count ? weight(m0 + u) : 0.0;
+      t.row[u] = row(m0 + u < count ? m0 + u : m0);
+    }
+    return t;
+  }
+
+  // E_m[e] = −φ_e·He_{m−1}(t_e) for m = 1..deg and the n edges e, by He_{m−1} = t·He_{m−2} −
+  // (m−2)·He_{m−3}; he holds two Hermite values per edge.
+  KOKKOS_INLINE_FUNCTION static void hermite_edges(const Member& member, int deg, int n,
+                                                   const double* t, const double* phi, double* he,
+                                                   double* E) {
+    for (int m = 1; m <= deg; ++m) {
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, n), [&](int e) {
+        double h;  // He_{m-1}(t_e)
+        if (m == 1) {
+          h = 1.0;
+        } else if (m == 2) {
+          h = t[e];
+        } else {
+          h = t[e] * he[n + e] - (m - 2) * he[e];
+        }
+        if (m >= 2) {
+          he[e] = m == 2 ? 1.0 : he[n + e];
+          he[n + e] = h;
+        }
+        E[m * n + e] = -phi[e] * h;
+      });
     }
   }
 
@@ -344,6 +366,9 @@ struct ComputeSpotsFunctor {
     double* T = Ey + nby * (ny + 1);  // T[j * nx + q]
     double* core = T + nby * nx;      // core[p * nx + q]
     double* colsum = core + ny * nx;
+    double* tp = colsum + nx;             // t, then φ(t), of every edge (x edges, then y edges)
+    double* he = tp + 2 * (nx + ny + 2);  // two Hermite values per edge
+    double* Bx = he + 2 * (nx + ny + 2);  // Bx[i * nx + q]
     const int fib = f0 + f;
 
     Kokkos::single(Kokkos::PerThread(member), [&]() {
@@ -383,49 +408,75 @@ struct ComputeSpotsFunctor {
         a[ij] = m == 0 ? v : a[ij] + v;
       });
     }
+    // Edge integrals of both axes, so that B_m[q] = E_m[q+1] − E_m[q]: E_0 = ½·erf(t/√2) and
+    // E_m = −φ(t)·He_{m−1}(t) at t = (edge − trace)/σ, one erf and one exp per edge; the
+    // Hermite recurrence then runs degree by degree over all edges (t and φ kept in tp).
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx + ny + 2), [&](int e) {
-      if (e <= nx)
-        edge_integrals(d.hx, d.dx, s[DELTAX], s[SIGX], e, Ex);
-      else
-        edge_integrals(d.hy, d.dy, s[DELTAY], s[SIGY], e - nx - 1, Ey);
+      const bool inx = e <= nx;
+      const int h = inx ? d.hx : d.hy, edge = inx ? e : e - nx - 1;
+      const double t =
+          ((edge - h - 0.5) - (inx ? s[DELTAX] : s[DELTAY])) * (1.0 / (inx ? s[SIGX] : s[SIGY]));
+      (inx ? Ex : Ey)[edge] = 0.5 * math::erf(t / math::sqrt2);
+      tp[e] = t;
+      tp[nx + ny + 2 + e] = math::inv_sqrt_2pi * math::exp(-0.5 * t * t);
     });
-    // T[j][q] = Σ_i a_ij · Bx_i[q]
+    hermite_edges(member, d.dx, nx + 1, tp, tp + nx + ny + 2, he, Ex);
+    hermite_edges(member, d.dy, ny + 1, tp + nx + 1, tp + 2 * (nx + 1) + ny + 1, he, Ey);
+    // Bx_i[q], then T[j][q] = Σ_i a_ij · Bx_i[q].
+    for (int i = 0; i < nbx; ++i) {
+      const double* e = Ex + i * (nx + 1);
+      double* b = Bx + i * nx;
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx),
+                           [&](int q) { b[q] = e[q + 1] - e[q]; });
+    }
     for (int j = 0; j < nby; ++j) {
-      for (int i = 0; i < nbx; ++i) {
-        const double aij = a[i * nby + j];
-        const double* e = Ex + i * (nx + 1);
-        double* t = T + j * nx;
+      double* t = T + j * nx;
+      for (int i0 = 0; i0 < nbx; i0 += 4) {
+        const FourTerms in = four_terms(
+            i0, nbx, [&](int i) { return a[i * nby + j]; }, [&](int i) { return Bx + i * nx; });
         Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx), [&](int q) {
-          const double v = aij * (e[q + 1] - e[q]);
-          t[q] = i == 0 ? v : t[q] + v;
+          double v = i0 == 0 ? 0.0 : t[q];
+          for (int u = 0; u < 4; ++u) v += in.w[u] * in.row[u][q];
+          t[q] = v;
         });
       }
     }
-    // core[p][q] = Σ_j By_j[p] · T[j][q], plus the tail; clipped at 0. colsum[q] sums the
-    // column (a vector of running sums: no serial chain over the spot's pixels).
+    // core[p][q] = Σ_j By_j[p] · T[j][q] (four j per sweep), plus the tail; clipped at 0.
+    // colsum[q] sums the columns (running sums in a vector: no serial chain over the pixels).
     const bool tail = s[TAILAMP] != 0.0;
     for (int p = 0; p < ny; ++p) {
       double* c = core + p * nx;
-      for (int j = 0; j < nby; ++j) {
-        const double by = Ey[j * (ny + 1) + p + 1] - Ey[j * (ny + 1) + p];
-        const double* t = T + j * nx;
-        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx), [&](int q) {
-          const double v = by * t[q];
-          c[q] = j == 0 ? v : c[q] + v;
-        });
+      for (int j0 = 0; j0 < nby; j0 += 4) {
+        const FourTerms in = four_terms(
+            j0, nby, [&](int j) { return Ey[j * (ny + 1) + p + 1] - Ey[j * (ny + 1) + p]; },
+            [&](int j) { return T + j * nx; });
+        if (j0 + 4 >= nby && !tail) {  // last sweep: clip and sum as well
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx), [&](int q) {
+            double v = j0 == 0 ? 0.0 : c[q];
+            for (int u = 0; u < 4; ++u) v += in.w[u] * in.row[u][q];
+            v = v > 0.0 ? v : 0.0;
+            c[q] = v;
+            colsum[q] = p == 0 ? v : colsum[q] + v;
+          });
+        } else {
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx), [&](int q) {
+            double v = j0 == 0 ? 0.0 : c[q];
+            for (int u = 0; u < 4; ++u) v += in.w[u] * in.row[u][q];
+            c[q] = v;
+          });
+        }
       }
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx), [&](int q) {
-        double v = c[q];
-        if (tail) {
+      if (tail) {
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx), [&](int q) {
           const double ddx = ((s[C0] + q) - s[X]) * s[TAILXSCA];
           const double ddy = ((s[R0] + p) - s[Y]) * s[TAILYSCA];
           const double rho2 = ddx * ddx + ddy * ddy;
-          v += s[TAILAMP] * rho2 / math::pow(s[TAILCORE2] + rho2, s[TAILEXP]);
-        }
-        v = v > 0.0 ? v : 0.0;
-        c[q] = v;
-        colsum[q] = p == 0 ? v : colsum[q] + v;
-      });
+          double v = c[q] + s[TAILAMP] * rho2 / math::pow(s[TAILCORE2] + rho2, s[TAILEXP]);
+          v = v > 0.0 ? v : 0.0;
+          c[q] = v;
+          colsum[q] = p == 0 ? v : colsum[q] + v;
+        });
+      }
     }
     double total = 0.0;
     Kokkos::parallel_reduce(
