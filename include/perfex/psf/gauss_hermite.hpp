@@ -294,25 +294,44 @@ struct ComputeSpotsFunctor {
   XCornerView xcorner;
   YCornerView ycorner;
 
-  int nx() const { return 2 * d.hx + 1; }
-  int ny() const { return 2 * d.hy + 1; }
-  // Words of one thread's scratch: scalars,
-  // P_m, a_ij, Ex, Ey, T, spot, its column sums, the edges' t, φ(t) and Hermite values, Bx.
-  KOKKOS_INLINE_FUNCTION int scratch_words() const {
-    const int nx = 2 * d.hx + 1, ny = 2 * d.hy + 1, nbx = d.dx + 1, nby = d.dy + 1;
-    return kScalars + d.ncp + nbx * nby + nbx * (nx + 1) + nby * (ny + 1) + nby * nx + ny * nx +
-           nx + 4 * (nx + ny + 2) + nbx * nx;
-  }
-  std::size_t thread_scratch_bytes() const { return Scratch::shmem_size(scratch_words()); }
+  // A thread's scratch, in words from its start: the spot's scalars, the Legendre values P_m,
+  // the coefficients a_ij, per degree m the edge integrals E_m and pixel integrals B_m of both
+  // axes (edges 0..nx in x, then 0..ny in y: B_m[e] = E_m[e+1] − E_m[e]), the edges' t, φ(t)
+  // and two Hermite values, T, the spot and its column sums. (B_m[nx], between the axes, and
+  // the E_m, B_m of an axis beyond its degree are computed and never used.)
+  struct Layout {
+    int nx, ny, nbx, nby, ne, nd;  // box, degrees + 1, edges of both axes, max degree + 1
+    int P, a, E, B, t, phi, he, T, core, colsum, words;
+    KOKKOS_INLINE_FUNCTION explicit Layout(const detail::PsfDeviceData<MemorySpace>& d)
+        : nx(2 * d.hx + 1),
+          ny(2 * d.hy + 1),
+          nbx(d.dx + 1),
+          nby(d.dy + 1),
+          ne(nx + ny + 2),
+          nd(math::max(nbx, nby)),
+          P(kScalars),
+          a(P + d.ncp),
+          E(a + nbx * nby),
+          B(E + nd * ne),
+          t(B + nd * ne),
+          phi(t + ne),
+          he(phi + ne),
+          T(he + 2 * ne),
+          core(T + nby * nx),
+          colsum(core + ny * nx),
+          words(colsum + nx) {}
+  };
+  std::size_t thread_scratch_bytes() const { return Scratch::shmem_size(Layout(d).words); }
   int league_size(int nf) const { return nf * ((nwave + run - 1) / run); }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     const int runs = (nwave + run - 1) / run;
     const int f = member.league_rank() / runs;
     const int k0 = (member.league_rank() - f * runs) * run;
-    const Scratch buf(member.thread_scratch(scratch_level), scratch_words());
+    const Layout L(d);
+    const Scratch buf(member.thread_scratch(scratch_level), L.words);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k0, math::min(nwave, k0 + run)),
-                         [&](int k) { spot(member, buf.data(), f, k); });
+                         [&](int k) { spot(member, L, buf.data(), f, k); });
   }
 
   // Four weights and rows of a sum Σ_m w_m·row_m[q] from term m0 on, zero weights past count:
@@ -332,43 +351,20 @@ struct ComputeSpotsFunctor {
     return t;
   }
 
-  // E_m[e] = −φ_e·He_{m−1}(t_e) for m = 1..deg and the n edges e, by He_{m−1} = t·He_{m−2} −
-  // (m−2)·He_{m−3}; he holds two Hermite values per edge.
-  KOKKOS_INLINE_FUNCTION static void hermite_edges(const Member& member, int deg, int n,
-                                                   const double* t, const double* phi, double* he,
-                                                   double* E) {
-    for (int m = 1; m <= deg; ++m) {
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, n), [&](int e) {
-        double h;  // He_{m-1}(t_e)
-        if (m == 1) {
-          h = 1.0;
-        } else if (m == 2) {
-          h = t[e];
-        } else {
-          h = t[e] * he[n + e] - (m - 2) * he[e];
-        }
-        if (m >= 2) {
-          he[e] = m == 2 ? 1.0 : he[n + e];
-          he[n + e] = h;
-        }
-        E[m * n + e] = -phi[e] * h;
-      });
-    }
-  }
-
-  KOKKOS_INLINE_FUNCTION void spot(const Member& member, double* buf, int f, int k) const {
-    const int nx = 2 * d.hx + 1, ny = 2 * d.hy + 1, nbx = d.dx + 1, nby = d.dy + 1;
+  KOKKOS_INLINE_FUNCTION void spot(const Member& member, const Layout& L, double* buf, int f,
+                                   int k) const {
+    const int nx = L.nx, ny = L.ny, nbx = L.nbx, nby = L.nby, ne = L.ne;
     double* s = buf;
-    double* P = s + kScalars;
-    double* a = P + d.ncp;       // a[i * nby + j]
-    double* Ex = a + nbx * nby;  // Ex[i * (nx + 1) + e]
-    double* Ey = Ex + nbx * (nx + 1);
-    double* T = Ey + nby * (ny + 1);  // T[j * nx + q]
-    double* core = T + nby * nx;      // core[p * nx + q]
-    double* colsum = core + ny * nx;
-    double* tp = colsum + nx;             // t, then φ(t), of every edge (x edges, then y edges)
-    double* he = tp + 2 * (nx + ny + 2);  // two Hermite values per edge
-    double* Bx = he + 2 * (nx + ny + 2);  // Bx[i * nx + q]
+    double* P = buf + L.P;
+    double* a = buf + L.a;  // a[i * nby + j]
+    double* E = buf + L.E;  // E[m * ne + e]
+    double* B = buf + L.B;  // B[m * ne + e]: Bx_i[q] at e = q, By_j[p] at e = nx + 1 + p
+    double* tt = buf + L.t;
+    double* phi = buf + L.phi;
+    double* he = buf + L.he;
+    double* T = buf + L.T;        // T[j * nx + q]
+    double* core = buf + L.core;  // core[p * nx + q]
+    double* colsum = buf + L.colsum;
     const int fib = f0 + f;
 
     Kokkos::single(Kokkos::PerThread(member), [&]() {
@@ -408,32 +404,43 @@ struct ComputeSpotsFunctor {
         a[ij] = m == 0 ? v : a[ij] + v;
       });
     }
-    // Edge integrals of both axes, so that B_m[q] = E_m[q+1] − E_m[q]: E_0 = ½·erf(t/√2) and
-    // E_m = −φ(t)·He_{m−1}(t) at t = (edge − trace)/σ, one erf and one exp per edge; the
-    // Hermite recurrence then runs degree by degree over all edges (t and φ kept in tp).
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx + ny + 2), [&](int e) {
+    // Edge integrals: E_0 = ½·erf(t/√2) and E_m = −φ(t)·He_{m−1}(t) at t = (edge − trace)/σ,
+    // one erf and one exp per edge; then degree by degree over all edges the Hermite
+    // recurrence He_{m−1} = t·He_{m−2} − (m−2)·He_{m−3}; then every B_m in one sweep.
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ne), [&](int e) {
       const bool inx = e <= nx;
-      const int h = inx ? d.hx : d.hy, edge = inx ? e : e - nx - 1;
+      const int edge = inx ? e - d.hx : e - nx - 1 - d.hy;  // from the centre pixel's centre
       const double t =
-          ((edge - h - 0.5) - (inx ? s[DELTAX] : s[DELTAY])) * (1.0 / (inx ? s[SIGX] : s[SIGY]));
-      (inx ? Ex : Ey)[edge] = 0.5 * math::erf(t / math::sqrt2);
-      tp[e] = t;
-      tp[nx + ny + 2 + e] = math::inv_sqrt_2pi * math::exp(-0.5 * t * t);
+          ((edge - 0.5) - (inx ? s[DELTAX] : s[DELTAY])) * (1.0 / (inx ? s[SIGX] : s[SIGY]));
+      E[e] = 0.5 * math::erf(t / math::sqrt2);
+      tt[e] = t;
+      phi[e] = math::inv_sqrt_2pi * math::exp(-0.5 * t * t);
     });
-    hermite_edges(member, d.dx, nx + 1, tp, tp + nx + ny + 2, he, Ex);
-    hermite_edges(member, d.dy, ny + 1, tp + nx + 1, tp + 2 * (nx + 1) + ny + 1, he, Ey);
-    // Bx_i[q], then T[j][q] = Σ_i a_ij · Bx_i[q].
-    for (int i = 0; i < nbx; ++i) {
-      const double* e = Ex + i * (nx + 1);
-      double* b = Bx + i * nx;
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx),
-                           [&](int q) { b[q] = e[q + 1] - e[q]; });
+    for (int m = 1; m < L.nd; ++m) {
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ne), [&](int e) {
+        double h;  // He_{m-1}(t_e)
+        if (m == 1) {
+          h = 1.0;
+        } else if (m == 2) {
+          h = tt[e];
+        } else {
+          h = tt[e] * he[ne + e] - (m - 2) * he[e];
+        }
+        if (m >= 2) {
+          he[e] = m == 2 ? 1.0 : he[ne + e];
+          he[ne + e] = h;
+        }
+        E[m * ne + e] = -phi[e] * h;
+      });
     }
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, L.nd * ne - 1),
+                         [&](int i) { B[i] = E[i + 1] - E[i]; });
+    // T[j][q] = Σ_i a_ij · Bx_i[q], four i per vector sweep (zero-padded), summed in order.
     for (int j = 0; j < nby; ++j) {
       double* t = T + j * nx;
       for (int i0 = 0; i0 < nbx; i0 += 4) {
         const FourTerms in = four_terms(
-            i0, nbx, [&](int i) { return a[i * nby + j]; }, [&](int i) { return Bx + i * nx; });
+            i0, nbx, [&](int i) { return a[i * nby + j]; }, [&](int i) { return B + i * ne; });
         Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx), [&](int q) {
           double v = i0 == 0 ? 0.0 : t[q];
           for (int u = 0; u < 4; ++u) v += in.w[u] * in.row[u][q];
@@ -448,7 +455,7 @@ struct ComputeSpotsFunctor {
       double* c = core + p * nx;
       for (int j0 = 0; j0 < nby; j0 += 4) {
         const FourTerms in = four_terms(
-            j0, nby, [&](int j) { return Ey[j * (ny + 1) + p + 1] - Ey[j * (ny + 1) + p]; },
+            j0, nby, [&](int j) { return B[j * ne + nx + 1 + p]; },
             [&](int j) { return T + j * nx; });
         if (j0 + 4 >= nby && !tail) {  // last sweep: clip and sum as well
           Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx), [&](int q) {
