@@ -558,13 +558,13 @@ struct PatchSolver {
           const int c0 = xcorner(f, k);
           const double a = phi(kb * p.nfib + sb);
           const double* spot = &spots(f, k, 0, 0);
-          Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, math::max(p.col0, c0),
-                                                         math::min(p.col1, c0 + ncol)),
-                               [&](int col) {
-                                 for (int row = rlo; row < rhi; ++row)
-                                   pm((row - p.row0) * wcols + col - p.col0) +=
-                                       a * spot[(row - r0) * ncol + col - c0];
-                               });
+          const int clo = math::max(p.col0, c0), chi = math::min(p.col1, c0 + ncol);
+          for (int row = rlo; row < rhi; ++row) {
+            double* m = &pm((row - p.row0) * wcols);
+            const double* sr = spot + (row - r0) * ncol;
+            Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, clo, chi),
+                                 [&](int col) { m[col - p.col0] += a * sr[col - c0]; });
+          }
         }
       }
     });

@@ -1,14 +1,14 @@
 #pragma once
-// Device model of a GaussHermite PSF (spec §2, §3): traces, parameters and pixel-integrated,
-// normalised spots for many fibres × wavelengths in one kernel.
+// Device model of specex's GaussHermite PSF: Legendre traces and parameters, and
+// pixel-integrated Gauss-Hermite spots (normalised) for many fibres × wavelengths in one kernel.
 //
 // Conventions:
 //  * Legendre series on two domains: traces on XTRACE/YTRACE WAVEMIN/WAVEMAX, table
 //    parameters on the PSF HDU's; u = (λ − w0)·(2/(w1 − w0)) − 1, no clipping (extrapolation).
 //  * Spot box: corner c0 = floor(X − hx + 0.5), r0 = floor(Y − hy + 0.5); 1-D bases are pixel
-//    integrals (erf differences for degree 0, g_{m−1} differences for degree m); the 2-D core is
-//    combined separably (T = a·Bx, then core = By·T); clipped at 0 and normalised to sum 1.
-//  * Tails (spec §3.4) are added before clipping only when TAILAMP ≠ 0 at that (fibre, λ),
+//    integrals (erf differences for degree 0, differences of φ·He_{m−1} for degree m); the 2-D
+//    core is combined separably (T = a·Bx, then core = By·T); clipped at 0 and normalised to 1.
+//  * Tails (specex's PSF tails) are added before clipping only when TAILAMP ≠ 0 at that (fibre, λ),
 //    with specter's convention: ρ² = (Δx·TAILXSCA)² + (Δy·TAILYSCA)² (scales multiply),
 //    tail = TAILAMP·ρ²/(TAILCORE² + ρ²)^(1 + TAILINDE/2), Δ = pixel centre − trace.
 #include <Kokkos_Core.hpp>
