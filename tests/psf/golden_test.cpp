@@ -91,7 +91,8 @@ PERFEX_BACKEND_TEST_CASE("psf: golden values of psf-r0-00051060 (gpu_specter)", 
   CHECK(corner_mismatch == 0);
 }
 
-PERFEX_BACKEND_TEST_CASE("psf: CCD coverage of the real PSF (spec §1.4)", "[psf]") {
+PERFEX_BACKEND_TEST_CASE("psf: CCD coverage of the real PSF (specter's wavelength range)",
+                         "[psf]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   const std::string dir = perfex_test::shared_data_dir("PSF coverage");
   if (dir.empty()) return;

@@ -4,9 +4,26 @@
 
 #include <vector>
 
+#include <perfex/detail/team_shape.hpp>
 #include <perfex/psf/gauss_hermite.hpp>
 
 namespace perfex_psf_test {
+
+// Team shapes to compare with one-thread, one-lane teams: team sizes 2..8 (odd ones too) and
+// vector lengths 2..8, those the backend allows for functor f (OpenMP: team sizes up to its
+// thread count; host backends accept any vector length and run the lanes in order).
+template <class ExecSpace, class Functor>
+std::vector<perfex::detail::TeamShape> multi_thread_shapes(const Functor& f) {
+  const int tmax =
+      Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), 1, 1).team_size_max(f, Kokkos::ParallelForTag());
+  const int vmax = Kokkos::TeamPolicy<ExecSpace>::vector_length_max();
+  std::vector<perfex::detail::TeamShape> shapes;
+  for (const auto& s : std::vector<perfex::detail::TeamShape>{
+           {1, 4}, {2, 1}, {3, 2}, {4, 8}, {5, 1}, {7, 4}, {8, 2}}) {
+    if (s.team_size <= tmax && s.vector_length <= vmax) shapes.push_back(s);
+  }
+  return shapes;
+}
 
 template <class ExecSpace>
 using Mem = typename ExecSpace::memory_space;

@@ -18,7 +18,8 @@ struct TeamShape {
 enum class TeamKernel {
   generic,          // anything else: the backend's choice
   patch_solver,     // one team per patch: loops over its ~518 unknowns, band columns, pixels
-  patch_bandwidth,  // one team per patch: a scan per unknown, few registers
+  patch_bandwidth,  // one team per patch: threads over unknowns, lanes over the band
+  spots,            // psf::compute_spots: a thread per spot, vector lanes over its pixels
   batched_linalg,   // one team per matrix (band Cholesky, blocks of H^-1, 74 x 74 eigen)
 };
 
@@ -33,7 +34,8 @@ enum class TeamKernel {
 //    would leave two. Vector length 1 until every TeamThreadRange body of the solver keeps its
 //    side effects in ThreadVectorRange or single(PerThread): vector lanes run such a body
 //    once each, and the atomic adds of chi2 and the model image would then count N times.
-//  * patch bandwidth, 128 threads: 32 registers, one independent scan per unknown.
+//  * patch bandwidth and spots, 8 x 32: 8 unknowns (or spots) per team, a warp's 32 lanes each
+//    over the band (or the spot's pixels), so that lanes read and write contiguous memory.
 //  * batched linear algebra, 64 threads: the band's kd + 1 <= 59 active rows.
 template <class ExecSpace>
 TeamShape default_team_shape(TeamKernel kind = TeamKernel::generic) {
@@ -43,7 +45,8 @@ TeamShape default_team_shape(TeamKernel kind = TeamKernel::generic) {
       case TeamKernel::patch_solver:
         return {64, 1};
       case TeamKernel::patch_bandwidth:
-        return {128, 1};
+      case TeamKernel::spots:
+        return {8, 32};
       case TeamKernel::batched_linalg:
         return {64, 1};
       case TeamKernel::generic:

@@ -20,6 +20,7 @@
 #include <perfex/linalg/status.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 
@@ -180,8 +181,29 @@ struct Strided {
   KOKKOS_INLINE_FUNCTION int operator()(int i) const { return first + i * step; }
 };
 
+// Fibre and wavelength of a patch's unknowns (wavelength-major: unknown j is bin j / nfib of
+// fibre j % nfib). The division is a multiply-shift by ⌊2^32 / nfib⌋ + 1, exact for
+// j < 2^32 / nfib: it runs once per matrix entry, where a hardware integer division costs
+// tens of cycles on a CPU.
+struct PatchUnknowns {
+  int fib0, kf0, nfib;
+  std::uint64_t reciprocal;
+  KOKKOS_INLINE_FUNCTION explicit PatchUnknowns(const PatchDesc& p)
+      : fib0(p.fib0),
+        kf0(p.kf0),
+        nfib(p.nfib),
+        reciprocal((std::uint64_t(1) << 32) / static_cast<std::uint64_t>(p.nfib) + 1) {}
+  // Wavelength bin of unknown j, counted from the patch's first.
+  KOKKOS_INLINE_FUNCTION int bin(int j) const {
+    return static_cast<int>((static_cast<std::uint64_t>(j) * reciprocal) >> 32);
+  }
+  KOKKOS_INLINE_FUNCTION int fibre(int j) const { return fib0 + j - bin(j) * nfib; }
+  KOKKOS_INLINE_FUNCTION int wave(int j) const { return kf0 + bin(j); }
+};
+
 // Half-bandwidth of each patch's normal matrix (wavelength-major unknowns): the largest index
 // distance between two unknowns whose spot boxes overlap. Written into patches(i).band.
+// Threads run over the unknowns (columns), vector lanes over the fibres a column can meet.
 template <class ExecSpace, class MemorySpace>
 struct PatchBandwidth {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
@@ -189,23 +211,62 @@ struct PatchBandwidth {
   Kokkos::View<PatchDesc*, MemorySpace> patches;
   int nwt, nrow, ncol;
 
+  KOKKOS_INLINE_FUNCTION bool overlap(int fa, int ka, int fb, int kb) const {
+    return math::abs(xcorner(fb, kb) - xcorner(fa, ka)) < ncol &&
+           math::abs(ycorner(fb, kb) - ycorner(fa, ka)) < nrow;
+  }
+
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     const PatchDesc p = patches(member.league_rank());
+    const PatchUnknowns u(p);
     const int n = p.nfib * nwt;
+    // Spot rows rise with wavelength along each fibre (a dispersing spectrograph): then a
+    // column's overlaps with a fibre end below the first of its spots nrow rows higher.
+    int rising = 1;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(member, p.nfib),
+        [&](int s, int& all) {
+          int fibre_rises = 1;
+          Kokkos::parallel_reduce(
+              Kokkos::ThreadVectorRange(member, nwt - 1),
+              [&](int i, int& rises) {
+                const int f = p.fib0 + s, k = p.kf0 + i;
+                rises = math::min(rises, ycorner(f, k + 1) >= ycorner(f, k) ? 1 : 0);
+              },
+              Kokkos::Min<int>(fibre_rises));
+          all = math::min(all, fibre_rises);
+        },
+        Kokkos::Min<int>(rising));
     int band = 0;
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(member, n),
         [&](int jc, int& widest) {
-          const int fc = p.fib0 + jc % p.nfib, kc = p.kf0 + jc / p.nfib;
-          const int xc = xcorner(fc, kc), yc = ycorner(fc, kc);
-          // From the far end down: the first overlap is this column's widest one.
-          for (int jr = n - 1; jr > jc + widest; --jr) {
-            const int fr = p.fib0 + jr % p.nfib, kr = p.kf0 + jr / p.nfib;
-            if (math::abs(xcorner(fr, kr) - xc) < ncol && math::abs(ycorner(fr, kr) - yc) < nrow) {
-              widest = jr - jc;
-              break;
-            }
+          const int bc = u.bin(jc), sc = jc - bc * p.nfib;
+          const int fc = p.fib0 + sc, kc = p.kf0 + bc;
+          int far = 0;
+          if (rising) {
+            Kokkos::parallel_reduce(
+                Kokkos::ThreadVectorRange(member, p.nfib),
+                [&](int s, int& farthest) {
+                  const int f = p.fib0 + s;
+                  // Unknowns after jc: this bin's later fibres, then the next bins.
+                  for (int b = s > sc ? bc : bc + 1; b < nwt; ++b) {
+                    if (ycorner(f, p.kf0 + b) - ycorner(fc, kc) >= nrow) break;
+                    if (overlap(fc, kc, f, p.kf0 + b))
+                      farthest = math::max(farthest, b * p.nfib + s - jc);
+                  }
+                },
+                Kokkos::Max<int>(far));
+          } else {  // any geometry: every later unknown
+            Kokkos::parallel_reduce(
+                Kokkos::ThreadVectorRange(member, jc + 1, n),
+                [&](int jr, int& farthest) {
+                  if (overlap(fc, kc, u.fibre(jr), u.wave(jr)))
+                    farthest = math::max(farthest, jr - jc);
+                },
+                Kokkos::Max<int>(far));
           }
+          widest = math::max(widest, far);
         },
         Kokkos::Max<int>(band));
     Kokkos::single(Kokkos::PerTeam(member),
@@ -213,15 +274,24 @@ struct PatchBandwidth {
   }
 };
 
-// Adds to a value shared by the threads of a team: plain when the team is one thread
-// (every CPU backend here, and bitwise reproducible), atomic otherwise.
-template <class Member>
-KOKKOS_INLINE_FUNCTION void team_add(const Member& member, double& target, double value) {
-  if (member.team_size() == 1)
-    target += value;
-  else
-    Kokkos::atomic_add(&target, value);
-}
+// Sums of a vector reduction over a spot's pixels (Kokkos reduces any type with +=).
+struct RhsSums {  // b_J = Σ w S d and ω_J = Σ w S
+  double b = 0, omega = 0;
+  KOKKOS_INLINE_FUNCTION RhsSums& operator+=(const RhsSums& o) {
+    b += o.b;
+    omega += o.omega;
+    return *this;
+  }
+};
+struct Chi2Sums {  // Σ S χ², Σ S over counted pixels, Σ S over masked pixels
+  double chi = 0, norm = 0, masked = 0;
+  KOKKOS_INLINE_FUNCTION Chi2Sums& operator+=(const Chi2Sums& o) {
+    chi += o.chi;
+    norm += o.norm;
+    masked += o.masked;
+    return *this;
+  }
+};
 
 // Flops of one patch's linear algebra (patch.band set): band Cholesky and solve, then the kept
 // fibres' blocks of H^-1 and their inverse square roots, or H^(1/2) for noise decorrelation.
@@ -340,70 +410,110 @@ struct PatchSolver {
     Kokkos::single(Kokkos::PerTeam(member), [&]() { out.status(ip) = linalg::ok; });
   }
 
-  // Fibre and wavelength of unknown j (wavelength-major: j = k * nfib + s).
-  KOKKOS_INLINE_FUNCTION int fibre_of(const PatchDesc& p, int j) const {
-    return p.fib0 + j % p.nfib;
-  }
-  KOKKOS_INLINE_FUNCTION int wave_of(const PatchDesc& p, int j) const { return p.kf0 + j / p.nfib; }
-
-  // w_P * S_J[P] over each spot box (0 outside the window), and b_J = sum w S d, omega_J = sum w S.
+  // w_P·S_J[P] on each spot's pixels inside the window (the only ones normal_matrix reads), and
+  // b_J = Σ w S d, ω_J = Σ w S. Threads over the unknowns, vector lanes over a spot's columns.
   template <class BV, class OV>
   KOKKOS_INLINE_FUNCTION void weigh_spots(const Member& member, const PatchDesc& p, int n,
                                           const BV& b, const OV& omega) const {
     const int nrow = static_cast<int>(spots.extent(2)), ncol = static_cast<int>(spots.extent(3));
     const int ip = member.league_rank();
+    const PatchUnknowns u(p);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](int j) {
-      const int f = fibre_of(p, j), k = wave_of(p, j);
+      const int f = u.fibre(j), k = u.wave(j);
       const int c0 = xcorner(f, k), r0 = ycorner(f, k);
-      double bj = 0, wj = 0;
+      const int rlo = math::max(0, p.row0 - r0), rhi = math::min(nrow, p.row1 - r0);
+      const int clo = math::max(0, p.col0 - c0), chi = math::min(ncol, p.col1 - c0);
+      const double* spot = &spots(f, k, 0, 0);
       double* wspot = &ws.wspot(static_cast<std::size_t>(j) * nrow * ncol, ip);
-      for (int r = 0; r < nrow; ++r) {
-        const int row = r0 + r;
-        const bool row_in = row >= p.row0 && row < p.row1;
-        for (int c = 0; c < ncol; ++c) {
-          const int col = c0 + c;
-          double ws_rc = 0;
-          if (row_in && col >= p.col0 && col < p.col1) {
-            const double s = spots(f, k, r, c);
-            ws_rc = image.weight(row, col) * s;
-            bj += ws_rc * image.value(row, col);
-            wj += ws_rc;
-          }
-          wspot[r * ncol + c] = ws_rc;
-        }
+      RhsSums sums;
+      for (int r = rlo; r < rhi; ++r) {  // row by row: the image is read along its rows
+        RhsSums row;
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(member, clo, chi),
+            [&](int c, RhsSums& acc) {
+              const double w = image.weight(r0 + r, c0 + c) * spot[r * ncol + c];
+              wspot[r * ncol + c] = w;
+              acc.b += w * image.value(r0 + r, c0 + c);
+              acc.omega += w;
+            },
+            row);
+        sums += row;
       }
-      b(j) = bj;
-      omega(j) = wj;
+      Kokkos::single(Kokkos::PerThread(member), [&]() {
+        b(j) = sums.b;
+        omega(j) = sums.omega;
+      });
     });
   }
 
-  // Lower band of H0 = A^T W A (H(d, j) = H0(j + d, j)) from overlapping spot boxes only.
+  // Σ w[r·ncol + c]·s[r·ncol + c − shift] over rows [rlo, rhi) × columns [clo, chi) (s: the
+  // other spot, whose box is shifted by shift pixels in this one's). The rectangle is walked in as
+  // few runs as possible, the products spread over independent sums: whole rows are one contiguous
+  // run, a rectangle narrower than tall goes down its columns.
+  KOKKOS_INLINE_FUNCTION static double overlap_product(const double* w, const double* s, int shift,
+                                                       int ncol, int rlo, int rhi, int clo,
+                                                       int chi) {
+    double h0 = 0, h1 = 0, h2 = 0, h3 = 0;
+    if (rlo >= rhi || clo >= chi) return 0.0;
+    if (chi - clo == ncol) {
+      const int end = rhi * ncol;
+      int i = rlo * ncol;
+      for (; i + 4 <= end; i += 4) {
+        h0 += w[i] * s[i - shift];
+        h1 += w[i + 1] * s[i + 1 - shift];
+        h2 += w[i + 2] * s[i + 2 - shift];
+        h3 += w[i + 3] * s[i + 3 - shift];
+      }
+      for (; i < end; ++i) h0 += w[i] * s[i - shift];
+    } else if (chi - clo < rhi - rlo) {
+      for (int c = clo; c < chi; ++c) {
+        int r = rlo;
+        for (; r + 2 <= rhi; r += 2) {
+          h0 += w[r * ncol + c] * s[r * ncol + c - shift];
+          h1 += w[(r + 1) * ncol + c] * s[(r + 1) * ncol + c - shift];
+        }
+        if (r < rhi) h2 += w[r * ncol + c] * s[r * ncol + c - shift];
+      }
+    } else {
+      for (int r = rlo; r < rhi; ++r) {
+        int c = clo;
+        for (; c + 4 <= chi; c += 4) {
+          h0 += w[r * ncol + c] * s[r * ncol + c - shift];
+          h1 += w[r * ncol + c + 1] * s[r * ncol + c + 1 - shift];
+          h2 += w[r * ncol + c + 2] * s[r * ncol + c + 2 - shift];
+          h3 += w[r * ncol + c + 3] * s[r * ncol + c + 3 - shift];
+        }
+        for (; c < chi; ++c) h0 += w[r * ncol + c] * s[r * ncol + c - shift];
+      }
+    }
+    return (h0 + h1) + (h2 + h3);
+  }
+
+  // Lower band of H0 = A^T W A (H(d, j) = H0(j + d, j)): for each column j (a thread), its
+  // band entries (vector lanes) from the rectangle where spot j + d overlaps spot j inside the
+  // window, empty for boxes that do not overlap.
   template <class HV>
   KOKKOS_INLINE_FUNCTION void normal_matrix(const Member& member, const PatchDesc& p, int n,
                                             const HV& H) const {
     const int nrow = static_cast<int>(spots.extent(2)), ncol = static_cast<int>(spots.extent(3));
     const int ip = member.league_rank();
+    const PatchUnknowns u(p);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](int jc) {
-      const int fc = fibre_of(p, jc), kc = wave_of(p, jc);
-      const int c0c = xcorner(fc, kc), r0c = ycorner(fc, kc);
+      const int fc = u.fibre(jc), kc = u.wave(jc);
+      const int c0 = xcorner(fc, kc), r0 = ycorner(fc, kc);
+      // Spot jc's pixels inside the window, in its box coordinates.
+      const int wr0 = math::max(0, p.row0 - r0), wr1 = math::min(nrow, p.row1 - r0);
+      const int wc0 = math::max(0, p.col0 - c0), wc1 = math::min(ncol, p.col1 - c0);
       const double* wspot = &ws.wspot(static_cast<std::size_t>(jc) * nrow * ncol, ip);
-      const int last = math::min(n - 1, jc + p.band);
-      for (int jr = jc; jr <= last; ++jr) {
-        const int fr = fibre_of(p, jr), kr = wave_of(p, jr);
-        const int dc = xcorner(fr, kr) - c0c,
-                  dr = ycorner(fr, kr) - r0c;  // offset of spot jr in box jc
-        double h = 0;
-        if (dc > -ncol && dc < ncol && dr > -nrow && dr < nrow) {
-          const int rlo = math::max(0, dr), rhi = math::min(nrow, nrow + dr);
-          const int clo = math::max(0, dc), chi = math::min(ncol, ncol + dc);
-          for (int r = rlo; r < rhi; ++r) {
-            const double* srow = &spots(fr, kr, r - dr, 0);
-            const double* wrow = wspot + r * ncol;
-            for (int c = clo; c < chi; ++c) h += wrow[c] * srow[c - dc];
-          }
-        }
-        H(jr - jc, jc) = h;
-      }
+      const int nband = math::min(n - 1 - jc, p.band) + 1;
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nband), [&](int d) {
+        const int fr = u.fibre(jc + d), kr = u.wave(jc + d);
+        const int dc = xcorner(fr, kr) - c0, dr = ycorner(fr, kr) - r0;  // spot jc+d in box jc
+        const int rlo = math::max(wr0, dr), rhi = math::min(wr1, nrow + dr);
+        const int clo = math::max(wc0, dc), chi = math::min(wc1, ncol + dc);
+        H(d, jc) =
+            overlap_product(wspot, &spots(fr, kr, 0, 0), dr * ncol + dc, ncol, rlo, rhi, clo, chi);
+      });
     });
   }
 
@@ -520,58 +630,88 @@ struct PatchSolver {
     });
   }
 
-  // Model A*phi on the window, chi2 per pixel, then chi2pix and pixmask_fraction of the
-  // kept core bins (gpu_specter CPU definitions, spec §6.7-6.8).
+  // Model A·φ on the window, chi2 per pixel, then chi2pix and pixmask_fraction of the kept
+  // core bins (gpu_specter's CPU definitions).
   template <class PV>
   KOKKOS_INLINE_FUNCTION void chi2_and_pixmask(const Member& member, const PatchDesc& p,
                                                const PV& phi) const {
     const int ip = member.league_rank();
     const int nrow = static_cast<int>(spots.extent(2)), ncol = static_cast<int>(spots.extent(3));
-    const int wcols = p.col1 - p.col0, npix = (p.row1 - p.row0) * wcols;
+    const int wrows = p.row1 - p.row0, wcols = p.col1 - p.col0, npix = wrows * wcols;
     auto pm = Kokkos::subview(ws.pixmodel, Kokkos::make_pair(0, npix), ip);
     auto pt = Kokkos::subview(ws.pixtest, Kokkos::make_pair(0, npix), ip);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, npix), [&](int q) { pm(q) = 0; });
-    member.team_barrier();
-    const int n = p.nfib * nwt;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](int j) {
-      const int f = fibre_of(p, j), k = wave_of(p, j);
-      const int c0 = xcorner(f, k), r0 = ycorner(f, k);
-      const double a = phi(j);
-      for (int r = math::max(0, p.row0 - r0); r < math::min(nrow, p.row1 - r0); ++r)
-        for (int c = math::max(0, p.col0 - c0); c < math::min(ncol, p.col1 - c0); ++c)
-          team_add(member, pm((r0 + r - p.row0) * wcols + (c0 + c - p.col0)),
-                   a * spots(f, k, r, c));
+    // Each thread owns a block of window rows and adds the spots covering them in increasing
+    // unknown order: every pixel sums in the same order for any team shape, without atomics.
+    const int nblocks = math::max(1, math::min(wrows, member.team_size()));
+    const int block_rows = (wrows + nblocks - 1) / nblocks;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, nblocks), [&](int blk) {
+      const int row0 = p.row0 + blk * block_rows, row1 = math::min(p.row1, row0 + block_rows);
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, (row1 - row0) * wcols),
+                           [&](int q) { pm((row0 - p.row0) * wcols + q) = 0; });
+      for (int kb = 0; kb < nwt; ++kb) {
+        for (int sb = 0; sb < p.nfib; ++sb) {
+          const int f = p.fib0 + sb, k = p.kf0 + kb;
+          const int r0 = ycorner(f, k);
+          const int rlo = math::max(row0, r0), rhi = math::min(row1, r0 + nrow);
+          if (rlo >= rhi) continue;
+          const int c0 = xcorner(f, k);
+          const double a = phi(kb * p.nfib + sb);
+          const double* spot = &spots(f, k, 0, 0);
+          const int clo = math::max(p.col0, c0), chi = math::min(p.col1, c0 + ncol);
+          for (int row = rlo; row < rhi; ++row) {
+            double* m = &pm((row - p.row0) * wcols);
+            const double* sr = spot + (row - r0) * ncol;
+            Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, clo, chi),
+                                 [&](int col) { m[col - p.col0] += a * sr[col - c0]; });
+          }
+        }
+      }
     });
     member.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, npix), [&](int q) {
-      const int row = p.row0 + q / wcols, col = p.col0 + q % wcols;
-      const double w = image.weight(row, col), m = pm(q);
-      const double vmodel = (psferr * m + 1e-32) * (psferr * m + 1e-32);
-      const double t = w > 0 ? 1.0 / (vmodel + 1.0 / w) : 0.0;
-      const double resid = image.value(row, col) - m;
-      pm(q) = resid * resid * t;
-      pt(q) = t > 0 ? 1.0 : 0.0;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, wrows), [&](int r) {
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, wcols), [&](int c) {
+        const int q = r * wcols + c;
+        const double w = image.weight(p.row0 + r, p.col0 + c), m = pm(q);
+        const double vmodel = (psferr * m + 1e-32) * (psferr * m + 1e-32);
+        const double t = w > 0 ? 1.0 / (vmodel + 1.0 / w) : 0.0;
+        const double resid = image.value(p.row0 + r, p.col0 + c) - m;
+        pm(q) = resid * resid * t;
+        pt(q) = t > 0 ? 1.0 : 0.0;
+      });
     });
     member.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, p.nkeepfib * p.nkeep), [&](int idx) {
       const int f = idx / p.nkeep, jcore = idx % p.nkeep;
       const int fl = p.fib0 + p.keep0 + f, k = p.kf0 + wavepad + jcore;
       const int c0 = xcorner(fl, k), r0 = ycorner(fl, k);
-      double chi = 0, norm = 0, masked = 0;
-      for (int r = math::max(0, p.row0 - r0); r < math::min(nrow, p.row1 - r0); ++r)
-        for (int c = math::max(0, p.col0 - c0); c < math::min(ncol, p.col1 - c0); ++c) {
-          const int q = (r0 + r - p.row0) * wcols + (c0 + c - p.col0);
-          const double a = spots(fl, k, r, c);
-          chi += a * pm(q);
-          norm += a * pt(q);
-          masked += image.weight(r0 + r, c0 + c) == 0 ? a : 0.0;
-        }
-      out.chi2pix(ip, f, jcore) = norm > 0 ? chi / norm : 0.0;
-      out.pixmask(ip, f, jcore) = masked;
+      const int rlo = math::max(0, p.row0 - r0), rhi = math::min(nrow, p.row1 - r0);
+      const double* spot = &spots(fl, k, 0, 0);
+      const int clo = math::max(0, p.col0 - c0), chi = math::min(ncol, p.col1 - c0);
+      Chi2Sums sums;
+      for (int r = rlo; r < rhi; ++r) {
+        Chi2Sums row;
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(member, clo, chi),
+            [&](int c, Chi2Sums& acc) {
+              const int q = (r0 + r - p.row0) * wcols + (c0 + c - p.col0);
+              const double a = spot[r * ncol + c];
+              acc.chi += a * pm(q);
+              acc.norm += a * pt(q);
+              acc.masked += image.weight(r0 + r, c0 + c) == 0 ? a : 0.0;
+            },
+            row);
+        sums += row;
+      }
+      Kokkos::single(Kokkos::PerThread(member), [&]() {
+        out.chi2pix(ip, f, jcore) = sums.norm > 0 ? sums.chi / sums.norm : 0.0;
+        out.pixmask(ip, f, jcore) = sums.masked;
+      });
     });
   }
 
-  // Model image: core columns of A times the reconvolved core flux (gpu_specter, spec §6.9).
+  // Model image: core columns of A times the reconvolved core flux (gpu_specter). Patches
+  // overlap on the CCD, so their teams add with atomics: the model's last bits depend on the
+  // order the patches run in (flux, ivar, chi2pix and the rest do not).
   KOKKOS_INLINE_FUNCTION void add_model(const Member& member, const PatchDesc& p) const {
     const int ip = member.league_rank();
     const int nrow = static_cast<int>(spots.extent(2)), ncol = static_cast<int>(spots.extent(3));
@@ -579,10 +719,15 @@ struct PatchSolver {
       const int f = idx / p.nkeep, jcore = idx % p.nkeep;
       const int fl = p.fib0 + p.keep0 + f, k = p.kf0 + wavepad + jcore;
       const int c0 = xcorner(fl, k), r0 = ycorner(fl, k);
+      const int rlo = math::max(0, p.row0 - r0), rhi = math::min(nrow, p.row1 - r0);
       const double a = out.flux(ip, f, jcore);
-      for (int r = math::max(0, p.row0 - r0); r < math::min(nrow, p.row1 - r0); ++r)
-        for (int c = math::max(0, p.col0 - c0); c < math::min(ncol, p.col1 - c0); ++c)
-          Kokkos::atomic_add(&model(r0 + r, c0 + c), a * spots(fl, k, r, c));
+      const double* spot = &spots(fl, k, 0, 0);
+      const int clo = math::max(0, p.col0 - c0), chi = math::min(ncol, p.col1 - c0);
+      for (int r = rlo; r < rhi; ++r) {
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, clo, chi), [&](int c) {
+          Kokkos::atomic_add(&model(r0 + r, c0 + c), a * spot[r * ncol + c]);
+        });
+      }
     });
   }
 

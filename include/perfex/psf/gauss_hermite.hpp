@@ -1,23 +1,25 @@
 #pragma once
-// Device model of a GaussHermite PSF (spec §2, §3): traces, parameters and pixel-integrated,
-// normalised spots for many fibres × wavelengths in one kernel.
+// Device model of specex's GaussHermite PSF: Legendre traces and parameters, and
+// pixel-integrated Gauss-Hermite spots (normalised) for many fibres × wavelengths in one kernel.
 //
 // Conventions:
 //  * Legendre series on two domains: traces on XTRACE/YTRACE WAVEMIN/WAVEMAX, table
 //    parameters on the PSF HDU's; u = (λ − w0)·(2/(w1 − w0)) − 1, no clipping (extrapolation).
 //  * Spot box: corner c0 = floor(X − hx + 0.5), r0 = floor(Y − hy + 0.5); 1-D bases are pixel
-//    integrals (erf differences for degree 0, g_{m−1} differences for degree m); the 2-D core is
-//    combined separably (T = a·Bx, then core = By·T); clipped at 0 and normalised to sum 1.
-//  * Tails (spec §3.4) are added before clipping only when TAILAMP ≠ 0 at that (fibre, λ),
+//    integrals (erf differences for degree 0, differences of φ·He_{m−1} for degree m); the 2-D
+//    core is combined separably (T = a·Bx, then core = By·T); clipped at 0 and normalised to 1.
+//  * Tails (specex's PSF tails) are added before clipping only when TAILAMP ≠ 0 at that (fibre, λ),
 //    with specter's convention: ρ² = (Δx·TAILXSCA)² + (Δy·TAILYSCA)² (scales multiply),
 //    tail = TAILAMP·ρ²/(TAILCORE² + ρ²)^(1 + TAILINDE/2), Δ = pixel centre − trace.
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <perfex/detail/kokkos_compat.hpp>
+#include <perfex/detail/team_shape.hpp>
 #include <perfex/error.hpp>
 #include <perfex/psf/psf_data.hpp>
 
@@ -42,7 +44,9 @@ template <class MemorySpace>
 struct PsfDeviceData {
   Kokkos::View<const double**, Kokkos::LayoutRight, MemorySpace> xcoeff, ycoeff;  // [nfib][ncoeff]
   Kokkos::View<const double***, Kokkos::LayoutRight, MemorySpace> pcoeff;  // [nparam][nfib][L]
-  Kokkos::View<const int**, Kokkos::LayoutRight, MemorySpace> gh_row;      // [dx+1][dy+1]
+  // Legendre coefficients of the Gauss-Hermite coefficients a_ij, contiguous in ij = i*(dy+1)+j
+  // so that a spot's a_ij are one vector sweep per Legendre degree: [nfib][ncp][(dx+1)(dy+1)].
+  Kokkos::View<const double***, Kokkos::LayoutRight, MemorySpace> ghcoeff;
   int nfib = 0, nparam = 0, ncx = 0, ncy = 0, ncp = 0;
   int hx = 0, hy = 0, dx = 0, dy = 0;
   int row_sigx = -1, row_sigy = -1;
@@ -56,13 +60,18 @@ struct PsfDeviceData {
   KOKKOS_INLINE_FUNCTION double trace_y(int f, double wave) const {
     return trace(ycoeff, ncy, f, reduced(wave, yw0, yscale));
   }
-  // Σ_m coeff(f, m) P_m(u) of a trace.
+  // Σ_m coeff(f, m) P_m(u) of a trace, P_m by the forward recurrence as it goes.
   template <class Coeffs>
   KOKKOS_INLINE_FUNCTION static double trace(const Coeffs& coeff, int nc, int f, double u) {
-    double P[kMaxLegendreCoeffs];
-    legendre_values(u, nc, P);
-    double s = 0;
-    for (int m = 0; m < nc; ++m) s += coeff(f, m) * P[m];
+    double s = coeff(f, 0);
+    if (nc > 1) s += coeff(f, 1) * u;
+    double p0 = 1.0, p1 = u;
+    for (int m = 2; m < nc; ++m) {
+      const double p2 = ((2 * m - 1) * u * p1 - (m - 1) * p0) / m;
+      s += coeff(f, m) * p2;
+      p0 = p1;
+      p1 = p2;
+    }
     return s;
   }
   // y_f(λ) and dy/dλ.
@@ -112,7 +121,6 @@ class GaussHermitePsf {
     data.validate();
     npix_x_ = data.npix_x;
     npix_y_ = data.npix_y;
-    param_names_ = data.param_names;
     d_.nfib = data.nfib;
     d_.nparam = data.nparam();
     d_.ncx = data.xtrace.ncoeff;
@@ -150,23 +158,28 @@ class GaussHermitePsf {
                                                                 d_.ncy);
     Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace> pc("perfex::psf::coeff", d_.nparam,
                                                                  d_.nfib, d_.ncp);
-    Kokkos::View<int**, Kokkos::LayoutRight, MemorySpace> gh("perfex::psf::gh_row", d_.dx + 1,
-                                                             d_.dy + 1);
+    const int nij = (d_.dx + 1) * (d_.dy + 1);
+    Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace> gh("perfex::psf::ghcoeff", d_.nfib,
+                                                                 d_.ncp, nij);
     copy_to(exec, xc, data.xtrace.coeff);
     copy_to(exec, yc, data.ytrace.coeff);
     copy_to(exec, pc, data.coeff);
-    std::vector<int> rows(static_cast<std::size_t>(d_.dx + 1) * (d_.dy + 1));
+    std::vector<double> ghc(static_cast<std::size_t>(d_.nfib) * d_.ncp * nij);
     for (int i = 0; i <= d_.dx; ++i) {
       for (int j = 0; j <= d_.dy; ++j) {
-        rows[i * (d_.dy + 1) + j] =
-            data.param_index("GH-" + std::to_string(i) + "-" + std::to_string(j));
+        const int row = data.param_index("GH-" + std::to_string(i) + "-" + std::to_string(j));
+        for (int f = 0; f < d_.nfib; ++f) {
+          for (int m = 0; m < d_.ncp; ++m)
+            ghc[(static_cast<std::size_t>(f) * d_.ncp + m) * nij + i * (d_.dy + 1) + j] =
+                data.c(row, f, m);
+        }
       }
     }
-    copy_to(exec, gh, rows);
+    copy_to(exec, gh, ghc);
     d_.xcoeff = xc;
     d_.ycoeff = yc;
     d_.pcoeff = pc;
-    d_.gh_row = gh;
+    d_.ghcoeff = gh;
   }
 
   int nfib() const { return d_.nfib; }
@@ -183,21 +196,11 @@ class GaussHermitePsf {
   double psferr() const { return psferr_; }
   bool has_tails() const { return d_.tails; }
   const std::string& source() const { return source_; }
-  const std::vector<std::string>& param_names() const { return param_names_; }
   // YTRACE domain (used as the initial bracket of the inverse trace).
   double trace_wavemin() const { return ywave0_; }
   double trace_wavemax() const { return ywave1_; }
   // Views and scalars for kernels.
   const device_data& data() const { return d_; }
-  Kokkos::View<const double***, Kokkos::LayoutRight, MemorySpace> coeff() const {
-    return d_.pcoeff;
-  }
-  Kokkos::View<const double**, Kokkos::LayoutRight, MemorySpace> xtrace_coeff() const {
-    return d_.xcoeff;
-  }
-  Kokkos::View<const double**, Kokkos::LayoutRight, MemorySpace> ytrace_coeff() const {
-    return d_.ycoeff;
-  }
 
   // Throws unless [f0, f0+nf) is a valid fibre range.
   void check_fibres(int f0, int nf, const char* who) const {
@@ -225,7 +228,6 @@ class GaussHermitePsf {
 
   device_data d_;
   std::string source_;
-  std::vector<std::string> param_names_;
   int npix_x_ = 0, npix_y_ = 0;
   double psferr_ = 0.01;
   double ywave0_ = 0, ywave1_ = 0;
@@ -258,119 +260,251 @@ struct EvaluateParamsFunctor {
   }
 };
 
-// One (fibre, wavelength) spot per work item: traces, parameters, 1-D bases, separable core,
-// optional tail, clip, normalise. Writes straight into the output spot.
-template <class MemorySpace>
+// Pixel-integrated, normalised spots of fibres [f0, f0+nf) × wave[K]. A team per run of
+// wavelengths of one fibre; each thread of the team evaluates one spot at a time in its own
+// scratch, sized from the PSF's degrees and spot box: the Legendre values of the wavelength,
+// the Gauss-Hermite coefficients a_ij, the 1-D edge integrals in x and y (one erf and one exp
+// per pixel edge), T = Σ_i a_ij·Bx_i and the clipped spot. The thread's vector lanes run over
+// the coefficients, the edges and the spot's columns, and write the normalised spot row by row
+// (consecutive lanes, consecutive addresses).
+template <class ExecSpace, class MemorySpace, class WaveView, class SpotView, class XCornerView,
+          class YCornerView>
 struct ComputeSpotsFunctor {
-  using SpotView = Kokkos::View<double****, Kokkos::LayoutRight, MemorySpace>;
+  using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using Scratch = Kokkos::View<double*, typename ExecSpace::scratch_memory_space,
+                               Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  // Per-spot scalars at the start of a thread's scratch.
+  enum Scalar {
+    X,
+    Y,
+    C0,
+    R0,
+    SIGX,
+    SIGY,
+    DELTAX,
+    DELTAY,
+    TAILAMP,
+    TAILCORE2,
+    TAILXSCA,
+    TAILYSCA,
+    TAILEXP
+  };
+  static constexpr int kScalars = 13;
+
   detail::PsfDeviceData<MemorySpace> d;
-  int f0;
-  Kokkos::View<const double*, MemorySpace> wave;
+  int f0 = 0, nwave = 0;
+  int run = 1;              // wavelengths per team
+  int scratch_level = 0;    // 0 when a team's scratch fits the fast level
+  bool contiguous = false;  // each spot's rows are consecutive in spots (LayoutRight-like)
+  WaveView wave;
   SpotView spots;
-  Kokkos::View<int**, MemorySpace> xcorner, ycorner;
+  XCornerView xcorner;
+  YCornerView ycorner;
 
-  static constexpr int kMaxN = 2 * kMaxHalfSize + 1;
-  static constexpr int kMaxD = kMaxGhDegree + 1;
+  // A thread's scratch, in words from its start: the spot's scalars, the Legendre values P_m,
+  // the coefficients a_ij, per degree m the edge integrals E_m and pixel integrals B_m of both
+  // axes (edges 0..nx in x, then 0..ny in y: B_m[e] = E_m[e+1] − E_m[e]), the edges' t, φ(t)
+  // and two Hermite values, T, the spot and its column sums. (B_m[nx], between the axes, and
+  // the E_m, B_m of an axis beyond its degree are computed and never used.)
+  struct Layout {
+    int nx, ny, nbx, nby, ne, nd;  // box, degrees + 1, edges of both axes, max degree + 1
+    int P, a, E, B, t, phi, he, T, core, colsum, words;
+    KOKKOS_INLINE_FUNCTION explicit Layout(const detail::PsfDeviceData<MemorySpace>& d)
+        : nx(2 * d.hx + 1),
+          ny(2 * d.hy + 1),
+          nbx(d.dx + 1),
+          nby(d.dy + 1),
+          ne(nx + ny + 2),
+          nd(math::max(nbx, nby)),
+          P(kScalars),
+          a(P + d.ncp),
+          E(a + nbx * nby),
+          B(E + nd * ne),
+          t(B + nd * ne),
+          phi(t + ne),
+          he(phi + ne),
+          T(he + 2 * ne),
+          core(T + nby * nx),
+          colsum(core + ny * nx),
+          words(colsum + nx) {}
+  };
+  std::size_t thread_scratch_bytes() const { return Scratch::shmem_size(Layout(d).words); }
+  int league_size(int nf) const { return nf * ((nwave + run - 1) / run); }
 
-  // Edge integrals E[m][e] (m = 0..deg, e = 0..n) so that B_m[q] = E[m][q+1] − E[m][q]:
-  // E_0 = ½·erf(t/√2), E_m = −g_{m−1}(t).
-  KOKKOS_INLINE_FUNCTION static void edge_integrals(int h, int deg, double delta, double sigma,
-                                                    double (*E)[kMaxN + 1]) {
-    const int n = 2 * h + 1;
-    const double inv_sigma = 1.0 / sigma;
-    for (int e = 0; e <= n; ++e) {
-      const double t = ((e - h - 0.5) - delta) * inv_sigma;
-      E[0][e] = 0.5 * math::erf(t / math::sqrt2);
-      if (deg >= 1) {
-        const double phi = math::inv_sqrt_2pi * math::exp(-0.5 * t * t);
-        double he0 = 1.0, he1 = t;  // He_0, He_1
-        E[1][e] = -phi * he0;
-        if (deg >= 2) E[2][e] = -phi * he1;
-        for (int m = 3; m <= deg; ++m) {
-          const double he2 = t * he1 - (m - 2) * he0;  // He_{m-1}
-          E[m][e] = -phi * he2;
-          he0 = he1;
-          he1 = he2;
-        }
-      }
-    }
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
+    const int runs = (nwave + run - 1) / run;
+    const int f = member.league_rank() / runs;
+    const int k0 = (member.league_rank() - f * runs) * run;
+    const Layout L(d);
+    const Scratch buf(member.thread_scratch(scratch_level), L.words);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k0, math::min(nwave, k0 + run)),
+                         [&](int k) { spot(member, L, buf.data(), f, k); });
   }
 
-  KOKKOS_INLINE_FUNCTION void operator()(int f, int k) const {
+  // Four weights and rows of a sum Σ_m w_m·row_m[q] from term m0 on, zero weights past count:
+  // a vector sweep adds four terms at once, in order.
+  struct FourTerms {
+    double w[4];
+    const double* row[4];
+  };
+  template <class Weight, class Row>
+  KOKKOS_INLINE_FUNCTION static FourTerms four_terms(int m0, int count, const Weight& weight,
+                                                     const Row& row) {
+    FourTerms t;
+    for (int u = 0; u < 4; ++u) {
+      t.w[u] = m0 + u < count ? weight(m0 + u) : 0.0;
+      t.row[u] = row(m0 + u < count ? m0 + u : m0);
+    }
+    return t;
+  }
+
+  KOKKOS_INLINE_FUNCTION void spot(const Member& member, const Layout& L, double* buf, int f,
+                                   int k) const {
+    const int nx = L.nx, ny = L.ny, nbx = L.nbx, nby = L.nby, ne = L.ne;
+    double* s = buf;
+    double* P = buf + L.P;
+    double* a = buf + L.a;  // a[i * nby + j]
+    double* E = buf + L.E;  // E[m * ne + e]
+    double* B = buf + L.B;  // B[m * ne + e]: Bx_i[q] at e = q, By_j[p] at e = nx + 1 + p
+    double* tt = buf + L.t;
+    double* phi = buf + L.phi;
+    double* he = buf + L.he;
+    double* T = buf + L.T;        // T[j * nx + q]
+    double* core = buf + L.core;  // core[p * nx + q]
+    double* colsum = buf + L.colsum;
     const int fib = f0 + f;
-    const double lam = wave(k);
-    const double X = d.trace_x(fib, lam);
-    const double Y = d.trace_y(fib, lam);
-    double P[kMaxLegendreCoeffs];
-    detail::legendre_values(detail::reduced(lam, d.pw0, d.pscale), d.ncp, P);
-    const double sigx = d.param(d.row_sigx, fib, P);
-    const double sigy = d.param(d.row_sigy, fib, P);
 
-    const int nx = 2 * d.hx + 1, ny = 2 * d.hy + 1;
-    const int c0 = static_cast<int>(math::floor(X - d.hx + 0.5));
-    const int r0 = static_cast<int>(math::floor(Y - d.hy + 0.5));
-    xcorner(f, k) = c0;
-    ycorner(f, k) = r0;
-    // Offsets of the trace from the centre pixel's centre, in [−0.5, 0.5) (gs's form).
-    const double ax = X + 0.5, ay = Y + 0.5;
-    const double deltax = (ax - math::floor(ax)) - 0.5;
-    const double deltay = (ay - math::floor(ay)) - 0.5;
-
-    double Ex[kMaxD][kMaxN + 1], Ey[kMaxD][kMaxN + 1];
-    edge_integrals(d.hx, d.dx, deltax, sigx, Ex);
-    edge_integrals(d.hy, d.dy, deltay, sigy, Ey);
-
-    // T[j][q] = Σ_i a_ij · Bx_i[q]
-    double T[kMaxD][kMaxN];
-    for (int j = 0; j <= d.dy; ++j) {
-      for (int q = 0; q < nx; ++q) T[j][q] = 0.0;
-    }
-    for (int i = 0; i <= d.dx; ++i) {
-      double Bx[kMaxN];
-      for (int q = 0; q < nx; ++q) Bx[q] = Ex[i][q + 1] - Ex[i][q];
-      for (int j = 0; j <= d.dy; ++j) {
-        const double a = d.param(d.gh_row(i, j), fib, P);
-        for (int q = 0; q < nx; ++q) T[j][q] += a * Bx[q];
-      }
-    }
-
-    bool tail = false;
-    double tamp = 0, tcore2 = 0, txs = 0, tys = 0, texp = 0;
-    if (d.tails) {
-      tamp = d.param(d.row_tailamp, fib, P);
-      if (tamp != 0.0) {
-        tail = true;
+    Kokkos::single(Kokkos::PerThread(member), [&]() {
+      const double lam = wave(k);
+      const double x = d.trace_x(fib, lam), y = d.trace_y(fib, lam);
+      detail::legendre_values(detail::reduced(lam, d.pw0, d.pscale), d.ncp, P);
+      s[X] = x;
+      s[Y] = y;
+      s[SIGX] = d.param(d.row_sigx, fib, P);
+      s[SIGY] = d.param(d.row_sigy, fib, P);
+      const int c0 = static_cast<int>(math::floor(x - d.hx + 0.5));
+      const int r0 = static_cast<int>(math::floor(y - d.hy + 0.5));
+      xcorner(f, k) = c0;
+      ycorner(f, k) = r0;
+      s[C0] = c0;
+      s[R0] = r0;
+      // Offsets of the trace from the centre pixel's centre, in [−0.5, 0.5) (gs's form).
+      const double ax = x + 0.5, ay = y + 0.5;
+      s[DELTAX] = (ax - math::floor(ax)) - 0.5;
+      s[DELTAY] = (ay - math::floor(ay)) - 0.5;
+      s[TAILAMP] = d.tails ? d.param(d.row_tailamp, fib, P) : 0.0;
+      if (s[TAILAMP] != 0.0) {
         const double tc = d.param(d.row_tailcore, fib, P);
-        tcore2 = tc * tc;
-        txs = d.param(d.row_tailxsca, fib, P);
-        tys = d.param(d.row_tailysca, fib, P);
-        texp = 1.0 + 0.5 * d.param(d.row_tailinde, fib, P);
+        s[TAILCORE2] = tc * tc;
+        s[TAILXSCA] = d.param(d.row_tailxsca, fib, P);
+        s[TAILYSCA] = d.param(d.row_tailysca, fib, P);
+        s[TAILEXP] = 1.0 + 0.5 * d.param(d.row_tailinde, fib, P);
       }
+    });
+    // a_ij = Σ_m c_ijm P_m, summed over m in order as d.param does.
+    const double* ghc = &d.ghcoeff(fib, 0, 0);
+    for (int m = 0; m < d.ncp; ++m) {
+      const double pm = P[m];
+      const double* c = ghc + m * nbx * nby;
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nbx * nby), [&](int ij) {
+        const double v = c[ij] * pm;
+        a[ij] = m == 0 ? v : a[ij] + v;
+      });
     }
-
-    // core[p][q] = Σ_j By_j[p] · T[j][q]; clip; accumulate the sum.
-    double total = 0.0;
-    for (int p = 0; p < ny; ++p) {
-      double By[kMaxD];
-      for (int j = 0; j <= d.dy; ++j) By[j] = Ey[j][p + 1] - Ey[j][p];
-      for (int q = 0; q < nx; ++q) {
-        double v = 0.0;
-        for (int j = 0; j <= d.dy; ++j) v += By[j] * T[j][q];
-        if (tail) {
-          const double ddx = ((c0 + q) - X) * txs;
-          const double ddy = ((r0 + p) - Y) * tys;
-          const double rho2 = ddx * ddx + ddy * ddy;
-          v += tamp * rho2 / math::pow(tcore2 + rho2, texp);
+    // Edge integrals: E_0 = ½·erf(t/√2) and E_m = −φ(t)·He_{m−1}(t) at t = (edge − trace)/σ,
+    // one erf and one exp per edge; then degree by degree over all edges the Hermite
+    // recurrence He_{m−1} = t·He_{m−2} − (m−2)·He_{m−3}; then every B_m in one sweep.
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ne), [&](int e) {
+      const bool inx = e <= nx;
+      const int edge = inx ? e - d.hx : e - nx - 1 - d.hy;  // from the centre pixel's centre
+      const double t =
+          ((edge - 0.5) - (inx ? s[DELTAX] : s[DELTAY])) * (1.0 / (inx ? s[SIGX] : s[SIGY]));
+      E[e] = 0.5 * math::erf(t / math::sqrt2);
+      tt[e] = t;
+      phi[e] = math::inv_sqrt_2pi * math::exp(-0.5 * t * t);
+    });
+    for (int m = 1; m < L.nd; ++m) {
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ne), [&](int e) {
+        double h;  // He_{m-1}(t_e)
+        if (m == 1) {
+          h = 1.0;
+        } else if (m == 2) {
+          h = tt[e];
+        } else {
+          h = tt[e] * he[ne + e] - (m - 2) * he[e];
         }
-        v = v > 0.0 ? v : 0.0;
-        spots(f, k, p, q) = v;
-        total += v;
+        if (m >= 2) {
+          he[e] = m == 2 ? 1.0 : he[ne + e];
+          he[ne + e] = h;
+        }
+        E[m * ne + e] = -phi[e] * h;
+      });
+    }
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, L.nd * ne - 1),
+                         [&](int i) { B[i] = E[i + 1] - E[i]; });
+    // T[j][q] = Σ_i a_ij · Bx_i[q], four i per vector sweep (zero-padded), summed in order.
+    for (int j = 0; j < nby; ++j) {
+      double* t = T + j * nx;
+      for (int i0 = 0; i0 < nbx; i0 += 4) {
+        const FourTerms in = four_terms(
+            i0, nbx, [&](int i) { return a[i * nby + j]; }, [&](int i) { return B + i * ne; });
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx), [&](int q) {
+          double v = i0 == 0 ? 0.0 : t[q];
+          for (int u = 0; u < 4; ++u) v += in.w[u] * in.row[u][q];
+          t[q] = v;
+        });
       }
     }
-    if (total > 0.0) {
-      const double inv = 1.0 / total;
+    // core[p][q] = Σ_j By_j[p] · T[j][q] (four j per sweep), plus the tail; clipped at 0.
+    // colsum[q] sums the columns (running sums in a vector: no serial chain over the pixels).
+    const bool tail = s[TAILAMP] != 0.0;
+    for (int p = 0; p < ny; ++p) {
+      double* c = core + p * nx;
+      for (int j0 = 0; j0 < nby; j0 += 4) {
+        const FourTerms in = four_terms(
+            j0, nby, [&](int j) { return B[j * ne + nx + 1 + p]; },
+            [&](int j) { return T + j * nx; });
+        if (j0 + 4 >= nby && !tail) {  // last sweep: clip and sum as well
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx), [&](int q) {
+            double v = j0 == 0 ? 0.0 : c[q];
+            for (int u = 0; u < 4; ++u) v += in.w[u] * in.row[u][q];
+            v = v > 0.0 ? v : 0.0;
+            c[q] = v;
+            colsum[q] = p == 0 ? v : colsum[q] + v;
+          });
+        } else {
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx), [&](int q) {
+            double v = j0 == 0 ? 0.0 : c[q];
+            for (int u = 0; u < 4; ++u) v += in.w[u] * in.row[u][q];
+            c[q] = v;
+          });
+        }
+      }
+      if (tail) {
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx), [&](int q) {
+          const double ddx = ((s[C0] + q) - s[X]) * s[TAILXSCA];
+          const double ddy = ((s[R0] + p) - s[Y]) * s[TAILYSCA];
+          const double rho2 = ddx * ddx + ddy * ddy;
+          double v = c[q] + s[TAILAMP] * rho2 / math::pow(s[TAILCORE2] + rho2, s[TAILEXP]);
+          v = v > 0.0 ? v : 0.0;
+          c[q] = v;
+          colsum[q] = p == 0 ? v : colsum[q] + v;
+        });
+      }
+    }
+    double total = 0.0;
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(member, nx), [&](int q, double& sum) { sum += colsum[q]; },
+        total);
+    const double inv = total > 0.0 ? 1.0 / total : 1.0;
+    if (contiguous) {  // the spot's ny × nx values are consecutive in memory
+      double* out = &spots(f, k, 0, 0);
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ny * nx),
+                           [&](int i) { out[i] = core[i] * inv; });
+    } else {
       for (int p = 0; p < ny; ++p) {
-        for (int q = 0; q < nx; ++q) spots(f, k, p, q) *= inv;
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx),
+                             [&](int q) { spots(f, k, p, q) = core[p * nx + q] * inv; });
       }
     }
   }
@@ -439,13 +573,35 @@ void evaluate_params(const ExecSpace& exec, const GaussHermitePsf<MemorySpace>& 
 }
 
 // Normalised spots S(f, k, p, q) and corners (first column, first row) for fibres
-// [f0, f0+nf) × wave[K]; spots must be at least [nf][K][ny][nx].
-template <class ExecSpace, class MemorySpace>
-void compute_spots(const ExecSpace& exec, const GaussHermitePsf<MemorySpace>& psf, int f0, int nf,
-                   Kokkos::View<const double*, MemorySpace> wave,
-                   Kokkos::View<double****, Kokkos::LayoutRight, MemorySpace> spots,
-                   Kokkos::View<int**, MemorySpace> xcorner,
-                   Kokkos::View<int**, MemorySpace> ycorner) {
+// [f0, f0+nf) × wave[K]; spots must be [≥ nf][≥ K][ny][nx], the corners [≥ nf][≥ K]. Any
+// views (subviews too) of those ranks and value types that exec can access; the team shape
+// is the backend's (perfex::detail::TeamKernel::spots) unless given.
+template <class ExecSpace, class MemorySpace, class WaveView, class SpotView, class XCornerView,
+          class YCornerView>
+void compute_spots(
+    const ExecSpace& exec, const GaussHermitePsf<MemorySpace>& psf, int f0, int nf,
+    const WaveView& wave, const SpotView& spots, const XCornerView& xcorner,
+    const YCornerView& ycorner,
+    const ::perfex::detail::TeamShape& shape =
+        ::perfex::detail::default_team_shape<ExecSpace>(::perfex::detail::TeamKernel::spots)) {
+  static_assert(Kokkos::is_view<WaveView>::value && WaveView::rank == 1 &&
+                    std::is_same<typename WaveView::non_const_value_type, double>::value,
+                "compute_spots: wave must be a rank-1 view of double");
+  static_assert(Kokkos::is_view<SpotView>::value && SpotView::rank == 4 &&
+                    std::is_same<typename SpotView::value_type, double>::value,
+                "compute_spots: spots must be a rank-4 view of (non-const) double");
+  static_assert(Kokkos::is_view<XCornerView>::value && XCornerView::rank == 2 &&
+                    std::is_same<typename XCornerView::value_type, int>::value &&
+                    Kokkos::is_view<YCornerView>::value && YCornerView::rank == 2 &&
+                    std::is_same<typename YCornerView::value_type, int>::value,
+                "compute_spots: xcorner and ycorner must be rank-2 views of (non-const) int");
+  static_assert(
+      Kokkos::SpaceAccessibility<ExecSpace, MemorySpace>::accessible &&
+          Kokkos::SpaceAccessibility<ExecSpace, typename WaveView::memory_space>::accessible &&
+          Kokkos::SpaceAccessibility<ExecSpace, typename SpotView::memory_space>::accessible &&
+          Kokkos::SpaceAccessibility<ExecSpace, typename XCornerView::memory_space>::accessible &&
+          Kokkos::SpaceAccessibility<ExecSpace, typename YCornerView::memory_space>::accessible,
+      "compute_spots: the PSF and every view must be accessible from the execution space");
   psf.check_fibres(f0, nf, "perfex::psf::compute_spots");
   const int K = static_cast<int>(wave.extent(0));
   if (static_cast<int>(spots.extent(0)) < nf || static_cast<int>(spots.extent(1)) < K ||
@@ -457,10 +613,28 @@ void compute_spots(const ExecSpace& exec, const GaussHermitePsf<MemorySpace>& ps
                 std::to_string(psf.ny()) + "][" + std::to_string(psf.nx()) + "] and [nf][K]");
   }
   if (nf == 0 || K == 0) return;
-  using Policy = Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>, Kokkos::IndexType<int>>;
-  Kokkos::parallel_for(
-      "perfex::psf::compute_spots", Policy(exec, {0, 0}, {nf, K}),
-      ComputeSpotsFunctor<MemorySpace>{psf.data(), f0, wave, spots, xcorner, ycorner});
+  using Functor =
+      ComputeSpotsFunctor<ExecSpace, MemorySpace, WaveView, SpotView, XCornerView, YCornerView>;
+  Functor fn;
+  fn.d = psf.data();
+  fn.f0 = f0;
+  fn.nwave = K;
+  // A thread per spot; on host backends (one-thread teams) a team runs 8 spots in turn.
+  fn.run = shape.team_size > 0 ? shape.team_size : 8;
+  fn.wave = wave;
+  fn.spots = spots;
+  fn.xcorner = xcorner;
+  fn.ycorner = ycorner;
+  fn.contiguous = spots.stride(3) == 1 && spots.stride(2) == static_cast<std::size_t>(psf.nx());
+  auto policy = ::perfex::detail::team_policy(exec, fn.league_size(nf), shape);
+  const std::size_t per_thread = fn.thread_scratch_bytes();
+  const std::size_t team_threads = shape.team_size > 0 ? shape.team_size : 1;
+  fn.scratch_level =
+      team_threads * per_thread <= static_cast<std::size_t>(decltype(policy)::scratch_size_max(0))
+          ? 0
+          : 1;
+  policy.set_scratch_size(fn.scratch_level, Kokkos::PerThread(per_thread));
+  Kokkos::parallel_for("perfex::psf::compute_spots", policy, fn);
 }
 
 // wave(f, k) = λ at which fibre f0+f's trace reaches row rows(k) (Newton; extrapolates).
