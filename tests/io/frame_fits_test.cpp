@@ -492,4 +492,32 @@ TEST_CASE("frame FITS: model image", "[io]") {
   CHECK(dir.entries() == std::vector<std::string>{"model.fits"});
 }
 
+TEST_CASE("frame FITS: a symbolic link is written through, a .gz name is compressed", "[io]") {
+  TempDir dir;
+  const auto fr = small_frame();
+  // The link stays a link; the file it points to receives the frame.
+  const std::string target = dir.file("target.fits"), link = dir.file("link.fits");
+  { std::ofstream(target) << "old contents"; }
+  REQUIRE(symlink("target.fits", link.c_str()) == 0);
+  perfex::io::write_frame(link, fr, {"", "psf.fits"});
+  CHECK(fs::is_symlink(link));
+  CHECK(fs::read_symlink(link) == "target.fits");
+  CHECK(perfex::io::read_frame(target).flux == perfex::io::read_frame(link).flux);
+  CHECK(perfex::io::read_frame(target).nspec == fr.nspec);
+
+  // gzip, read back transparently (float32 on disk).
+  const std::string gz = dir.file("frame.fits.gz");
+  perfex::io::write_frame(gz, fr, {"", "psf.fits"});
+  const std::string bytes = file_bytes(gz);
+  REQUIRE(bytes.size() > 2);
+  CHECK(static_cast<unsigned char>(bytes[0]) == 0x1f);
+  CHECK(static_cast<unsigned char>(bytes[1]) == 0x8b);
+  const auto back = perfex::io::read_frame(gz);
+  REQUIRE(back.flux.size() == fr.flux.size());
+  for (std::size_t i = 0; i < fr.flux.size(); ++i) CHECK(back.flux[i] == as_f4(fr.flux[i]));
+  CHECK(back.mask == fr.mask);
+  auto names = dir.entries();
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"frame.fits.gz", "link.fits", "target.fits"});
+}
 #endif  // PERFEX_TEST_HAVE_IO

@@ -5,17 +5,15 @@
 // message names the file, the current HDU (by EXTNAME, else its number), the keyword or
 // column involved, and CFITSIO's own status text. HDUs are addressed by EXTNAME; the
 // destructor closes the file and never throws (call close() to see a flush error).
-// detail::write_atomically gives writers "all or nothing" output files.
+// Output files are written through io::write_atomically (output_file.hpp).
 //
 // Image axes are given in FITS order: axes[0] = NAXIS1 (the fastest, i.e. the column index of
 // a row-major [NAXIS2][NAXIS1] C array).
 #include <fitsio.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -24,7 +22,6 @@
 
 #include <perfex/error.hpp>
 
-#include <unistd.h>
 
 namespace perfex {
 namespace io {
@@ -109,36 +106,6 @@ inline long long element_count(const std::vector<long>& axes) {
   long long n = axes.empty() ? 0 : 1;
   for (long a : axes) n *= a;
   return n;
-}
-
-inline std::string folder_of(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-// Runs body(temporary_path) on a new file next to `path`, then renames it over `path`: a
-// failed write leaves no partial file and keeps an existing one. On any failure the temporary
-// is removed and the exception propagates.
-template <class Body>
-void write_atomically(const std::string& path, Body&& body) {
-  if (path.empty()) throw Error("perfex: empty output file name");
-  const std::string folder = folder_of(path);
-  std::string name = folder + "/." + path.substr(path.find_last_of('/') + 1) + ".tmp-XXXXXX";
-  const int fd = mkstemp(name.data());
-  if (fd < 0)
-    throw Error("perfex: cannot create a temporary file in " + folder + " to write " + path + ": " +
-                std::strerror(errno));
-  ::close(fd);
-  try {
-    body(name);
-    if (std::rename(name.c_str(), path.c_str()) != 0)
-      throw Error("perfex: cannot rename " + name + " to " + path + ": " + std::strerror(errno));
-  } catch (...) {
-    std::remove(name.c_str());
-    throw;
-  }
 }
 
 }  // namespace detail

@@ -13,13 +13,16 @@
 //   6 CHI2PIX     float32 [nspec][K]
 //   7 PIXMASK_FRACTION float32 [nspec][K]
 // write_model writes one float64 image HDU MODEL (the full CCD).
-// Both write a temporary file in the destination folder and rename it over the destination
-// only once it is complete: a failed write leaves no partial file and keeps an existing one.
+// Both write through io::write_atomically (output_file.hpp): a temporary in the destination's
+// folder renamed over it once complete (a failed write leaves no partial file and keeps an
+// existing one), through symbolic links, never over anything but a regular file, gzip-
+// compressed when the name ends in ".gz".
 #include <perfex/config.hpp>
 #include <perfex/error.hpp>
 #include <perfex/extract/frame.hpp>
 #include <perfex/extract/options.hpp>
 #include <perfex/io/fits.hpp>
+#include <perfex/io/output_file.hpp>
 
 #include <cstdint>
 #include <filesystem>
@@ -125,7 +128,7 @@ inline void write_fibermap(FitsFile& out, const extract::Frame& fr, FitsFile* in
 inline void write_frame(const std::string& path, const extract::Frame& frame,
                         const FrameProvenance& prov) {
   detail::check_frame(frame, path);
-  detail::write_atomically(path, [&](const std::string& tmp) {
+  io::write_atomically(path, [&](const std::string& tmp) {
     std::unique_ptr<FitsFile> in = detail::open_input_image(prov.input_image);
     FitsFile out(tmp, FitsFile::Mode::create);
     const long nspec = frame.nspec, K = frame.nwave, nband = 2 * frame.ndiag + 1;
@@ -203,7 +206,7 @@ inline void write_model(const std::string& path, const extract::Frame& frame,
       frame.model.size() != static_cast<std::size_t>(frame.model_rows) * frame.model_cols)
     throw Error("perfex: cannot write model '" + path +
                 "': the frame has no model image (extract with options.model_image = true)");
-  detail::write_atomically(path, [&](const std::string& tmp) {
+  io::write_atomically(path, [&](const std::string& tmp) {
     FitsFile out(tmp, FitsFile::Mode::create);
     out.write_image("MODEL",
                     {static_cast<long>(frame.model_cols), static_cast<long>(frame.model_rows)},
