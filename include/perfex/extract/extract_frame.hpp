@@ -180,6 +180,7 @@ Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_d
         const PatchDesc& p = plan[static_cast<std::size_t>(first + i)];
         if (hst(i) != linalg::ok) {
           ++frame.failed_patches;
+          frame.failed_bins.push_back({p.out_fibre0, p.nkeepfib, p.kf0, p.nkeep});
           frame.warnings.push_back(
               "patch of fibres " + std::to_string(p.out_fibre0 + opt.specmin) + "-" +
               std::to_string(p.out_fibre0 + opt.specmin + p.nkeepfib - 1) + ", wavelengths " +
