@@ -12,8 +12,10 @@
 #include <fitsio.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -21,7 +23,6 @@
 #include <vector>
 
 #include <perfex/error.hpp>
-
 
 namespace perfex {
 namespace io {
@@ -323,6 +324,12 @@ class FitsFile {
     fits_write_chksum(handle_checked(), &status);
     if (status) fail(status, "cannot write CHECKSUM/DATASUM");
   }
+  // A COMMENT card (long texts continue on further cards).
+  void write_comment(const std::string& text) {
+    int status = 0;
+    fits_write_comment(handle_checked(), text.c_str(), &status);
+    if (status) fail(status, "cannot write COMMENT");
+  }
   void delete_key(const std::string& name) {
     int status = 0;
     fits_delete_key(handle_checked(), name.c_str(), &status);
@@ -371,7 +378,10 @@ class FitsFile {
     check_image_hdu();
     ImageData<T> img;
     img.axes = image_axes();
-    const long long n = detail::element_count(img.axes);
+    long double values = img.axes.empty() ? 0 : 1;
+    for (long a : img.axes) values *= a;
+    check_data_in_file(values * std::abs(image_bitpix()) / 8, "image data");
+    const long long n = static_cast<long long>(values);
     img.data.assign(static_cast<std::size_t>(n), T{});
     if (n > 0) {
       int status = 0, anynul = 0;
@@ -406,6 +416,9 @@ class FitsFile {
       fail(0, "image section " + text(begin) + " to " + text(end) + " is not inside the axes " +
                   text(axes));
     }
+    long double values = 1;
+    for (long a : axes) values *= a;
+    check_data_in_file(values * std::abs(image_bitpix()) / 8, "image data");
     img.data.assign(static_cast<std::size_t>(detail::element_count(img.axes)), T{});
     int status = 0, anynul = 0;
     fits_read_subset(fptr_, detail::FitsType<T>::datatype, first.data(), last.data(), step.data(),
@@ -485,6 +498,7 @@ class FitsFile {
   // All cells of a numeric column, row after row (nrows × repeat values).
   template <class T>
   std::vector<T> read_column(const std::string& name) const {
+    check_table_in_file();
     const int col = column_number(name);
     const long nrows = num_rows();
     const long repeat = column_repeat(name);
@@ -499,6 +513,7 @@ class FitsFile {
   }
   // A string column, trailing blanks stripped.
   std::vector<std::string> read_column_strings(const std::string& name) const {
+    check_table_in_file();
     const int col = column_number(name);
     const long nrows = num_rows();
     int status = 0, type = 0;
@@ -619,6 +634,38 @@ class FitsFile {
  private:
   void check_image_hdu() const {
     if (hdu_type() != HduType::image) fail(0, "not an image HDU");
+  }
+  int image_bitpix() const {
+    int status = 0, bitpix = 0;
+    fits_get_img_type(handle_checked(), &bitpix, &status);
+    if (status) fail(status, "cannot read BITPIX");
+    return bitpix;
+  }
+  // Throws unless `bytes` of data from the start of the current HDU's data lie inside the file
+  // (tile-compressed images excepted): a damaged header must not make a reader allocate what
+  // the file cannot hold.
+  void check_data_in_file(long double bytes, const std::string& what) const {
+    int status = 0;
+    if (fits_is_compressed_image(handle_checked(), &status)) return;
+    LONGLONG head = 0, start = 0, end = 0;
+    fits_get_hduaddrll(fptr_, &head, &start, &end, &status);
+    if (status) fail(status, "cannot locate the " + what);
+    const long double size = static_cast<long double>(fptr_->Fptr->logfilesize);
+    if (start + bytes > size) {
+      char text[160];
+      std::snprintf(text, sizeof(text),
+                    "the header describes %.0Lf bytes of %s, but the file ends %.0Lf bytes "
+                    "after the header (truncated or damaged)",
+                    bytes, what.c_str(), size - start);
+      fail(0, text);
+    }
+  }
+  // The rows of the current table (NAXIS1 x NAXIS2 bytes) lie inside the file.
+  void check_table_in_file() const {
+    const long double rowbytes = read_key<long long>("NAXIS1"),
+                      rows = read_key<long long>("NAXIS2");
+    if (rowbytes < 0 || rows < 0) fail(0, "negative NAXIS1 or NAXIS2");
+    check_data_in_file(rowbytes * rows, "table rows");
   }
   void close_quietly() noexcept {
     if (fptr_) {

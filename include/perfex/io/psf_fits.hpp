@@ -24,11 +24,15 @@ namespace detail {
 
 inline psf::LegendreTraceSet read_trace_hdu(FitsFile& file, const std::string& extname) {
   file.move_to(extname);
-  auto img = file.read_image<double>();
-  if (img.axes.size() != 2 || img.axes[0] < 1 || img.axes[1] < 1) {
+  if (file.hdu_type() != HduType::image) file.fail(0, "is not an image HDU");
+  const std::vector<long> axes = file.image_axes();
+  if (axes.size() != 2)
     file.fail(0, "expected a 2-D [nfib][ncoeff] coefficient image, found " +
-                     std::to_string(img.axes.size()) + " axes");
-  }
+                     std::to_string(axes.size()) + " axes");
+  if (axes[0] < 1 || axes[1] < 1)
+    file.fail(0, "empty coefficient image: NAXIS1 (coefficients) = " + std::to_string(axes[0]) +
+                     ", NAXIS2 (fibres) = " + std::to_string(axes[1]));
+  auto img = file.read_image<double>();
   psf::LegendreTraceSet t;
   t.wavemin = file.read_key<double>("WAVEMIN");
   t.wavemax = file.read_key<double>("WAVEMAX");
