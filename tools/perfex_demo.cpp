@@ -244,7 +244,9 @@ int main(int argc, char* argv[]) {
       std::cout << usage();
       return 0;
     }
-    cli::KokkosSession kokkos(d.extract.threads);
+    std::string threads_warning;
+    cli::KokkosSession kokkos(cli::host_threads(d.extract.threads, threads_warning));
+    if (!threads_warning.empty()) std::cerr << "perfex-demo: warning: " << threads_warning << "\n";
     return run(d);
   });
 }
