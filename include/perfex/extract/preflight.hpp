@@ -111,8 +111,7 @@ inline std::vector<std::string> fit_patches_to_grid(ExtractionOptions& o) {
                        std::to_string(nwave) + " wavelengths: using " + std::to_string(max_step));
     o.nwavestep = max_step;
   }
-  const int limit =
-      std::max(nwave, o.wavepad0 + static_cast<int>(o.wavepad0 * desi.wavepad_frac));
+  const int limit = std::max(nwave, o.wavepad0 + static_cast<int>(o.wavepad0 * desi.wavepad_frac));
   if (o.wavepad() > limit) {
     const int requested = o.wavepad();
     const double requested_frac = o.wavepad_frac;
