@@ -71,6 +71,9 @@ DemoArgs parse(int argc, char* argv[]) {
       r.reject();
   }
   cli::finish_extract_args(d.extract, /*require_files=*/false);
+  // The demo's grid and fibres are its own choice (they size the truth), never the PSF's.
+  d.extract.wavelength_given = true;
+  d.extract.nspec_given = true;
   if (!d.extract.input.empty() || !d.extract.psf.empty() || !d.extract.output.empty())
     throw cli::UsageError("options -i, -p and -o are chosen by perfex-demo (use --outdir)");
   return d;
