@@ -33,14 +33,8 @@ namespace {
 
 using Bytes = std::vector<std::uint8_t>;
 
-struct Rng {  // splitmix64
-  std::uint64_t state;
-  std::uint64_t next() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
+// The synthetic PSF's portable generator (splitmix64), with a bounded draw.
+struct Rng : perfex::psf::detail::SplitMix64 {
   std::size_t below(std::size_t n) { return n ? static_cast<std::size_t>(next() % n) : 0; }
 };
 
@@ -252,7 +246,7 @@ int main(int argc, char* argv[]) {
       std::cout << "perfex_fuzz_readers: FAIL: the " << seeds[s].first << " seed is rejected\n";
       return 1;
     }
-    Rng rng{seed + 1000003ULL * s};
+    Rng rng{{seed + 1000003ULL * s}};
     long done = 0, accepted[3] = {0, 0, 0};
     for (; done < iterations && elapsed() < seconds; ++done) {
       const Bytes m = mutate(b, rng);
