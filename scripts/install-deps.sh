@@ -22,7 +22,7 @@ sudo_cmd=()
 
 # ---- Debian packages --------------------------------------------------------------------
 packages=(g++ cmake make pkg-config catch2 libbenchmark-dev libcfitsio-dev liblapack-dev
-          libblas-dev dpkg-dev xz-utils ca-certificates python3 patch clang-format)
+          zlib1g-dev libblas-dev dpkg-dev xz-utils ca-certificates python3 patch clang-format)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

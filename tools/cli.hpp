@@ -18,6 +18,8 @@
 #include <chrono>
 #include <functional>
 #include <iosfwd>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,23 @@ class UsageError : public Error {
   explicit UsageError(const std::string& what) : Error(what) {}
 };
 
+// perfex-extract's exit statuses.
+enum ExitStatus : int {
+  exit_ok = 0,
+  exit_failure = 1,         // an input unreadable or invalid, an I/O or memory failure
+  exit_usage = 2,           // refused before any work: options, outputs, fibres, grid, size
+  exit_failed_patches = 3,  // frame written, but some patches failed (bins masked BAD2DFIT)
+};
+
+// Kokkos' OpenMP backend keeps its threads in a table of 512 (Kokkos 3.4 to 4.x): more crash
+// its start-up.
+constexpr int kMaxThreads = 512;
+
+// --wavepad-frac's upper bound: 10 + int(10 x 10) = 110 bins of padding on each side, about
+// ten spot heights (desispec uses 0.2). The cost of a patch grows with the cube of its
+// wavelengths, so larger values only make a run endless.
+constexpr double kMaxWavepadFrac = 10.0;
+
 // Everything perfex-extract is told on its command line.
 struct ExtractArgs {
   std::string input;   // -i/--input   preproc image
@@ -37,8 +56,11 @@ struct ExtractArgs {
   std::string output;  // -o/--output  frame file
   std::string model;   // -m/--model   model image file ("" = none)
   extract::ExtractionOptions options;
-  std::string backend;  // serial | openmp | cuda ("" = default_backend())
-  int threads = 0;      // 0 = the Kokkos / OpenMP default
+  bool wavelength_given = false;  // -w given; else the PSF's WAVEMIN,WAVEMAX with dw 0.8
+  bool nspec_given = false;       // -n given; else the default 500 may be clipped to the PSF
+  bool allow_image_size_mismatch = false;  // an image that is not the PSF's CCD: warn only
+  std::string backend;                     // serial | openmp | cuda ("" = default_backend())
+  int threads = 0;                         // 0 = the Kokkos / OpenMP default
   bool help = false;
 };
 
@@ -90,6 +112,11 @@ void finish_extract_args(ExtractArgs& a, bool require_files);
 // perfex-extract's whole command line (without the program name).
 ExtractArgs parse_extract_args(const std::vector<std::string>& args);
 
+// The host thread count to start Kokkos with: `requested` (--threads), else OpenMP's default
+// (OMP_NUM_THREADS, else the cores) when it exceeds kMaxThreads, capped there with a warning;
+// 0 = leave the default.
+int host_threads(int requested, std::string& warning);
+
 // Kokkos for the process's lifetime, with `threads` host threads (0 = default); does
 // nothing when Kokkos is already initialised.
 class KokkosSession {
@@ -125,7 +152,7 @@ class ProgressBar {
  public:
   ProgressBar(std::ostream& out, bool enabled);
   static bool stderr_is_terminal();
-  // (0, 0) marks the start of the extraction (run_extraction sends it): the clock restarts.
+  // (0, 0) marks the start of the extraction (run_extract_files sends it): the clock restarts.
   void update(int done, int total);
   // Ends the bar's line (once, if anything was drawn).
   void finish();
@@ -148,19 +175,41 @@ struct RunResult {
   double seconds = 0;  // extraction only (not I/O)
 };
 
-// Extracts `image` with `psf` on the named backend. progress(0, 0) is called once when the
-// extraction starts, then extract_frame's (done, total) after each batch of patches.
-RunResult run_extraction(const std::string& backend, const psf::GaussHermitePsfData& psf,
-                         const extract::CcdImage& image, const extract::ExtractionOptions& options,
-                         const ProgressCallback& progress = {});
+// Receives each warning of a run as it arises (before a long extraction, when it can).
+using WarningCallback = std::function<void(const std::string&)>;
 
-// perfex-extract's whole job: read the PSF and the image, extract, write the frame (and the
-// model when asked). The options' nspec is clipped to the PSF's fibres after specmin. Fails
-// early (before a long extraction) when an output file's folder is not writable.
-RunResult run_extract_files(const ExtractArgs& args, const ProgressCallback& progress = {});
+// Runs f(); an allocation failure (std::bad_alloc, Kokkos' allocation error) becomes a
+// perfex::Error "out of memory while <what>".
+template <class F>
+decltype(auto) while_doing(const std::string& what, F&& f);
 
-// run_extract_files with a progress bar on a terminal (stderr); the frame's warnings follow
-// on stderr as "tool: warning: ...".
+// Bytes of host memory this process may still allocate: MemAvailable (/proc/meminfo) capped by
+// RLIMIT_AS and RLIMIT_DATA; infinity when unknown.
+double available_host_memory();
+
+// The options of a run once the PSF is known (throws UsageError naming the option): -w
+// defaults to the PSF's WAVEMIN,WAVEMAX (PSF HDU) with dw 0.8 (desi_extract_spectra's rule);
+// an explicit -s/-n beyond the PSF's fibres is refused, the default -n clipped (warning); the
+// grid must reach the PSF's domain; nwavestep and the padding are clamped to the grid
+// (warnings, recorded in the frame header).
+extract::ExtractionOptions resolve_options(const ExtractArgs& args,
+                                           const psf::GaussHermitePsfData& psf,
+                                           const WarningCallback& warn);
+
+// Throws UsageError unless every output can be written and none is an input or another
+// output (the same file by device and inode, or by folder and name before it exists).
+void check_outputs(const ExtractArgs& args);
+
+// perfex-extract's whole job: check the outputs, read the PSF, resolve the options, check the
+// image's size against the PSF and the memory the run needs against what is free, plan the
+// frame, read only the image pixels the patches touch, extract, write the frame (and the
+// model when asked). progress(0, 0) marks the start of the extraction. Everything that can be refused is
+// refused before the extraction; warnings go to `warn` and into the frame header.
+RunResult run_extract_files(const ExtractArgs& args, const ProgressCallback& progress = {},
+                            const WarningCallback& warn = {});
+
+// run_extract_files with a progress bar on a terminal (stderr); warnings on stderr as
+// "tool: warning: ..." (the run's as they arise, the frame's after the extraction).
 RunResult run_extract_files_reporting(const std::string& tool, const ExtractArgs& args);
 
 // "perfex-extract: N fibres x K wavelengths, P patches in T s (X patches/s, G GFLOP/s),
@@ -171,6 +220,25 @@ std::string summary_line(const std::string& tool, const RunResult& r);
 // Runs a tool's main body and returns its exit status; an exception is reported on stderr as
 // "tool: error: ..." with status 2 for a UsageError, 1 otherwise.
 int guarded_main(const std::string& tool, const std::function<int()>& body);
+
+template <class F>
+decltype(auto) while_doing(const std::string& what, F&& f) {
+  try {
+    return f();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw Error("out of memory while " + what);
+  } catch (const std::runtime_error& e) {
+    // Kokkos 3.4 reports a failed View allocation as a runtime_error with a call stack.
+    const std::string m = e.what();
+    if (m.find("allocation fail") == std::string::npos &&
+        m.find("Allocation fail") == std::string::npos &&
+        m.find("failed to allocate") == std::string::npos)
+      throw;
+    throw Error("out of memory while " + what + " (" + m.substr(0, m.find('\n')) + ")");
+  }
+}
 
 // main() of perfex-extract.
 int extract_main(int argc, const char* const* argv);

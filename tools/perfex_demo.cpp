@@ -71,6 +71,9 @@ DemoArgs parse(int argc, char* argv[]) {
       r.reject();
   }
   cli::finish_extract_args(d.extract, /*require_files=*/false);
+  // The demo's grid and fibres are its own choice (they size the truth), never the PSF's.
+  d.extract.wavelength_given = true;
+  d.extract.nspec_given = true;
   if (!d.extract.input.empty() || !d.extract.psf.empty() || !d.extract.output.empty())
     throw cli::UsageError("options -i, -p and -o are chosen by perfex-demo (use --outdir)");
   return d;
@@ -244,7 +247,9 @@ int main(int argc, char* argv[]) {
       std::cout << usage();
       return 0;
     }
-    cli::KokkosSession kokkos(d.extract.threads);
+    std::string threads_warning;
+    cli::KokkosSession kokkos(cli::host_threads(d.extract.threads, threads_warning));
+    if (!threads_warning.empty()) std::cerr << "perfex-demo: warning: " << threads_warning << "\n";
     return run(d);
   });
 }

@@ -295,7 +295,7 @@ TEST_CASE("frame FITS: FIBERMAP and header cards come from the input image", "[i
   write_input_image(img, true);
   auto fr = small_frame(/*specmin=*/2, /*nspec=*/3);
   const std::string path = dir.file("frame.fits");
-  perfex::io::write_frame(path, fr, {img, "psf.fits"});
+  CHECK(perfex::io::write_frame(path, fr, {img, "psf.fits"}).empty());
   Reader r(path);
   r.hdu(1);
   CHECK(r.str("CAMERA") == "r0");
@@ -325,10 +325,16 @@ TEST_CASE("frame FITS: FIBERMAP and header cards come from the input image", "[i
   CHECK(std::string(buf[1]) == "SKY");
 
   // Fibres missing from the input fibermap get a row with only FIBER set.
+  // They are counted (FMAPMISS) and reported.
   auto fr2 = small_frame(/*specmin=*/8, /*nspec=*/4);
-  perfex::io::write_frame(path, fr2, {img, "psf.fits"});
+  const auto warnings = perfex::io::write_frame(path, fr2, {img, "psf.fits"});
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Catch::Contains("no row for fibre(s) 10-11 (2 of 4)"));
   Reader r2(path);
+  r2.hdu(1);
+  CHECK(r2.dbl("NWARN") == 1);
   r2.hdu(6);
+  CHECK(r2.dbl("FMAPMISS") == 2);
   fits_get_num_rows(r2.f, &nrows, &status);
   REQUIRE(nrows == 4);
   int fib2[4];
@@ -492,4 +498,56 @@ TEST_CASE("frame FITS: model image", "[io]") {
   CHECK(dir.entries() == std::vector<std::string>{"model.fits"});
 }
 
+TEST_CASE("frame FITS: a symbolic link is written through, a .gz name is compressed", "[io]") {
+  TempDir dir;
+  const auto fr = small_frame();
+  // The link stays a link; the file it points to receives the frame.
+  const std::string target = dir.file("target.fits"), link = dir.file("link.fits");
+  { std::ofstream(target) << "old contents"; }
+  REQUIRE(symlink("target.fits", link.c_str()) == 0);
+  perfex::io::write_frame(link, fr, {"", "psf.fits"});
+  CHECK(fs::is_symlink(link));
+  CHECK(fs::read_symlink(link) == "target.fits");
+  CHECK(perfex::io::read_frame(target).flux == perfex::io::read_frame(link).flux);
+  CHECK(perfex::io::read_frame(target).nspec == fr.nspec);
+
+  // gzip, read back transparently (float32 on disk).
+  const std::string gz = dir.file("frame.fits.gz");
+  perfex::io::write_frame(gz, fr, {"", "psf.fits"});
+  const std::string bytes = file_bytes(gz);
+  REQUIRE(bytes.size() > 2);
+  CHECK(static_cast<unsigned char>(bytes[0]) == 0x1f);
+  CHECK(static_cast<unsigned char>(bytes[1]) == 0x8b);
+  const auto back = perfex::io::read_frame(gz);
+  REQUIRE(back.flux.size() == fr.flux.size());
+  for (std::size_t i = 0; i < fr.flux.size(); ++i) CHECK(back.flux[i] == as_f4(fr.flux[i]));
+  CHECK(back.mask == fr.mask);
+  auto names = dir.entries();
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"frame.fits.gz", "link.fits", "target.fits"});
+}
+
+TEST_CASE("frame FITS: the run's notes and warnings are in the FLUX header", "[io]") {
+  TempDir dir;
+  auto fr = small_frame();
+  fr.warnings = {"patch of fibres 2-4 failed"};
+  perfex::io::FrameProvenance prov{"", "psf.fits"};
+  prov.notes = {"nwavestep 1000 exceeds the grid's 17 wavelengths: using 50"};
+  const std::string path = dir.file("frame.fits");
+  perfex::io::write_frame(path, fr, prov);
+  Reader r(path);
+  r.hdu(1);
+  CHECK(r.dbl("NWARN") == 2);
+  std::string comments;
+  int nkeys = 0, status = 0;
+  fits_get_hdrspace(r.f, &nkeys, nullptr, &status);
+  char card[FLEN_CARD];
+  for (int i = 1; i <= nkeys; ++i) {
+    fits_read_record(r.f, i, card, &status);
+    if (std::string(card).rfind("COMMENT", 0) == 0) comments += std::string(card + 8) + "|";
+  }
+  REQUIRE(status == 0);
+  CHECK_THAT(comments, Catch::Contains("perfex warning: nwavestep 1000 exceeds") &&
+                           Catch::Contains("perfex warning: patch of fibres 2-4 failed"));
+}
 #endif  // PERFEX_TEST_HAVE_IO

@@ -121,6 +121,32 @@ TEST_CASE("io: bad preproc images are reported", "[io]") {
   }
   REQUIRE_THROWS_WITH(read_preproc(tmp.file("noivar.fits")),
                       Catch::Contains("IVAR") && Catch::Contains("noivar.fits"));
+  {
+    perfex::io::FitsFile f = perfex::io::FitsFile::create(tmp.file("empty.fits"));
+    f.write_image<float>("IMAGE", {0, 2}, std::vector<float>{});
+  }
+  REQUIRE_THROWS_WITH(read_preproc(tmp.file("empty.fits")),
+                      Catch::Contains("'IMAGE'") && Catch::Contains("NAXIS1 (columns) = 0"));
+}
+
+TEST_CASE("io: a preproc image without MASK is read with a warning", "[io]") {
+  perfex_io_test::TempDir tmp;
+  perfex::extract::CcdImage img;
+  img.nrows = 2;
+  img.ncols = 3;
+  img.pixels = {1, 2, 3, 4, 5, 6};
+  img.ivar = {1, 1, 0, 1, 1, 1};
+  {
+    perfex::io::FitsFile f = perfex::io::FitsFile::create(tmp.file("nomask.fits"));
+    f.write_image<double>("IMAGE", {3, 2}, img.pixels);
+    f.write_image<double>("IVAR", {3, 2}, img.ivar);
+  }
+  const auto r = read_preproc(tmp.file("nomask.fits"));
+  CHECK(r.ccd.ivar == img.ivar);
+  REQUIRE(r.warnings.size() == 1);
+  CHECK_THAT(r.warnings[0], Catch::Contains("nomask.fits") && Catch::Contains("no MASK HDU"));
+  write_preproc(tmp.file("withmask.fits"), img, {});
+  CHECK(read_preproc(tmp.file("withmask.fits")).warnings.empty());
 }
 
 TEST_CASE("io: the simulated masked DESI image (gzip, float32)", "[io]") {

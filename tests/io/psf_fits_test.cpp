@@ -5,6 +5,7 @@
 #ifdef PERFEX_TEST_HAVE_IO
 #include "io/io_test_util.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -265,11 +266,83 @@ TEST_CASE("io: bad PSF files are reported, naming the culprit", "[io]") {
     }
     REQUIRE_THROWS_WITH(read_psf(path), Catch::Contains("PSFVER"));
   }
+  SECTION("unsupported or missing PSFVER") {
+    const std::string v4 = good_file(tmp, "v4.fits");
+    {
+      FitsFile f = FitsFile::open_readwrite(v4);
+      f.move_to("PSF");
+      f.write_key("PSFVER", "4");
+    }
+    REQUIRE_THROWS_WITH(read_psf(v4), Catch::Contains("'PSFVER' = '4' unsupported") &&
+                                          Catch::Contains("'PSF'") && Catch::Contains(v4));
+    const std::string none = good_file(tmp, "noversion.fits");
+    {
+      FitsFile f = FitsFile::open_readwrite(none);
+      f.delete_key("PSFVER");
+      f.move_to("PSF");
+      f.delete_key("PSFVER");
+    }
+    REQUIRE_THROWS_WITH(read_psf(none), Catch::Contains("no keyword 'PSFVER'") &&
+                                            Catch::Contains("'PSF'") && Catch::Contains(none));
+  }
+  SECTION("Gauss-Hermite widths that are zero, negative or wider than the spot box") {
+    // (parameter, fibre, value of every coefficient 0..LEGDEG): 6 fibres x (LEGDEG 3 + 1).
+    struct Damage {
+      const char* param;
+      int fibre;
+      double c0;
+      const char* expect;
+    };
+    for (const Damage& dmg :
+         {Damage{"GHSIGX", -1, 0.0, "fibre 0"}, Damage{"GHSIGY", 4, -1.1, "fibre 4"},
+          Damage{"GHSIGX", 2, 9.0, "HSIZEX = 8"}}) {
+      const std::string path = good_file(tmp, std::string("width-") + dmg.param + ".fits");
+      {
+        FitsFile f = FitsFile::open_readwrite(path);
+        f.move_to("PSF");
+        const auto names = f.read_column_strings("PARAM");
+        const int p =
+            static_cast<int>(std::find(names.begin(), names.end(), dmg.param) - names.begin());
+        auto c = f.read_column<double>("COEFF");
+        for (int fib = 0; fib < 6; ++fib)
+          if (dmg.fibre < 0 || fib == dmg.fibre)
+            for (int m = 0; m < 4; ++m) c[(p * 6 + fib) * 4 + m] = m == 0 ? dmg.c0 : 0.0;
+        f.write_column<double>("COEFF", c);
+      }
+      REQUIRE_THROWS_WITH(read_psf(path), Catch::Contains(std::string("'") + dmg.param + "'") &&
+                                              Catch::Contains(dmg.expect) &&
+                                              Catch::Contains("'PSF'") && Catch::Contains(path));
+    }
+  }
+  SECTION("spot boxes of one pixel") {
+    const std::string path = good_file(tmp, "hsize0.fits");
+    {
+      FitsFile f = FitsFile::open_readwrite(path);
+      f.move_to("PSF");
+      f.write_key("HSIZEX", 0);
+    }
+    REQUIRE_THROWS_WITH(read_psf(path), Catch::Contains("HSIZEX/HSIZEY = 0/5") &&
+                                            Catch::Contains("[1, 20]") && Catch::Contains("'PSF'"));
+  }
   SECTION("invalid data are refused by write_psf and GaussHermitePsfData::validate") {
     auto d = perfex::psf::make_synthetic_psf(perfex::psf::SyntheticPsfOptions{});
     d.ghdegy = 7;
     REQUIRE_THROWS_WITH(write_psf(tmp.file("x.fits"), d), Catch::Contains("GH-0-7"));
     d.ghdegy = 6;
+    d.hsizey = 0;
+    REQUIRE_THROWS_WITH(d.validate(), Catch::Contains("HSIZEX/HSIZEY"));
+    d.hsizey = 5;
+    const int sy = d.param_index("GHSIGY");
+    d.c(sy, 7, 1) = -3.0;  // negative at one end of the domain
+    REQUIRE_THROWS_WITH(d.validate(), Catch::Contains("'GHSIGY'") && Catch::Contains("fibre 7"));
+    // 1 + 0.5 u: positive on the domain (u in [-1, 1]), negative for u < -2 when extrapolated
+    // (an extraction reaching there checks that range too).
+    for (int m = 0; m < d.ncoeff(); ++m) d.c(sy, 7, m) = m == 0 ? 1.0 : (m == 1 ? 0.5 : 0.0);
+    REQUIRE_NOTHROW(d.validate());
+    const double span = d.wavemax - d.wavemin;
+    CHECK_NOTHROW(d.check_widths(d.wavemin - 0.4 * span, d.wavemax));
+    CHECK_THROWS_WITH(d.check_widths(d.wavemin - 0.6 * span, d.wavemax),
+                      Catch::Contains("'GHSIGY'") && Catch::Contains("fibre 7"));
     d.coeff.pop_back();
     REQUIRE_THROWS_WITH(d.validate(), Catch::Contains("COEFF"));
   }

@@ -4,9 +4,20 @@
 
 #include "cli.hpp"
 
+#include <perfex/psf/synthetic.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <new>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+#ifdef KOKKOS_ENABLE_OPENMP
+#include <omp.h>
+#endif
 
 namespace {
 
@@ -209,4 +220,153 @@ TEST_CASE("cli: summary line and progress bar", "[cli]") {
   on.finish();
   CHECK_THAT(shown.str(), Catch::Contains("4/4 patches") && Catch::Contains("patches/s"));
   CHECK(shown.str().back() == '\n');
+}
+
+TEST_CASE("cli: explicit and default options are told apart; limits", "[cli]") {
+  using Catch::Contains;
+  const ExtractArgs d = parse_extract_args(with_files({}));
+  CHECK_FALSE(d.wavelength_given);
+  CHECK_FALSE(d.nspec_given);
+  CHECK_FALSE(d.allow_image_size_mismatch);
+  const ExtractArgs e = parse_extract_args(
+      with_files({"-w", "5760,6760,0.8", "-n", "25", "--allow-image-size-mismatch"}));
+  CHECK(e.wavelength_given);
+  CHECK(e.nspec_given);
+  CHECK(e.allow_image_size_mismatch);
+  CHECK(parse_extract_args(with_files({"--threads", "512"})).threads == 512);
+  CHECK_THAT(error_of(with_files({"--threads", "600"})),
+             Contains("--threads") && Contains("at most 512") && Contains("600"));
+  CHECK(parse_extract_args(with_files({"--wavepad-frac", "10"})).options.wavepad_frac == 10);
+  CHECK_THAT(error_of(with_files({"--wavepad-frac", "10.5"})),
+             Contains("--wavepad-frac") && Contains("[0, 10]"));
+  CHECK_THAT(error_of(with_files({"--allow-image-size-mismatch=yes"})), Contains("takes no value"));
+  const std::string help = perfex::cli::extract_options_help();
+  CHECK_THAT(help, Contains("--allow-image-size-mismatch") && Contains("WAVEMIN,WAVEMAX") &&
+                       Contains("exit status"));
+}
+
+TEST_CASE("cli: host threads are capped at Kokkos' OpenMP pool", "[cli]") {
+  std::string warning;
+  CHECK(perfex::cli::host_threads(7, warning) == 7);
+  CHECK(warning.empty());
+#ifdef KOKKOS_ENABLE_OPENMP
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(1000);
+  CHECK(perfex::cli::host_threads(0, warning) == perfex::cli::kMaxThreads);
+  CHECK_THAT(warning, Catch::Contains("using 512"));
+  omp_set_num_threads(2);
+  CHECK(perfex::cli::host_threads(0, warning) == 0);
+  CHECK(warning.empty());
+  omp_set_num_threads(before);
+#endif
+}
+
+TEST_CASE("cli: options resolved against the PSF", "[cli]") {
+  using Catch::Contains;
+  perfex::psf::SyntheticPsfOptions po;
+  po.nfib = 20;
+  const auto psf = perfex::psf::make_synthetic_psf(po);
+  std::vector<std::string> warnings;
+  const perfex::cli::WarningCallback warn = [&](const std::string& w) { warnings.push_back(w); };
+
+  // desi_extract_spectra's defaults: the PSF's WAVEMIN,WAVEMAX with dw 0.8; -n 500 clipped.
+  auto o = perfex::cli::resolve_options(parse_extract_args(with_files({})), psf, warn);
+  CHECK(o.wmin == psf.wavemin);
+  CHECK(o.wmax == psf.wavemax);
+  CHECK(o.dw == 0.8);
+  CHECK(o.nspec == 20);
+  REQUIRE(warnings.size() >= 1);
+  CHECK_THAT(warnings[0], Contains("extracting 20") && Contains("default 500"));
+
+  // An explicit -n is never cut.
+  auto refused = [&](const Args& a) {
+    try {
+      perfex::cli::resolve_options(parse_extract_args(with_files(a)), psf, warn);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK_THAT(refused({"-n", "25"}), Contains("-n/--nspec") && Contains("the PSF has 20 fibres"));
+  CHECK_THAT(refused({"-s", "19", "-n", "5"}), Contains("fibres 19-23"));
+  CHECK_THAT(refused({"-s", "20"}), Contains("-s/--specmin") && Contains("fibres 20-"));
+  CHECK_THAT(refused({"-w", "1000,2000,0.8"}), Contains("-w/--wavelength") && Contains("outside"));
+  CHECK_THAT(refused({"-w", "5760,6760,1e-6"}), Contains("1000000001 wavelengths"));
+
+  // Patch sizes clamped to the grid, the defaults left alone.
+  warnings.clear();
+  o = perfex::cli::resolve_options(
+      parse_extract_args(with_files({"-w", "6000,6040,0.8", "-n", "5", "--nwavestep", "1000"})),
+      psf, warn);
+  CHECK(o.nwavestep == 51);
+  CHECK(o.wavepad() == 12);
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Contains("nwavestep 1000") && Contains("using 51"));
+  warnings.clear();
+  o = perfex::cli::resolve_options(
+      parse_extract_args(with_files({"-w", "6000,6008,0.8", "-n", "5"})), psf, warn);
+  CHECK(o.nwavestep == 50);
+  CHECK(o.wavepad() == 12);
+  CHECK(warnings.empty());
+}
+
+TEST_CASE("cli: outputs never replace an input or each other", "[cli]") {
+  using Catch::Contains;
+  const std::string dir = "cli-test-outputs";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/d");
+  { std::ofstream(dir + "/img.fits") << "image"; }
+  { std::ofstream(dir + "/psf.fits") << "psf"; }
+  auto args = [&](const std::string& out, const std::string& model) {
+    ExtractArgs a;
+    a.input = dir + "/img.fits";
+    a.psf = dir + "/psf.fits";
+    a.output = out;
+    a.model = model;
+    return a;
+  };
+  auto message = [](const ExtractArgs& a) {
+    try {
+      perfex::cli::check_outputs(a);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(message(args(dir + "/frame.fits", dir + "/model.fits")).empty());
+  CHECK_THAT(message(args(dir + "/d/../img.fits", "")),
+             Contains("-o/--output") && Contains("is the -i/--input file"));
+  CHECK_THAT(message(args(dir + "/./psf.fits", "")), Contains("is the -p/--psf file"));
+  CHECK_THAT(message(args(dir + "/f.fits", dir + "/d/../f.fits")),
+             Contains("-m/--model") && Contains("is also the -o/--output file"));
+  CHECK_THAT(message(args(dir + "/f.fits", dir + "/img.fits")),
+             Contains("-m/--model") && Contains("is the -i/--input file"));
+  CHECK_THAT(message(args("/dev/full", "")), Contains("character device"));
+  CHECK_THAT(message(args(dir + "/f.fits", dir + "/d")),
+             Contains("-m/--model") && Contains("is a directory"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("cli: allocation failures are reported with what was being done", "[cli]") {
+  using Catch::Contains;
+  using perfex::cli::while_doing;
+  CHECK_THROWS_WITH(while_doing("extracting 5 fibres", []() -> int { throw std::bad_alloc(); }),
+                    "out of memory while extracting 5 fibres");
+  // Kokkos 3.4's failed View allocation.
+  CHECK_THROWS_WITH(
+      while_doing("reading the image x.fits",
+                  []() -> int { throw std::runtime_error("Memory allocation failure\nstack..."); }),
+      "out of memory while reading the image x.fits (Memory allocation failure)");
+  CHECK_THROWS_AS(while_doing("x", []() -> int { throw perfex::Error("allocation failure"); }),
+                  perfex::Error);
+  CHECK_THROWS_WITH(while_doing("x", []() -> int { throw perfex::Error("allocation failure"); }),
+                    "allocation failure");
+  CHECK_THROWS_WITH(while_doing("x", []() -> int { throw std::runtime_error("other"); }), "other");
+  CHECK(while_doing("x", [] { return 3; }) == 3);
+  std::ostringstream err;
+  auto* old = std::cerr.rdbuf(err.rdbuf());
+  const int status = perfex::cli::guarded_main("t", []() -> int { throw std::bad_alloc(); });
+  std::cerr.rdbuf(old);
+  CHECK(status == 1);
+  CHECK_THAT(err.str(), Contains("t: error: out of memory"));
 }

@@ -345,6 +345,7 @@ Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::m
     if (hstatus(i) == linalg::ok) continue;
     const PatchDesc& p = plan.patches[static_cast<std::size_t>(i)];
     ++frame.failed_patches;
+    frame.failed_bins.push_back({p.out_fibre0, p.nkeepfib, p.kf0, p.nkeep});
     frame.warnings.push_back(
         "patch of fibres " + std::to_string(p.out_fibre0 + opt.specmin) + "-" +
         std::to_string(p.out_fibre0 + opt.specmin + p.nkeepfib - 1) + ", wavelengths " +

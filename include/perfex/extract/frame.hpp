@@ -13,7 +13,15 @@ namespace extract {
 enum FrameMaskBits : std::uint32_t {
   somebadpix = 1u << 0,  // pixmask_fraction > 0.5
   allbadpix = 1u << 1,   // pixmask_fraction == 1
-  bad2dfit = 1u << 7,    // chi2pix outlier (see set_frame_mask)
+  bad2dfit = 1u << 7,    // chi2pix outlier, or the bin's patch could not be solved
+  nodata = 1u << 8,      // ivar 0: no pixel measures the bin (off the CCD or the PSF's domain,
+                         // every pixel masked, or a failed patch)
+};
+
+// A block of frame bins: fibres [fibre0, fibre0 + nfibres) x wavelengths [wave0, wave0 + nwaves)
+// (frame-relative indices).
+struct BinBlock {
+  int fibre0 = 0, nfibres = 0, wave0 = 0, nwaves = 0;
 };
 
 // An extracted frame on the host, in DESI units (flux per Angstrom, as gpu_specter and
@@ -35,8 +43,9 @@ struct Frame {
   ExtractionOptions options;  // the settings actually used (psferr resolved)
   // Run statistics.
   int npatches = 0;
-  int failed_patches = 0;          // singular / non-finite systems: flux 0, ivar 0
-  long long nonfinite_pixels = 0;  // NaN/Inf image or ivar pixels treated as masked
+  int failed_patches = 0;             // singular / non-finite systems: flux 0, ivar 0
+  std::vector<BinBlock> failed_bins;  // the bins those patches should have given (BAD2DFIT)
+  long long nonfinite_pixels = 0;     // NaN/Inf image or ivar pixels treated as masked
   double seconds = 0.0;
   // Patch linear algebra by patch_flops (band Cholesky, solve, blocks, eigen).
   double linalg_flops = 0.0;
@@ -66,8 +75,10 @@ inline double median(std::vector<double> v) {
 
 // desispec's spectrum mask: SOMEBADPIX / ALLBADPIX from pixmask_fraction, BAD2DFIT where
 // chi2pix exceeds 5x its median over fibres at that wavelength and 5x its median over
-// wavelengths for that fibre. Computed on the whole frame (the medians span every fibre):
-// a frame assembled from parts (MPI ranks) gets its mask once, after the assembly.
+// wavelengths for that fibre, and on the failed_bins; NODATA where ivar is 0 (gpu_specter
+// masks those bins too). Computed on the whole frame (the medians span every fibre): a frame
+// assembled from parts (MPI ranks) gets its mask once, after the assembly (with the parts'
+// failed_bins shifted to the frame's fibres).
 inline void set_frame_mask(Frame& frame) {
   frame.mask.assign(frame.flux.size(), 0u);
   std::vector<double> wave_median(static_cast<std::size_t>(frame.nwave)),
@@ -93,8 +104,13 @@ inline void set_frame_mask(Frame& frame) {
       if (c > 5 * wave_median[static_cast<std::size_t>(k)] &&
           c > 5 * fibre_median[static_cast<std::size_t>(f)])
         m |= bad2dfit;
+      if (!(frame.ivar[i] > 0)) m |= nodata;
       frame.mask[i] = m;
     }
+  for (const BinBlock& b : frame.failed_bins)
+    for (int f = std::max(b.fibre0, 0); f < std::min(b.fibre0 + b.nfibres, frame.nspec); ++f)
+      for (int k = std::max(b.wave0, 0); k < std::min(b.wave0 + b.nwaves, frame.nwave); ++k)
+        frame.mask[frame.index(f, k)] |= bad2dfit | nodata;
 }
 
 }  // namespace extract

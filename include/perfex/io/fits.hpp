@@ -5,17 +5,20 @@
 // message names the file, the current HDU (by EXTNAME, else its number), the keyword or
 // column involved, and CFITSIO's own status text. HDUs are addressed by EXTNAME; the
 // destructor closes the file and never throws (call close() to see a flush error).
-// detail::write_atomically gives writers "all or nothing" output files.
+// Output files are written through io::write_atomically (output_file.hpp).
 //
 // Image axes are given in FITS order: axes[0] = NAXIS1 (the fastest, i.e. the column index of
 // a row-major [NAXIS2][NAXIS1] C array).
 #include <fitsio.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
+#include <cstdlib>
+#include <limits>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -23,8 +26,6 @@
 #include <vector>
 
 #include <perfex/error.hpp>
-
-#include <unistd.h>
 
 namespace perfex {
 namespace io {
@@ -111,33 +112,98 @@ inline long long element_count(const std::vector<long>& axes) {
   return n;
 }
 
-inline std::string folder_of(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
+// The value field of a header card (columns 11-80 up to a comment), blanks trimmed.
+inline std::string card_value(const char* card) {
+  std::string v(card + 10, 70);
+  if (!v.empty() && v.find_first_not_of(' ') != std::string::npos &&
+      v[v.find_first_not_of(' ')] != '\'') {
+    const auto slash = v.find('/');
+    if (slash != std::string::npos) v.resize(slash);
+  }
+  const auto first = v.find_first_not_of(' ');
+  if (first == std::string::npos) return "";
+  v = v.substr(first);
+  while (!v.empty() && v.back() == ' ') v.pop_back();
+  return v;
 }
 
-// Runs body(temporary_path) on a new file next to `path`, then renames it over `path`: a
-// failed write leaves no partial file and keeps an existing one. On any failure the temporary
-// is removed and the exception propagates.
-template <class Body>
-void write_atomically(const std::string& path, Body&& body) {
-  if (path.empty()) throw Error("perfex: empty output file name");
-  const std::string folder = folder_of(path);
-  std::string name = folder + "/." + path.substr(path.find_last_of('/') + 1) + ".tmp-XXXXXX";
-  const int fd = mkstemp(name.data());
-  if (fd < 0)
-    throw Error("perfex: cannot create a temporary file in " + folder + " to write " + path + ": " +
-                std::strerror(errno));
-  ::close(fd);
-  try {
-    body(name);
-    if (std::rename(name.c_str(), path.c_str()) != 0)
-      throw Error("perfex: cannot rename " + name + " to " + path + ": " + std::strerror(errno));
-  } catch (...) {
-    std::remove(name.c_str());
-    throw;
+// Walks the headers of a FITS file (plain or gzip) before CFITSIO parses them and refuses the
+// structural values that make CFITSIO 4.2 hang or crash instead of reporting an error: a
+// negative or non-integer BITPIX/NAXIS/NAXISn/PCOUNT/GCOUNT (GCOUNT -32 loops forever) and, in
+// tile-compressed images, a ZNAXISn or ZTILEn that is not a positive integer (ZTILE2 = 0.5
+// divides by zero). Anything else (truncation, missing END, ...) is left to CFITSIO's errors.
+inline void check_header_structure(const std::string& path) {
+  gzFile in = gzopen(path.c_str(), "rb");
+  if (!in) return;  // CFITSIO reports it
+  struct Closer {
+    gzFile f;
+    ~Closer() { gzclose(f); }
+  } closer{in};
+  char block[2880];
+  long long offset = 0;
+  for (int hdu = 0; hdu < 100000; ++hdu) {
+    long long bitpix = 0, naxis = 0, pcount = 0, gcount = 1, values = 1;
+    bool zimage = false, end = false, first = true;
+    auto fail = [&](const std::string& key, const std::string& value) {
+      throw Error("FITS file '" + path + "', HDU " + std::to_string(hdu) + ": keyword '" + key +
+                  "' = " + value + " is invalid (damaged header)");
+    };
+    while (!end) {
+      if (gzread(in, block, sizeof(block)) != static_cast<int>(sizeof(block))) return;
+      offset += sizeof(block);
+      for (int c = 0; c < 36 && !end; ++c) {
+        const char* card = block + 80 * c;
+        std::string key(card, 8);
+        while (!key.empty() && key.back() == ' ') key.pop_back();
+        if (first) {
+          if (key != "SIMPLE" && key != "XTENSION") return;  // not a header: CFITSIO's call
+          first = false;
+        }
+        if (key == "END") {
+          end = true;
+          break;
+        }
+        if (card[8] != '=') continue;
+        const std::string v = card_value(card);
+        auto integer = [&](long long lo) {
+          char* e = nullptr;
+          errno = 0;
+          const long long x = std::strtoll(v.c_str(), &e, 10);
+          if (v.empty() || *e != '\0' || errno == ERANGE || x < lo) fail(key, v);
+          return x;
+        };
+        if (key == "BITPIX") {
+          bitpix = integer(-64);
+          if (bitpix != 8 && bitpix != 16 && bitpix != 32 && bitpix != 64 && bitpix != -32 &&
+              bitpix != -64)
+            fail(key, v);
+        } else if (key == "NAXIS") {
+          naxis = integer(0);
+          if (naxis > 999) fail(key, v);
+        } else if (key.size() > 5 && key.compare(0, 5, "NAXIS") == 0) {
+          const long long n = integer(0);
+          values = n > 0 && values > (1LL << 62) / n ? (1LL << 62) : values * n;
+        } else if (key == "PCOUNT") {
+          pcount = integer(0);
+        } else if (key == "GCOUNT") {
+          gcount = integer(0);
+        } else if (key == "ZIMAGE") {
+          zimage = v == "T";
+        } else if (zimage && (key.compare(0, 5, "ZTILE") == 0 ||
+                              (key.compare(0, 6, "ZNAXIS") == 0 && key.size() > 6))) {
+          integer(1);
+        } else if (zimage && key == "ZNAXIS") {
+          if (integer(0) > 999) fail(key, v);
+        }
+      }
+    }
+    if (naxis == 0) values = 0;
+    const long double bytes = static_cast<long double>(bitpix < 0 ? -bitpix : bitpix) / 8 * gcount *
+                              (static_cast<long double>(pcount) + static_cast<long double>(values));
+    const long double padded = std::ceil(bytes / 2880) * 2880;
+    if (padded > 1e15) return;  // beyond any file: CFITSIO reports the truncation
+    offset += static_cast<long long>(padded);
+    if (gzseek(in, offset, SEEK_SET) != offset) return;
   }
 }
 
@@ -157,6 +223,7 @@ class FitsFile {
       fits_create_diskfile(&fptr_, path.c_str(), &status);
       if (status) fail(status, "cannot create FITS file");
     } else {
+      detail::check_header_structure(path);
       fits_open_file(&fptr_, path.c_str(), mode == Mode::read ? READONLY : READWRITE, &status);
       if (status) {
         fptr_ = nullptr;
@@ -280,31 +347,51 @@ class FitsFile {
     out = value;
     return true;
   }
+  // Numbers and logicals are converted by perfex from the card's text, not by CFITSIO, whose
+  // conversions overflow a buffer on some damaged values (CFITSIO 4.2, e.g. "( 0").
   bool read_key(const std::string& name, bool& out) const {
-    int v = 0, status = 0;
-    fits_read_key(handle_checked(), TLOGICAL, name.c_str(), &v, nullptr, &status);
-    if (status == KEY_NO_EXIST) return absent();
-    if (status) fail_key(status, name);
-    out = v != 0;
+    std::string v;
+    if (!read_key_text(name, v)) return false;
+    if (v != "T" && v != "F") fail_key(0, name, "'" + v + "' is not a logical (T or F)");
+    out = v == "T";
     return true;
   }
   template <class T,
             class = std::enable_if_t<std::is_arithmetic<T>::value && !std::is_same<T, bool>::value>>
   bool read_key(const std::string& name, T& out) const {
-    int status = 0;
-    if (std::is_floating_point<T>::value) {
-      double v = 0;
-      fits_read_key(handle_checked(), TDOUBLE, name.c_str(), &v, nullptr, &status);
-      if (status == KEY_NO_EXIST) return absent();
-      if (status) fail_key(status, name);
-      out = static_cast<T>(v);
-    } else {
-      LONGLONG v = 0;
-      fits_read_key(handle_checked(), TLONGLONG, name.c_str(), &v, nullptr, &status);
-      if (status == KEY_NO_EXIST) return absent();
-      if (status) fail_key(status, name);
-      out = static_cast<T>(v);
+    std::string v;
+    if (!read_key_text(name, v)) return false;
+    // FITS allows a D exponent; a quoted number reads as CFITSIO reads it.
+    if (v.size() >= 2 && v.front() == '\'' && v.back() == '\'') {
+      v = v.substr(1, v.size() - 2);
+      while (!v.empty() && v.back() == ' ') v.pop_back();
     }
+    for (char& c : v)
+      if (c == 'D' || c == 'd') c = 'E';
+    const char* s = v.c_str();
+    char* end = nullptr;
+    errno = 0;
+    if (std::is_floating_point<T>::value) {
+      const double d = std::strtod(s, &end);
+      if (v.empty() || *end != '\0' || errno == ERANGE)
+        fail_key(0, name, "'" + v + "' is not a number");
+      out = static_cast<T>(d);
+      return true;
+    }
+    const long long i = std::strtoll(s, &end, 10);
+    if (!v.empty() && *end == '\0' && errno != ERANGE && i >= std::numeric_limits<T>::min() &&
+        i <= std::numeric_limits<T>::max()) {
+      out = static_cast<T>(i);
+      return true;
+    }
+    // An integer written as a real ("3.0", "1E3"), as CFITSIO accepts it.
+    errno = 0;
+    const double d = std::strtod(s, &end);
+    if (v.empty() || *end != '\0' || errno == ERANGE || !(d == std::floor(d)) ||
+        !(d >= static_cast<double>(std::numeric_limits<T>::min())) ||
+        !(d <= static_cast<double>(std::numeric_limits<T>::max())))
+      fail_key(0, name, "'" + v + "' is not an integer in range");
+    out = static_cast<T>(d);
     return true;
   }
 
@@ -356,6 +443,12 @@ class FitsFile {
     fits_write_chksum(handle_checked(), &status);
     if (status) fail(status, "cannot write CHECKSUM/DATASUM");
   }
+  // A COMMENT card (long texts continue on further cards).
+  void write_comment(const std::string& text) {
+    int status = 0;
+    fits_write_comment(handle_checked(), text.c_str(), &status);
+    if (status) fail(status, "cannot write COMMENT");
+  }
   void delete_key(const std::string& name) {
     int status = 0;
     fits_delete_key(handle_checked(), name.c_str(), &status);
@@ -404,7 +497,10 @@ class FitsFile {
     check_image_hdu();
     ImageData<T> img;
     img.axes = image_axes();
-    const long long n = detail::element_count(img.axes);
+    long double values = img.axes.empty() ? 0 : 1;
+    for (long a : img.axes) values *= a;
+    check_data_in_file(values * std::abs(image_bitpix()) / 8, "image data");
+    const long long n = static_cast<long long>(values);
     img.data.assign(static_cast<std::size_t>(n), T{});
     if (n > 0) {
       int status = 0, anynul = 0;
@@ -439,6 +535,9 @@ class FitsFile {
       fail(0, "image section " + text(begin) + " to " + text(end) + " is not inside the axes " +
                   text(axes));
     }
+    long double values = 1;
+    for (long a : axes) values *= a;
+    check_data_in_file(values * std::abs(image_bitpix()) / 8, "image data");
     img.data.assign(static_cast<std::size_t>(detail::element_count(img.axes)), T{});
     int status = 0, anynul = 0;
     fits_read_subset(fptr_, detail::FitsType<T>::datatype, first.data(), last.data(), step.data(),
@@ -518,6 +617,7 @@ class FitsFile {
   // All cells of a numeric column, row after row (nrows × repeat values).
   template <class T>
   std::vector<T> read_column(const std::string& name) const {
+    check_table_in_file();
     const int col = column_number(name);
     const long nrows = num_rows();
     const long repeat = column_repeat(name);
@@ -532,6 +632,7 @@ class FitsFile {
   }
   // A string column, trailing blanks stripped.
   std::vector<std::string> read_column_strings(const std::string& name) const {
+    check_table_in_file();
     const int col = column_number(name);
     const long nrows = num_rows();
     int status = 0, type = 0;
@@ -653,6 +754,52 @@ class FitsFile {
   void check_image_hdu() const {
     if (hdu_type() != HduType::image) fail(0, "not an image HDU");
   }
+  // The value field of keyword `name` as written (blanks trimmed); false when it is absent.
+  bool read_key_text(const std::string& name, std::string& out) const {
+    char value[FLEN_VALUE] = {0};
+    int status = 0;
+    fits_read_keyword(handle_checked(), name.c_str(), value, nullptr, &status);
+    if (status == KEY_NO_EXIST) return absent();
+    if (status) fail_key(status, name);
+    out = value;
+    const auto first = out.find_first_not_of(' ');
+    out = first == std::string::npos ? std::string() : out.substr(first);
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    if (out.empty()) fail_key(0, name, "no value");
+    return true;
+  }
+  int image_bitpix() const {
+    int status = 0, bitpix = 0;
+    fits_get_img_type(handle_checked(), &bitpix, &status);
+    if (status) fail(status, "cannot read BITPIX");
+    return bitpix;
+  }
+  // Throws unless `bytes` of data from the start of the current HDU's data lie inside the file
+  // (tile-compressed images excepted): a damaged header must not make a reader allocate what
+  // the file cannot hold.
+  void check_data_in_file(long double bytes, const std::string& what) const {
+    int status = 0;
+    if (fits_is_compressed_image(handle_checked(), &status)) return;
+    LONGLONG head = 0, start = 0, end = 0;
+    fits_get_hduaddrll(fptr_, &head, &start, &end, &status);
+    if (status) fail(status, "cannot locate the " + what);
+    const long double size = static_cast<long double>(fptr_->Fptr->logfilesize);
+    if (start + bytes > size) {
+      char text[160];
+      std::snprintf(text, sizeof(text),
+                    "the header describes %.0Lf bytes of %s, but the file ends %.0Lf bytes "
+                    "after the header (truncated or damaged)",
+                    bytes, what.c_str(), size - start);
+      fail(0, text);
+    }
+  }
+  // The rows of the current table (NAXIS1 x NAXIS2 bytes) lie inside the file.
+  void check_table_in_file() const {
+    const long double rowbytes = read_key<long long>("NAXIS1"),
+                      rows = read_key<long long>("NAXIS2");
+    if (rowbytes < 0 || rows < 0) fail(0, "negative NAXIS1 or NAXIS2");
+    check_data_in_file(rowbytes * rows, "table rows");
+  }
   void close_quietly() noexcept {
     if (fptr_) {
       int status = 0;
@@ -672,8 +819,9 @@ class FitsFile {
   static char* cstr_or_null(const std::string& s) {
     return s.empty() ? nullptr : const_cast<char*>(s.c_str());
   }
-  [[noreturn]] void fail_key(int status, const std::string& key) const {
-    fail(status, "keyword '" + key + "'");
+  [[noreturn]] void fail_key(int status, const std::string& key,
+                             const std::string& what = "") const {
+    fail(status, "keyword '" + key + "'" + (what.empty() ? "" : ": " + what));
   }
   [[noreturn]] void fail_column(int status, const std::string& col, const std::string& what) const {
     fail(status, "column '" + col + "': " + what);

@@ -13,13 +13,16 @@
 //   6 CHI2PIX     float32 [nspec][K]
 //   7 PIXMASK_FRACTION float32 [nspec][K]
 // write_model writes one float64 image HDU MODEL (the full CCD).
-// Both write a temporary file in the destination folder and rename it over the destination
-// only once it is complete: a failed write leaves no partial file and keeps an existing one.
+// Both write through io::write_atomically (output_file.hpp): a temporary in the destination's
+// folder renamed over it once complete (a failed write leaves no partial file and keeps an
+// existing one), through symbolic links, never over anything but a regular file, gzip-
+// compressed when the name ends in ".gz".
 #include <perfex/config.hpp>
 #include <perfex/error.hpp>
 #include <perfex/extract/frame.hpp>
 #include <perfex/extract/options.hpp>
 #include <perfex/io/fits.hpp>
+#include <perfex/io/output_file.hpp>
 
 #include <cstdint>
 #include <filesystem>
@@ -33,9 +36,14 @@ namespace io {
 struct FrameProvenance {
   std::string input_image;  // preproc image the frame was extracted from ("" = unknown)
   std::string input_psf;    // PSF file used
+  // What the caller adapted or noticed (clamped options, image warnings): recorded in the
+  // FLUX header with the frame's own warnings.
+  std::vector<std::string> notes;
 };
 
-void write_frame(const std::string& path, const extract::Frame& frame, const FrameProvenance& prov);
+// Returns its own warnings (extracted fibres the input FIBERMAP lacks), also in the header.
+std::vector<std::string> write_frame(const std::string& path, const extract::Frame& frame,
+                                     const FrameProvenance& prov);
 void write_model(const std::string& path, const extract::Frame& frame, const FrameProvenance& prov);
 extract::Frame read_frame(const std::string& path);
 
@@ -73,19 +81,65 @@ inline std::vector<float> to_f4(const std::vector<double>& v) {
 inline std::unique_ptr<FitsFile> open_input_image(const std::string& input_image) {
   std::error_code ec;
   if (input_image.empty() || !std::filesystem::exists(input_image, ec)) return nullptr;
-  auto in = std::make_unique<FitsFile>(input_image, FitsFile::Mode::read);
-  if (in->has_hdu("IMAGE"))
-    in->move_to("IMAGE");
+  return std::make_unique<FitsFile>(input_image, FitsFile::Mode::read);
+}
+inline void move_to_image_hdu(FitsFile& in) {
+  if (in.has_hdu("IMAGE"))
+    in.move_to("IMAGE");
   else
-    in->move_to_index(0);
-  return in;
+    in.move_to_index(0);
+}
+
+// Where each extracted fibre's FIBERMAP row comes from: the input FIBERMAP's row (1-based)
+// matched on FIBER, else on FIBER % 500 (a focal-plane fibermap), or 0 when it has none. Only
+// for an input FIBERMAP that is a binary table with a FIBER column and no variable-length
+// columns (`matched`); others are copied unchanged or replaced by a FIBER-only table.
+struct FibermapRows {
+  bool matched = false;
+  std::vector<long> row_of;
+  std::vector<int> missing;  // extracted fibres without a row
+};
+
+inline FibermapRows match_fibermap(const extract::Frame& fr, FitsFile* in) {
+  FibermapRows m;
+  if (!in || !in->has_hdu("FIBERMAP")) return m;
+  in->move_to("FIBERMAP");
+  if (in->hdu_type() != HduType::binary_table) in->fail(0, "FIBERMAP is not a binary table");
+  if (!in->has_column("FIBER") || in->read_key<long long>("PCOUNT") != 0) return m;
+  m.matched = true;
+  const long nrows = in->num_rows();
+  const std::vector<long long> fiber = in->read_column<long long>("FIBER");
+  m.row_of.assign(static_cast<std::size_t>(fr.nspec), 0);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (long r = 0; r < nrows; ++r) {
+      const long long i = (pass == 0 ? fiber[r] : fiber[r] % 500) - fr.specmin;
+      if (i >= 0 && i < fr.nspec && m.row_of[i] == 0) m.row_of[i] = r + 1;
+    }
+  }
+  for (int i = 0; i < fr.nspec; ++i)
+    if (m.row_of[i] == 0) m.missing.push_back(fr.specmin + i);
+  return m;
+}
+
+// "20-24, 30" for sorted fibre numbers.
+inline std::string fibre_ranges(const std::vector<int>& fibres) {
+  std::string s;
+  for (std::size_t i = 0; i < fibres.size();) {
+    std::size_t j = i;
+    while (j + 1 < fibres.size() && fibres[j + 1] == fibres[j] + 1) ++j;
+    s += (s.empty() ? "" : ", ") + std::to_string(fibres[i]);
+    if (j > i) s += "-" + std::to_string(fibres[j]);
+    i = j + 1;
+  }
+  return s;
 }
 
 // Appends the FIBERMAP HDU: the input's FIBERMAP restricted to and ordered by the extracted
-// fibres when it has a FIBER column (matched on FIBER, else on FIBER % 500 for a focal-plane
-// fibermap; fibres it lacks get a zero row with only FIBER set), copied unchanged when it has
-// no FIBER column, or a minimal table with one FIBER column when there is no input FIBERMAP.
-inline void write_fibermap(FitsFile& out, const extract::Frame& fr, FitsFile* in) {
+// fibres when it could be matched (fibres it lacks get a zero row with only FIBER set, counted
+// by the keyword FMAPMISS), copied unchanged when it has no FIBER column, or a minimal table
+// with one FIBER column when there is no input FIBERMAP.
+inline void write_fibermap(FitsFile& out, const extract::Frame& fr, FitsFile* in,
+                           const FibermapRows& m) {
   if (!in || !in->has_hdu("FIBERMAP")) {
     out.create_table("FIBERMAP", fr.nspec, {{"FIBER", "J", "", {}}});
     std::vector<std::int32_t> fibres(static_cast<std::size_t>(fr.nspec));
@@ -93,40 +147,55 @@ inline void write_fibermap(FitsFile& out, const extract::Frame& fr, FitsFile* in
     out.write_column("FIBER", fibres);
     return;
   }
-  in->move_to("FIBERMAP");
-  if (in->hdu_type() != HduType::binary_table) in->fail(0, "FIBERMAP is not a binary table");
-  const long long pcount = in->read_key<long long>("PCOUNT");
-  if (!in->has_column("FIBER") || pcount != 0) {
+  if (!m.matched) {
     // No FIBER column (or variable-length columns): copied unchanged.
     out.copy_hdu_from(*in, "FIBERMAP");
     out.delete_key("CHECKSUM");
     out.delete_key("DATASUM");
     return;
   }
-  const long nrows = in->num_rows();
-  const std::vector<long long> fiber = in->read_column<long long>("FIBER");
-  std::vector<long> row_of(static_cast<std::size_t>(fr.nspec), 0);  // 1-based input row
-  for (int pass = 0; pass < 2; ++pass) {
-    for (long r = 0; r < nrows; ++r) {
-      const long long i = (pass == 0 ? fiber[r] : fiber[r] % 500) - fr.specmin;
-      if (i >= 0 && i < fr.nspec && row_of[i] == 0) row_of[i] = r + 1;
-    }
-  }
-  out.copy_table_rows_from(*in, row_of);
+  in->move_to("FIBERMAP");
+  out.copy_table_rows_from(*in, m.row_of);
   for (int i = 0; i < fr.nspec; ++i)
-    if (row_of[i] == 0) out.write_column<long long>("FIBER", {fr.specmin + i}, i + 1);
+    if (m.row_of[i] == 0) out.write_column<long long>("FIBER", {fr.specmin + i}, i + 1);
+  out.write_key("FMAPMISS", static_cast<long long>(m.missing.size()),
+                "extracted fibres absent from the input FIBERMAP");
   out.delete_key("CHECKSUM");
   out.delete_key("DATASUM");
+}
+
+// The run's notes and warnings as COMMENT cards (at most 100; NWARN counts them all).
+inline void write_warnings(FitsFile& out, const std::vector<std::string>& notes,
+                           const std::vector<std::string>& warnings) {
+  const std::size_t total = notes.size() + warnings.size(), shown = 100;
+  out.write_key("NWARN", static_cast<long long>(total), "warnings of the run (COMMENT cards)");
+  std::size_t n = 0;
+  for (const auto* list : {&notes, &warnings})
+    for (const std::string& w : *list)
+      if (n++ < shown) out.write_comment("perfex warning: " + w);
+  if (total > shown)
+    out.write_comment("perfex warning: ... and " + std::to_string(total - shown) + " more");
 }
 
 }  // namespace detail
 
 // ---------------------------------------------------------------------------------------------
-inline void write_frame(const std::string& path, const extract::Frame& frame,
-                        const FrameProvenance& prov) {
+inline std::vector<std::string> write_frame(const std::string& path, const extract::Frame& frame,
+                                            const FrameProvenance& prov) {
   detail::check_frame(frame, path);
-  detail::write_atomically(path, [&](const std::string& tmp) {
+  std::vector<std::string> warnings;
+  io::write_atomically(path, [&](const std::string& tmp) {
     std::unique_ptr<FitsFile> in = detail::open_input_image(prov.input_image);
+    const detail::FibermapRows fibermap = detail::match_fibermap(frame, in.get());
+    warnings.clear();
+    if (!fibermap.missing.empty())
+      warnings.push_back("the FIBERMAP of " + prov.input_image + " has no row for fibre(s) " +
+                         detail::fibre_ranges(fibermap.missing) + " (" +
+                         std::to_string(fibermap.missing.size()) + " of " +
+                         std::to_string(frame.nspec) +
+                         "): their FIBERMAP rows hold FIBER only (TARGETID 0); FMAPMISS = " +
+                         std::to_string(fibermap.missing.size()));
+    if (in) detail::move_to_image_hdu(*in);
     FitsFile out(tmp, FitsFile::Mode::create);
     const long nspec = frame.nspec, K = frame.nwave, nband = 2 * frame.ndiag + 1;
     const auto& o = frame.options;
@@ -168,6 +237,9 @@ inline void write_frame(const std::string& path, const extract::Frame& frame,
     out.write_key("NFAILPAT", frame.failed_patches, "failed patches (flux 0, ivar 0)");
     out.write_key("NNONFIN", frame.nonfinite_pixels, "non-finite input pixels treated as masked");
     out.write_key("EXTTIME", frame.seconds, "extraction wall time [s]");
+    std::vector<std::string> notes = prov.notes;
+    notes.insert(notes.end(), warnings.begin(), warnings.end());
+    detail::write_warnings(out, notes, frame.warnings);
     out.write_checksum();
 
     out.write_image("IVAR", {K, nspec}, detail::to_f4(frame.ivar));
@@ -185,7 +257,7 @@ inline void write_frame(const std::string& path, const extract::Frame& frame,
     out.write_key("NDIAG", frame.ndiag, "RESOLUTION[f][d][k] = R_f[k-NDIAG+d][k]");
     out.write_checksum();
 
-    detail::write_fibermap(out, frame, in.get());
+    detail::write_fibermap(out, frame, in.get(), fibermap);
     out.write_checksum();
 
     out.write_image("CHI2PIX", {K, nspec}, detail::to_f4(frame.chi2pix));
@@ -195,6 +267,7 @@ inline void write_frame(const std::string& path, const extract::Frame& frame,
     out.write_checksum();
     out.close();
   });
+  return warnings;
 }
 
 inline void write_model(const std::string& path, const extract::Frame& frame,
@@ -203,7 +276,7 @@ inline void write_model(const std::string& path, const extract::Frame& frame,
       frame.model.size() != static_cast<std::size_t>(frame.model_rows) * frame.model_cols)
     throw Error("perfex: cannot write model '" + path +
                 "': the frame has no model image (extract with options.model_image = true)");
-  detail::write_atomically(path, [&](const std::string& tmp) {
+  io::write_atomically(path, [&](const std::string& tmp) {
     FitsFile out(tmp, FitsFile::Mode::create);
     out.write_image("MODEL",
                     {static_cast<long>(frame.model_cols), static_cast<long>(frame.model_rows)},

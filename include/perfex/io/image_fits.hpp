@@ -3,7 +3,8 @@
 // The extraction sees (pixels, ivar) only: ivar := 0 where (MASK & mask_bits) != 0 (default
 // 0x2FF = DESI CCD bits 0-7 and 9; bit 8 BADREADNOISE does not mask), and a pixel whose value
 // or ivar is NaN/Inf becomes value 0, ivar 0 (counted in nonfinite_pixels). A negative ivar is
-// an error. Compressed (.fits.gz) files are read transparently by CFITSIO.
+// an error; a missing MASK HDU is a warning. Compressed (.fits.gz) files are read
+// transparently by CFITSIO.
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -22,6 +23,7 @@ struct PreprocImage {
   long long masked_pixels = 0;     // pixels with (MASK & mask_bits) != 0
   long long nonfinite_pixels = 0;  // pixels whose value or ivar was NaN/Inf
   bool has_fibermap = false;  // a FIBERMAP HDU is present (copy it with FitsFile::copy_hdu_from)
+  std::vector<std::string> warnings;  // e.g. no MASK HDU
 };
 
 // The whole CCD of a preproc image (IMAGE's rows and columns), without reading pixels.
@@ -49,6 +51,9 @@ inline PreprocImage read_preproc(const std::string& path, std::uint32_t mask_bit
     if (axes.size() != 2) {
       file.fail(0, "expected a 2-D image, found " + std::to_string(axes.size()) + " axes");
     }
+    if (axes[0] < 1 || axes[1] < 1)
+      file.fail(0, "empty image: NAXIS1 (columns) = " + std::to_string(axes[0]) +
+                       ", NAXIS2 (rows) = " + std::to_string(axes[1]));
     if (ccd_axes.empty()) ccd_axes = axes;
     if (axes != ccd_axes) {
       file.fail(0, "shape " + std::to_string(axes[1]) + "x" + std::to_string(axes[0]) +
@@ -61,7 +66,13 @@ inline PreprocImage read_preproc(const std::string& path, std::uint32_t mask_bit
   auto image = read2d("IMAGE", double{});
   auto ivar = read2d("IVAR", double{});
   std::vector<std::int64_t> mask;
-  if (file.has_hdu("MASK")) mask = read2d("MASK", std::int64_t{}).data;
+  if (file.has_hdu("MASK")) {
+    mask = read2d("MASK", std::int64_t{}).data;
+  } else {
+    out.warnings.push_back("image " + path +
+                           " has no MASK HDU: only IVAR = 0 marks bad pixels (none of the CCD "
+                           "mask bits apply)");
+  }
   out.has_fibermap = file.has_hdu("FIBERMAP");
 
   out.ccd.ncols = static_cast<int>(image.axes[0]);

@@ -24,11 +24,15 @@ namespace detail {
 
 inline psf::LegendreTraceSet read_trace_hdu(FitsFile& file, const std::string& extname) {
   file.move_to(extname);
-  auto img = file.read_image<double>();
-  if (img.axes.size() != 2 || img.axes[0] < 1 || img.axes[1] < 1) {
+  if (file.hdu_type() != HduType::image) file.fail(0, "is not an image HDU");
+  const std::vector<long> axes = file.image_axes();
+  if (axes.size() != 2)
     file.fail(0, "expected a 2-D [nfib][ncoeff] coefficient image, found " +
-                     std::to_string(img.axes.size()) + " axes");
-  }
+                     std::to_string(axes.size()) + " axes");
+  if (axes[0] < 1 || axes[1] < 1)
+    file.fail(0, "empty coefficient image: NAXIS1 (coefficients) = " + std::to_string(axes[0]) +
+                     ", NAXIS2 (fibres) = " + std::to_string(axes[1]));
+  auto img = file.read_image<double>();
   psf::LegendreTraceSet t;
   t.wavemin = file.read_key<double>("WAVEMIN");
   t.wavemax = file.read_key<double>("WAVEMAX");
@@ -43,18 +47,20 @@ inline int read_int_key(FitsFile& file, const std::string& name) {
   return static_cast<int>(v);
 }
 
-// PSFTYPE / PSFVER of the current HDU, where present: GAUSS-HERMITE, version >= 3 only.
-inline void check_psf_type(FitsFile& file) {
+// PSFTYPE / PSFVER of the current HDU, where present: GAUSS-HERMITE, version 3 only (a
+// "PSFVER 4" layout is unknown). Returns whether PSFVER is stated.
+inline bool check_psf_type(FitsFile& file) {
   if (auto type = file.read_key_optional<std::string>("PSFTYPE")) {
     if (*type != "GAUSS-HERMITE") file.fail(0, "PSFTYPE '" + *type + "' is not GAUSS-HERMITE");
   }
-  if (auto ver = file.read_key_optional<std::string>("PSFVER")) {
-    char* end = nullptr;
-    const double v = std::strtod(ver->c_str(), &end);
-    if (end == ver->c_str() || v < 3)
-      file.fail(0,
-                "PSFVER '" + *ver + "' unsupported (only the PSFVER 3 XTRACE/YTRACE/PSF layout)");
-  }
+  const auto ver = file.read_key_optional<std::string>("PSFVER");
+  if (!ver) return false;
+  char* end = nullptr;
+  const double v = std::strtod(ver->c_str(), &end);
+  if (end == ver->c_str() || *end != '\0' || v != 3)
+    file.fail(0, "keyword 'PSFVER' = '" + *ver +
+                     "' unsupported: perfex reads specex GaussHermite PSFVER 3 files");
+  return true;
 }
 
 }  // namespace detail
@@ -64,8 +70,9 @@ inline psf::GaussHermitePsfData read_psf(const std::string& path) {
   psf::GaussHermitePsfData d;
   d.source = path;
 
+  // PSFVER 3 stated in the primary HDU and/or the PSF HDU (specter refuses a file without).
   file.move_to_index(0);
-  detail::check_psf_type(file);
+  bool version_stated = detail::check_psf_type(file);
   d.xtrace = detail::read_trace_hdu(file, "XTRACE");
   d.ytrace = detail::read_trace_hdu(file, "YTRACE");
   // validate() checks that YTRACE has as many fibres.
@@ -73,7 +80,11 @@ inline psf::GaussHermitePsfData read_psf(const std::string& path) {
 
   file.move_to("PSF");
   if (file.hdu_type() != HduType::binary_table) file.fail(0, "is not a binary table");
-  detail::check_psf_type(file);
+  version_stated = detail::check_psf_type(file) || version_stated;
+  if (!version_stated)
+    file.fail(0,
+              "no keyword 'PSFVER' (here or in the primary HDU): perfex reads specex "
+              "GaussHermite PSFVER 3 files, which state it");
   d.hsizex = detail::read_int_key(file, "HSIZEX");
   d.hsizey = detail::read_int_key(file, "HSIZEY");
   d.ghdegx = detail::read_int_key(file, "GHDEGX");

@@ -82,9 +82,10 @@ struct GaussHermitePsfData {
       throw Error(who + ", HDU '" + hdu + "': " + what);
     };
     if (nfib <= 0) fail("XTRACE", "no fibres (nfib = " + std::to_string(nfib) + ")");
-    if (hsizex < 0 || hsizey < 0 || hsizex > kMaxHalfSize || hsizey > kMaxHalfSize) {
+    // A spot box of one pixel (HSIZE 0) holds no Gauss-Hermite profile.
+    if (hsizex < 1 || hsizey < 1 || hsizex > kMaxHalfSize || hsizey > kMaxHalfSize) {
       fail("PSF", "keywords HSIZEX/HSIZEY = " + std::to_string(hsizex) + "/" +
-                      std::to_string(hsizey) + " outside [0, " + std::to_string(kMaxHalfSize) +
+                      std::to_string(hsizey) + " outside [1, " + std::to_string(kMaxHalfSize) +
                       "]");
     }
     if (ghdegx < 0 || ghdegy < 0 || ghdegx > kMaxGhDegree || ghdegy > kMaxGhDegree) {
@@ -164,6 +165,42 @@ struct GaussHermitePsfData {
     // Tails: all or nothing (TAILAMP alone cannot be evaluated).
     if (find_param("TAILAMP") >= 0) {
       for (const char* t : {"TAILCORE", "TAILXSCA", "TAILYSCA", "TAILINDE"}) param_index(t);
+    }
+    check_widths(wavemin, wavemax);
+  }
+
+  // Value at wavelength w of parameter row p for fibre f (Legendre series on the PSF domain).
+  double param_value(int p, int f, double w) const {
+    const double u = 2.0 * (w - wavemin) / (wavemax - wavemin) - 1.0;
+    double prev = 1.0, cur = u, sum = c(p, f, 0);
+    for (int m = 1; m <= legdeg; ++m) {
+      sum += c(p, f, m) * cur;
+      const double next = ((2 * m + 1) * u * cur - m * prev) / (m + 1);
+      prev = cur;
+      cur = next;
+    }
+    return sum;
+  }
+
+  // The Gauss-Hermite core widths GHSIGX/GHSIGY of every fibre over [w0, w1] (sampled
+  // 16 times per Legendre degree): positive and finite, and at most the spot box's half
+  // size HSIZEX/HSIZEY (a wider core would fall mostly outside its box). Throws naming the
+  // HDU, parameter, fibre, wavelength and value.
+  void check_widths(double w0, double w1) const {
+    const int nsample = 16 * (legdeg + 1) + 1;
+    for (const char* name : {"GHSIGX", "GHSIGY"}) {
+      const int p = param_index(name);
+      const int hsize = name[5] == 'X' ? hsizex : hsizey;
+      for (int f = 0; f < nfib; ++f)
+        for (int i = 0; i < nsample; ++i) {
+          const double w = w0 + (w1 - w0) * i / (nsample - 1);
+          const double v = param_value(p, f, w);
+          if (std::isfinite(v) && v > 0 && v <= hsize) continue;
+          throw Error(label() + ", HDU 'PSF': parameter '" + name + "' = " + std::to_string(v) +
+                      " at fibre " + std::to_string(f) + ", wavelength " + std::to_string(w) +
+                      ": a Gauss-Hermite width must be > 0 and at most HSIZE" + (name + 5) + " = " +
+                      std::to_string(hsize) + " pixels");
+        }
     }
   }
 };

@@ -1,0 +1,236 @@
+#pragma once
+// Checks of an extraction request against its PSF and image, made before anything large is
+// allocated, so a bad request fails at once with the numbers instead of running for minutes,
+// exhausting memory or returning a frame of empty bins. Host only, no Kokkos: tools and
+// bindings call them between reading the inputs and extract_frame.
+//
+//   check_fibres            the fibres exist in the PSF
+//   check_wavelength_grid   the grid has a sane length and reaches the PSF's domain
+//   fit_patches_to_grid     nwavestep and the wavelength padding clamped to the grid
+//   check_psf_over_grid     the PSF's widths stay valid where the padded grid extrapolates
+//   check_image_size        the image is the PSF's CCD (not transposed, not cut)
+//   estimate_run_size       the memory the extraction will use, to compare with what is free
+//   preflight               all of them (the image size only when asked)
+#include <perfex/error.hpp>
+#include <perfex/extract/options.hpp>
+#include <perfex/psf/psf_data.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace perfex {
+namespace extract {
+
+// Longest output grid accepted: far beyond any spectrograph (DESI's is ~2900 bins), and every
+// index of the padded grid and of a fibre's bins stays well inside 32-bit integers.
+constexpr double kMaxGridLength = 1 << 24;
+
+namespace preflight_detail {
+
+inline std::string number(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.10g", x);
+  return buf;
+}
+
+inline std::string grid_text(const ExtractionOptions& o) {
+  return number(o.wmin) + "," + number(o.wmax) + "," + number(o.dw);
+}
+
+// The PSF's wavelength domain: where both traces are defined.
+inline double domain_lo(const psf::GaussHermitePsfData& p) {
+  return std::max(p.xtrace.wavemin, p.ytrace.wavemin);
+}
+inline double domain_hi(const psf::GaussHermitePsfData& p) {
+  return std::min(p.xtrace.wavemax, p.ytrace.wavemax);
+}
+
+}  // namespace preflight_detail
+
+// Length of make_wavelength_grid(wmin, wmax, dw), without building it (a double: an absurd
+// request gives an absurd number, not an allocation).
+inline double wavelength_grid_length(double wmin, double wmax, double dw) {
+  return std::ceil((wmax + 0.5 * dw - wmin) / dw);
+}
+
+// Throws unless fibres [specmin, specmin + nspec) are all in the PSF.
+inline void check_fibres(const ExtractionOptions& o, const psf::GaussHermitePsfData& psf) {
+  if (o.specmin >= 0 && o.nspec >= 1 && o.specmin + static_cast<long long>(o.nspec) <= psf.nfib)
+    return;
+  throw Error("fibres " + std::to_string(o.specmin) + "-" +
+              std::to_string(o.specmin + static_cast<long long>(o.nspec) - 1) + " (specmin " +
+              std::to_string(o.specmin) + ", nspec " + std::to_string(o.nspec) +
+              ") requested, but the PSF has " + std::to_string(psf.nfib) + " fibres (0-" +
+              std::to_string(psf.nfib - 1) + ")");
+}
+
+// Throws unless the grid wmin,wmax,dw has 1 to kMaxGridLength bins and at least one inside
+// the PSF's trace domain. Returns a warning ("" if none) when some bins fall outside it:
+// there the traces are extrapolated, and bins off the CCD end up NODATA.
+inline std::string check_wavelength_grid(const ExtractionOptions& o,
+                                         const psf::GaussHermitePsfData& psf) {
+  using namespace preflight_detail;
+  const double n = wavelength_grid_length(o.wmin, o.wmax, o.dw);
+  if (!(o.dw > 0) || !std::isfinite(o.wmin) || !std::isfinite(o.wmax) || !(o.wmax >= o.wmin))
+    throw Error("wavelength grid " + grid_text(o) + ": need finite wmin <= wmax and dw > 0");
+  if (!(n <= kMaxGridLength))
+    throw Error("wavelength grid " + grid_text(o) + " has " + number(n) + " wavelengths (at most " +
+                number(kMaxGridLength) + " supported)");
+  const double lo = domain_lo(psf), hi = domain_hi(psf);
+  const double last = o.wmin + (n - 1) * o.dw;
+  if (last < lo || o.wmin > hi)
+    throw Error("wavelength grid " + grid_text(o) + " (" + number(o.wmin) + "-" + number(last) +
+                " A) lies entirely outside the PSF's domain " + number(lo) + "-" + number(hi) +
+                " A");
+  const double below = o.wmin < lo ? std::ceil((lo - o.wmin) / o.dw) : 0.0;
+  const double above = last > hi ? std::ceil((last - hi) / o.dw) : 0.0;
+  if (below + above == 0) return "";
+  return number(below + above) + " of the grid's " + number(n) + " wavelengths lie outside the " +
+         "PSF's domain " + number(lo) + "-" + number(hi) +
+         " A: its traces are extrapolated there (bins off the CCD are masked NODATA)";
+}
+
+// A patch needs at most the grid's own wavelengths as core and as padding: nwavestep is
+// clamped to the larger of the grid length and the DESI default (50), the padding on each side
+// (wavepad0 + int(wavepad0 * wavepad_frac)) to the larger of the grid length and the default
+// padding (wavepad_frac 0.2). Larger values only add unknowns (the time grows with their cube)
+// for the same frame; the defaults are never changed, so small grids still match gpu_specter.
+// Returns one warning per change; the options then say what is used (for the frame header).
+inline std::vector<std::string> fit_patches_to_grid(ExtractionOptions& o) {
+  std::vector<std::string> warnings;
+  const double n = wavelength_grid_length(o.wmin, o.wmax, o.dw);
+  if (!(n >= 1 && n <= kMaxGridLength)) return warnings;  // check_wavelength_grid's business
+  const int nwave = static_cast<int>(n);
+  const ExtractionOptions desi;
+  const int max_step = std::max(nwave, desi.nwavestep);
+  if (o.nwavestep > max_step) {
+    warnings.push_back("nwavestep " + std::to_string(o.nwavestep) + " exceeds the grid's " +
+                       std::to_string(nwave) + " wavelengths: using " + std::to_string(max_step));
+    o.nwavestep = max_step;
+  }
+  const int limit = std::max(nwave, o.wavepad0 + static_cast<int>(o.wavepad0 * desi.wavepad_frac));
+  if (o.wavepad() > limit) {
+    const int requested = o.wavepad();
+    const double requested_frac = o.wavepad_frac;
+    // The smallest wavepad_frac giving exactly `limit` bins (wavepad() truncates).
+    double frac = o.wavepad0 > 0 ? static_cast<double>(limit - o.wavepad0) / o.wavepad0 : 0.0;
+    while (o.wavepad0 > 0 && o.wavepad0 + static_cast<int>(o.wavepad0 * frac) < limit)
+      frac = std::nextafter(frac, HUGE_VAL);
+    o.wavepad_frac = frac;
+    warnings.push_back("wavelength padding of " + std::to_string(requested) +
+                       " bins per side (wavepad_frac " + preflight_detail::number(requested_frac) +
+                       ") exceeds the grid's " + std::to_string(nwave) + " wavelengths: using " +
+                       std::to_string(o.wavepad()) + " (wavepad_frac " +
+                       preflight_detail::number(frac) + ")");
+  }
+  return warnings;
+}
+
+// The Gauss-Hermite widths over the padded grid the extraction evaluates, where it reaches
+// beyond the PSF's domain (inside, validate() checked them).
+inline void check_psf_over_grid(const ExtractionOptions& o, const psf::GaussHermitePsfData& psf) {
+  const double n = wavelength_grid_length(o.wmin, o.wmax, o.dw);
+  const double lo = o.wmin - o.wavepad() * o.dw;
+  const double hi = o.wmin + (n - 1 + o.wavepad() + o.nwavestep) * o.dw;
+  if (lo < psf.wavemin) psf.check_widths(lo, psf.wavemin);
+  if (hi > psf.wavemax) psf.check_widths(psf.wavemax, hi);
+}
+
+// Throws unless an image of rows x cols is the PSF's CCD (NPIX_Y rows, NPIX_X columns).
+inline void check_image_size(const psf::GaussHermitePsfData& psf, int rows, int cols) {
+  if (rows == psf.npix_y && cols == psf.npix_x) return;
+  const bool transposed = rows == psf.npix_x && cols == psf.npix_y;
+  throw Error("image of " + std::to_string(rows) + " rows x " + std::to_string(cols) +
+              " columns, but the PSF's CCD has NPIX_Y = " + std::to_string(psf.npix_y) +
+              " rows x NPIX_X = " + std::to_string(psf.npix_x) + " columns" +
+              (transposed ? " (the image is transposed?)" : ""));
+}
+
+// Memory an extraction needs, by part (approximate: the sizes of what it allocates). Host:
+// the image as read (value, ivar and mask: 24 bytes/pixel), the model (two copies), the frame
+// (flux, ivar, chi2pix, pixmask_fraction, mask and resolution, plus their float32 copies when
+// written) and the memory budget of spots and patch scratch. A device backend holds the image,
+// the model, the frame's arrays, the spots and the scratch again in its own memory.
+struct RunSize {
+  double nwave = 0, nspec = 0;
+  double host_image = 0, host_model = 0, host_frame = 0;
+  double device_image = 0, device_model = 0, device_frame = 0;
+  double spots = 0, scratch = 0;
+
+  double bins() const { return nwave * nspec; }
+  double host_bytes() const { return host_image + host_model + host_frame + spots + scratch; }
+  double device_bytes() const {
+    return device_image + device_model + device_frame + spots + scratch;
+  }
+};
+
+// Bytes as "812 MB", "1.4 GB", "92 TB".
+inline std::string human_bytes(double bytes) {
+  const char* units[] = {"bytes", "kB", "MB", "GB", "TB", "PB", "EB"};
+  int u = 0;
+  while (bytes >= 1000 && u < 6) {
+    bytes /= 1000;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), bytes < 10 && u > 0 ? "%.1f %s" : "%.0f %s", bytes, units[u]);
+  return buf;
+}
+
+inline RunSize estimate_run_size(const ExtractionOptions& o, const psf::GaussHermitePsfData& psf,
+                                 int ccd_rows, int ccd_cols) {
+  RunSize s;
+  s.nwave = wavelength_grid_length(o.wmin, o.wmax, o.dw);
+  s.nspec = o.nspec;
+  const double pixels = static_cast<double>(ccd_rows) * ccd_cols;
+  const double diagonals = 2.0 * psf.hsizey + 1;
+  s.host_image = 24 * pixels;
+  s.device_image = 16 * pixels;
+  s.host_model = o.model_image ? 16 * pixels : 0;
+  s.device_model = o.model_image ? 8 * pixels : 0;
+  s.host_frame = s.bins() * (4 * 8 + 4 + diagonals * 8 + 4 * 4 + diagonals * 4);
+  s.device_frame = s.bins() * (4 * 8 + diagonals * 8);
+  // Spots and patch scratch share memory_budget (plan_frame); 512 MiB is the host default
+  // (a device's default is a share of its free memory, checked by plan_frame itself).
+  s.spots = 0;
+  s.scratch = o.memory_budget > 0 ? static_cast<double>(o.memory_budget) : 512.0 * 1024 * 1024;
+  return s;
+}
+
+// One line: "500 fibres x 2326 wavelengths: about 1.2 GB of host memory (image 408 MB, model 0
+// bytes, frame 214 MB, spots and patch scratch 634 MB)".
+inline std::string describe(const RunSize& s, bool device) {
+  const std::string shape = preflight_detail::number(s.nspec) + " fibres x " +
+                            preflight_detail::number(s.nwave) + " wavelengths";
+  if (device)
+    return shape + ": about " + human_bytes(s.device_bytes()) + " of device memory (image " +
+           human_bytes(s.device_image) + ", model " + human_bytes(s.device_model) + ", frame " +
+           human_bytes(s.device_frame) + ", spots and patch scratch " +
+           human_bytes(s.spots + s.scratch) + ")";
+  return shape + ": about " + human_bytes(s.host_bytes()) + " of host memory (image " +
+         human_bytes(s.host_image) + ", model " + human_bytes(s.host_model) + ", frame " +
+         human_bytes(s.host_frame) + ", spots and patch scratch " +
+         human_bytes(s.spots + s.scratch) + ")";
+}
+
+// Every check above for a library caller: throws perfex::Error for a request that cannot
+// work, adapts what can be adapted and returns the warnings. The image size is checked when
+// ccd_rows and ccd_cols are given (> 0).
+inline std::vector<std::string> preflight(ExtractionOptions& o, const psf::GaussHermitePsfData& psf,
+                                          int ccd_rows = 0, int ccd_cols = 0) {
+  o.validate();
+  check_fibres(o, psf);
+  std::vector<std::string> warnings;
+  const std::string outside = check_wavelength_grid(o, psf);
+  if (!outside.empty()) warnings.push_back(outside);
+  for (auto& w : fit_patches_to_grid(o)) warnings.push_back(w);
+  check_psf_over_grid(o, psf);
+  if (ccd_rows > 0 && ccd_cols > 0) check_image_size(psf, ccd_rows, ccd_cols);
+  return warnings;
+}
+
+}  // namespace extract
+}  // namespace perfex

@@ -1,0 +1,301 @@
+#pragma once
+// Output files that never destroy anything by accident (host only; link perfex::io).
+//
+// * An output path that is a symbolic link is written through: the file the link (chain)
+//   ends at is replaced, the link stays. An output whose target exists and is not a regular
+//   file (a directory, /dev/full or any device, a FIFO, a socket) is refused.
+// * write_atomically writes a hidden temporary ".NAME.tmp-XXXXXX" in the target's folder and
+//   renames it over the target only once complete: a failure leaves the old file as it was.
+//   A name ending in ".gz" is written gzip-compressed.
+// * remove_temp_files_on_signals(): SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGXCPU and SIGXFSZ
+//   remove the temporaries being written before the process ends (async-signal-safe: a
+//   fixed table of names, unlink(2), then the signal's previous action).
+// * file_identity / same_file tell whether two paths (existing or not) name one file, so a
+//   tool can refuse to write over its own inputs.
+#include <perfex/error.hpp>
+
+#include <zlib.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace perfex {
+namespace io {
+
+namespace output_detail {
+
+inline std::string folder_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+inline std::string base_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+inline bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+inline const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// Names of the temporaries being written, readable from a signal handler: a fixed table with
+// an atomic state per slot (0 free, 1 being filled or emptied, 2 holds a name). Trivially
+// constructible, so a static instance is zero-initialised before any code runs.
+class TempFileRegistry {
+ public:
+  static constexpr int kSlots = 16;
+  static constexpr std::size_t kMaxPath = 4096;
+
+  // The slot now holding `path`, or -1 (name too long, table full: that file is then not
+  // removed on a signal, only on errors).
+  int add(const std::string& path) noexcept {
+    if (path.size() >= kMaxPath) return -1;
+    for (int s = 0; s < kSlots; ++s) {
+      int expected = 0;
+      if (!state_[s].compare_exchange_strong(expected, 1)) continue;
+      std::memcpy(path_[s], path.c_str(), path.size() + 1);
+      state_[s].store(2, std::memory_order_release);
+      return s;
+    }
+    return -1;
+  }
+  void remove(int slot) noexcept {
+    if (slot < 0) return;
+    state_[slot].store(1);
+    path_[slot][0] = '\0';
+    state_[slot].store(0, std::memory_order_release);
+  }
+  // Async-signal-safe.
+  void unlink_all() noexcept {
+    for (int s = 0; s < kSlots; ++s)
+      if (state_[s].load(std::memory_order_acquire) == 2) ::unlink(path_[s]);
+  }
+
+ private:
+  std::atomic<int> state_[kSlots];
+  char path_[kSlots][kMaxPath];
+};
+
+inline TempFileRegistry temp_files;
+
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGXCPU, SIGXFSZ};
+inline struct sigaction previous_actions[sizeof(kCleanupSignals) / sizeof(int)];
+
+// Removes the temporaries, restores the signal's previous action and raises it again: the
+// signal is blocked while this runs, so it is delivered (default: the process ends with it)
+// as soon as the handler returns.
+inline void remove_temp_files_and_reraise(int sig) {
+  const int saved_errno = errno;
+  temp_files.unlink_all();
+  for (std::size_t i = 0; i < sizeof(kCleanupSignals) / sizeof(int); ++i)
+    if (kCleanupSignals[i] == sig) sigaction(sig, &previous_actions[i], nullptr);
+  raise(sig);
+  errno = saved_errno;
+}
+
+// A temporary file next to `target`, removed by the destructor unless released (renamed).
+class TempFile {
+ public:
+  // Created like any new file (mode 0666 less the umask), under a name no other file has.
+  TempFile(const std::string& target, const char* tag) {
+    const std::string stem = folder_of(target) + "/." + base_of(target) + "." + tag + "-";
+    static std::atomic<unsigned> counter{0};
+    const unsigned long long seed = (static_cast<unsigned long long>(getpid()) << 32) ^
+                                    static_cast<unsigned long long>(time(nullptr));
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      unsigned long long x = seed + 0x9E3779B97F4A7C15ULL * (counter.fetch_add(1) + 1);
+      x = (x ^ (x >> 31)) * 0xBF58476D1CE4E5B9ULL;
+      const char* digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+      std::string name = stem;
+      for (int c = 0; c < 6; ++c, x /= 62) name += digits[x % 62];
+      const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      if (fd >= 0) {
+        ::close(fd);
+        path_ = name;
+        slot_ = temp_files.add(path_);
+        return;
+      }
+      if (errno != EEXIST) break;
+    }
+    throw Error("perfex: cannot create a temporary file in " + folder_of(target) + " to write " +
+                target + ": " + std::strerror(errno));
+  }
+  ~TempFile() {
+    if (!path_.empty()) ::unlink(path_.c_str());
+    temp_files.remove(slot_);
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  const std::string& path() const { return path_; }
+  // Renames the temporary to `target` (atomic within a file system).
+  void rename_to(const std::string& target) {
+    if (std::rename(path_.c_str(), target.c_str()) != 0)
+      throw Error("perfex: cannot rename " + path_ + " to " + target + ": " + std::strerror(errno));
+    path_.clear();
+    temp_files.remove(slot_);
+    slot_ = -1;
+  }
+
+ private:
+  std::string path_;
+  int slot_ = -1;
+};
+
+// gzip-compresses src into dst (zlib level 1, as CFITSIO writes .gz files).
+inline void gzip_file(const std::string& src, const std::string& dst, const std::string& target) {
+  auto fail = [&](const std::string& what) {
+    throw Error("perfex: cannot write compressed " + target + ": " + what);
+  };
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(std::fopen(src.c_str(), "rb"), std::fclose);
+  if (!in) fail(src + ": " + std::strerror(errno));
+  gzFile out = gzopen(dst.c_str(), "wb1");
+  if (!out) fail(dst + ": " + std::strerror(errno));
+  std::vector<char> buf(1 << 20);
+  std::size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), in.get())) > 0) {
+    if (gzwrite(out, buf.data(), static_cast<unsigned>(n)) != static_cast<int>(n)) {
+      int code = 0;
+      const std::string msg = gzerror(out, &code);
+      gzclose(out);
+      fail(code == Z_ERRNO ? std::string(std::strerror(errno)) : msg);
+    }
+  }
+  const bool read_error = std::ferror(in.get()) != 0;
+  if (gzclose(out) != Z_OK) fail(std::string("closing: ") + std::strerror(errno));
+  if (read_error) fail("reading " + src);
+}
+
+}  // namespace output_detail
+
+// The file writing `path` replaces: `path` itself, or, for a symbolic link, the end of its
+// chain of links (which need not exist yet).
+inline std::string output_target(const std::string& path) {
+  if (path.empty()) throw Error("perfex: empty output file name");
+  std::string p = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st;
+    if (lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p;
+    std::vector<char> buf(static_cast<std::size_t>(st.st_size > 0 ? st.st_size : 4096) + 1);
+    const ssize_t n = readlink(p.c_str(), buf.data(), buf.size() - 1);
+    if (n < 0) throw Error("perfex: cannot read the link " + p + ": " + std::strerror(errno));
+    const std::string to(buf.data(), static_cast<std::size_t>(n));
+    p = (!to.empty() && to[0] == '/') ? to : output_detail::folder_of(p) + "/" + to;
+  }
+  throw Error("perfex: output " + path + ": too many levels of symbolic links");
+}
+
+// Throws perfex::Error, starting with `what` (e.g. "option -o/--output"), unless `path` can be
+// written: its target is absent or a regular file, in a writable folder.
+inline void check_output_path(const std::string& path, const std::string& what = "output") {
+  const std::string target = output_target(path);
+  const std::string via = target == path ? "" : " (the target of the link " + path + ")";
+  struct stat st;
+  if (stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw Error(what + ": " + target + via + " exists and is " +
+                output_detail::file_kind(st.st_mode) + "; perfex writes only regular files");
+  const std::string folder = output_detail::folder_of(target);
+  if (stat(folder.c_str(), &st) != 0)
+    throw Error(what + ": cannot write " + target + via + ": folder " + folder + ": " +
+                std::strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    throw Error(what + ": cannot write " + target + via + ": " + folder + " is not a folder");
+  if (access(folder.c_str(), W_OK | X_OK) != 0)
+    throw Error(what + ": cannot write " + target + via + ": folder " + folder + ": " +
+                std::strerror(errno));
+}
+
+// What a path designates: an existing file (device and inode, after symbolic links) or the
+// file it would create (its folder's canonical path and its name).
+struct FileIdentity {
+  bool exists = false;
+  dev_t device = 0;
+  ino_t inode = 0;
+  std::string would_be;  // canonical name of a file that does not exist yet
+};
+
+inline FileIdentity file_identity(const std::string& path) {
+  FileIdentity id;
+  const std::string target = output_target(path);
+  struct stat st;
+  if (stat(target.c_str(), &st) == 0) {
+    id.exists = true;
+    id.device = st.st_dev;
+    id.inode = st.st_ino;
+    return id;
+  }
+  char* folder = realpath(output_detail::folder_of(target).c_str(), nullptr);
+  if (folder) {
+    id.would_be = std::string(folder) + "/" + output_detail::base_of(target);
+    std::free(folder);
+  } else {
+    id.would_be = target;
+  }
+  return id;
+}
+
+inline bool same_file(const FileIdentity& a, const FileIdentity& b) {
+  if (a.exists != b.exists) return false;
+  return a.exists ? a.device == b.device && a.inode == b.inode : a.would_be == b.would_be;
+}
+
+// Runs body(temporary path) and renames the temporary over output_target(path) once body
+// returns; on any failure the temporary is removed and the exception propagates. A `path`
+// ending in ".gz" receives the body's file gzip-compressed.
+template <class Body>
+void write_atomically(const std::string& path, Body&& body) {
+  check_output_path(path);
+  const std::string target = output_target(path);
+  output_detail::TempFile tmp(target, "tmp");
+  if (output_detail::ends_with(target, ".gz")) {
+    output_detail::TempFile raw(target, "raw");
+    body(raw.path());
+    output_detail::gzip_file(raw.path(), tmp.path(), target);
+  } else {
+    body(tmp.path());
+  }
+  tmp.rename_to(target);
+}
+
+// Makes the signals that end a run (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGXCPU, SIGXFSZ)
+// remove the temporaries of write_atomically first; each then takes its previous action.
+// Signals that are ignored (nohup) stay ignored. For programs, not libraries: call once.
+inline void remove_temp_files_on_signals() {
+  using namespace output_detail;
+  for (std::size_t i = 0; i < sizeof(kCleanupSignals) / sizeof(int); ++i) {
+    struct sigaction now;
+    if (sigaction(kCleanupSignals[i], nullptr, &now) != 0 || now.sa_handler == SIG_IGN ||
+        now.sa_handler == remove_temp_files_and_reraise)
+      continue;
+    struct sigaction act;
+    std::memset(&act, 0, sizeof(act));
+    act.sa_handler = remove_temp_files_and_reraise;
+    sigemptyset(&act.sa_mask);
+    sigaction(kCleanupSignals[i], &act, &previous_actions[i]);
+  }
+}
+
+}  // namespace io
+}  // namespace perfex
