@@ -1,0 +1,308 @@
+"""perfex across MPI ranks (mpi4py communicators handed in by the caller, as desispec does).
+
+One frame over the ranks of a communicator (extract_frame): rank 0's image, PSF and options
+are broadcast; the frame's bundles (the unit of independent work) are dealt in contiguous
+blocks over the ranks; each rank extracts its block with perfex; rank 0 gathers the rows
+(Gatherv, in fibre order), recomputes the frame mask over all fibres and returns the frame.
+The result is bitwise the single-process frame for any rank count.
+
+Many frames (extract_frames, an exposure): the ranks split into groups (comm.Split), each
+group extracts its share of the frames as above; a failing frame is reported by name and the
+others complete.
+"""
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from . import _perfex
+from ._core import (
+    Error,
+    Frame,
+    Image,
+    as_image,
+    as_psf,
+    bundle_ranges,
+    cxx_options,
+    frame_mask,
+    make_options,
+    progress_callback,
+    read_preproc,
+    read_psf,
+    write_frame,
+    write_model,
+)
+from ._runtime import check_backend, default_backend, initialize
+
+log = logging.getLogger("perfex")
+
+
+def deal(nitems, size):
+    """Contiguous blocks of nitems over size ranks: rank r gets [start[r], start[r+1]); the
+    first ranks get the larger blocks, ranks beyond nitems get none."""
+    return [-(-r * nitems // size) for r in range(size + 1)]
+
+
+def _agree(comm, error):
+    """Raises on every rank when any rank has an error (so no rank waits in a collective)."""
+    errors = [e for e in comm.allgather(error) if e is not None]
+    if errors:
+        raise Error("; ".join(errors))
+
+
+def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=None,
+                  progress=None, timing=None, **options):
+    """perfex.extract_frame over the ranks of comm. Every rank calls it; only rank 0's image,
+    ivar, psf and options are used (the others may pass None). Rank 0 returns the Frame, the
+    other ranks None. timing: a dict that receives time stamps of the stages (gpu_specter's
+    keys)."""
+    from mpi4py import MPI
+
+    start = time.time()
+    stamps = timing if isinstance(timing, dict) else {}
+    stamps["init-mpi-comm"] = start
+    initialize(threads, comm=comm)
+    rank, size = comm.rank, comm.size
+
+    # Rank 0 resolves the inputs; a problem there is raised on every rank.
+    header, img, error = None, None, None
+    if rank == 0:
+        try:
+            psf = as_psf(psf)
+            opts = make_options(**options)
+            ranges = bundle_ranges(opts, psf.nfib)
+            backend = check_backend(backend or default_backend())
+            img = as_image(image, ivar)
+            header = dict(shape=img.shape, psf=psf, options=opts, ranges=ranges, backend=backend)
+        except Exception as e:
+            error = e
+    error = comm.bcast(error, root=0)
+    if error is not None:
+        raise error
+    header = comm.bcast(header, root=0)
+    shape, opts, ranges = header["shape"], header["options"], header["ranges"]
+
+    # The image: rank 0's float64 arrays, broadcast as raw buffers.
+    if rank == 0:
+        pixels, weights = img.pixels, img.ivar
+    else:
+        pixels = np.empty(shape, dtype=np.float64)
+        weights = np.empty(shape, dtype=np.float64)
+    comm.Bcast([pixels, MPI.DOUBLE], root=0)
+    comm.Bcast([weights, MPI.DOUBLE], root=0)
+    stamps["init-mpi-bcast"] = stamps["host-to-device"] = time.time()
+
+    # This rank's contiguous block of bundles.
+    start_of = deal(len(ranges), size)
+    mine = ranges[start_of[rank]:start_of[rank + 1]]
+    counts = [
+        ranges[start_of[r + 1] - 1][1] - ranges[start_of[r]][0] if start_of[r + 1] > start_of[r] else 0
+        for r in range(size)
+    ]
+    local, error = None, None
+    if mine:
+        try:
+            if rank != 0:
+                img = Image(pixels, weights)
+            lopts = dict(opts, specmin=mine[0][0], nspec=mine[-1][1] - mine[0][0])
+            callback = progress_callback(progress, f"extract rank 0 (fibres {mine[0][0]}-{mine[-1][1] - 1})") if rank == 0 else None
+            local = _perfex.extract_frame(img._handle, header["psf"], cxx_options(lopts),
+                                          header["backend"], callback)
+        except Exception as e:
+            error = f"rank {rank}: {type(e).__name__}: {e}"
+    _agree(comm, error)
+    stamps["extracted-bundles"] = time.time()
+
+    # Rank 0 (which always has work) knows the grid; the rows come in rank = fibre order.
+    geometry = comm.bcast((local["wave"].size, local["resolution"].shape[1]) if rank == 0 else None, root=0)
+    nwave, nband = geometry
+    nspec = sum(counts)
+
+    def gather(name, row):
+        send = local[name] if local is not None else np.empty(0, dtype=np.float64)
+        recv = None
+        if rank == 0:
+            out = np.empty((nspec,) + row, dtype=np.float64)
+            recv = [out, [c * int(np.prod(row)) for c in counts], MPI.DOUBLE]
+        comm.Gatherv([np.ascontiguousarray(send), MPI.DOUBLE], recv, root=0)
+        return recv[0] if rank == 0 else None
+
+    arrays = {name: gather(name, (nwave,)) for name in ("flux", "ivar", "chi2pix", "pixmask_fraction")}
+    arrays["resolution"] = gather("resolution", (nband, nwave))
+    model = None
+    if opts["model_image"]:
+        send = local["model"] if local is not None else np.zeros(shape, dtype=np.float64)
+        model = np.empty(shape, dtype=np.float64) if rank == 0 else None
+        comm.Reduce([send, MPI.DOUBLE], [model, MPI.DOUBLE] if rank == 0 else None, op=MPI.SUM, root=0)
+    stats = comm.gather(
+        None if local is None else {k: local[k] for k in ("npatches", "failed_patches", "linalg_flops", "max_band", "warnings")},
+        root=0,
+    )
+    stamps["staged-bundles"] = time.time()
+    if rank != 0:
+        return None
+
+    stats = [s for s in stats if s is not None]
+    warnings = []
+    for s in stats:  # image-level warnings appear once per rank: keep one
+        warnings += [w for w in s["warnings"] if w not in warnings]
+    frame = Frame(
+        mask=frame_mask(arrays["chi2pix"], arrays["pixmask_fraction"]),
+        wave=local["wave"],
+        specmin=ranges[0][0],
+        model=model,
+        options=dict(local["options"], specmin=opts["specmin"], nspec=opts["nspec"]),
+        npatches=sum(s["npatches"] for s in stats),
+        failed_patches=sum(s["failed_patches"] for s in stats),
+        nonfinite_pixels=local["nonfinite_pixels"],
+        seconds=time.time() - start,
+        linalg_flops=sum(s["linalg_flops"] for s in stats),
+        max_band=max(s["max_band"] for s in stats),
+        warnings=warnings,
+        **arrays,
+    )
+    stamps["merged-bundles"] = stamps["assembled-frame"] = time.time()
+    return frame
+
+
+# ---- many frames ------------------------------------------------------------------------------
+
+
+@dataclass
+class FrameJob:
+    """One frame of an exposure: preproc image, PSF, output frame file, optional model file and
+    fibermap file (whose FIBERMAP rows [specmin, specmin + nspec) replace the frame's)."""
+
+    input: str
+    psf: str
+    output: str
+    model: Optional[str] = None
+    fibermap: Optional[str] = None
+
+    @property
+    def name(self):
+        return os.path.basename(self.output)
+
+
+def psf_default_options(psf, options):
+    """desi_extract_spectra's PSF-dependent defaults: wavelength None -> the PSF's
+    WAVEMIN,WAVEMAX with dw 0.8; nspec None -> 500 (at most the PSF's fibres from specmin)."""
+    opts = dict(options)
+    if opts.get("wavelength") is None:
+        opts["wavelength"] = (psf.wavemin, psf.wavemax, 0.8)
+    if opts.get("nspec") is None:
+        opts["nspec"] = max(1, min(500, psf.nfib - opts.get("specmin", 0)))
+    return opts
+
+
+def replace_fibermap(path, fibermap_file, specmin, nspec):
+    """Replaces the FIBERMAP HDU of a frame file by rows [specmin, specmin + nspec) of the
+    FIBERMAP of fibermap_file (desi_extract_spectra -f), through a temporary file."""
+    try:
+        from astropy.io import fits
+    except ImportError:
+        raise Error("-f/--fibermap needs astropy (Debian: python3-astropy)") from None
+    tmp = f"{path}.fibermap-tmp"
+    try:
+        with fits.open(fibermap_file) as fm, fits.open(path) as frame:
+            if "FIBERMAP" not in fm:
+                raise Error(f"fibermap file '{fibermap_file}' has no FIBERMAP HDU")
+            rows = fm["FIBERMAP"].data[specmin:specmin + nspec]
+            table = fits.BinTableHDU(data=rows, header=fm["FIBERMAP"].header, name="FIBERMAP")
+            hdus = fits.HDUList([table if h.name == "FIBERMAP" else h for h in frame])
+            hdus.writeto(tmp, checksum=True, overwrite=True)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise Error(f"fibermap file '{fibermap_file}': {e}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def _extract_job(job, group, backend, threads, options):
+    """Extracts and writes one frame with the ranks of group (None: this process alone).
+    Returns None or the error message (the same on every rank of the group)."""
+    rank = 0 if group is None else group.rank
+    t0 = time.time()
+    pre = psf = opts = None
+    error = None
+    if rank == 0:
+        try:
+            psf = read_psf(job.psf)
+            pre = read_preproc(job.input)
+            opts = psf_default_options(psf, options)
+            opts["model_image"] = job.model is not None
+            log.info("frame %s: extracting %s with %s%s", job.name, job.input, job.psf,
+                     "" if group is None else f" on {group.size} ranks")
+        except Exception as e:
+            error = f"{type(e).__name__}: {e}"
+    if group is not None:
+        error = group.bcast(error, root=0)
+    if error is not None:
+        return error
+    try:
+        frame = (
+            extract_frame(group, pre, None, psf, backend=backend, threads=threads, **(opts or {}))
+            if group is not None and group.size > 1
+            else _local_extract(pre, psf, backend, threads, opts)
+        )
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    if rank == 0:
+        try:
+            write_frame(job.output, frame, job.input, job.psf)
+            if job.fibermap:
+                replace_fibermap(job.output, job.fibermap, frame.specmin, frame.nspec)
+            if job.model:
+                write_model(job.model, frame, job.input, job.psf)
+            for w in frame.warnings:
+                log.warning("frame %s: %s", job.name, w)
+            log.info("frame %s: %d fibres x %d wavelengths written in %.1f s", job.name,
+                     frame.nspec, frame.nwave, time.time() - t0)
+        except Exception as e:
+            error = f"{type(e).__name__}: {e}"
+    return error if group is None else group.bcast(error, root=0)
+
+
+def _local_extract(pre, psf, backend, threads, opts):
+    from ._core import extract_frame as extract_local
+
+    return extract_local(pre, None, psf, backend=backend, threads=threads, **opts)
+
+
+def extract_frames(jobs, comm=None, *, backend=None, threads=None, **options):
+    """Extracts and writes every FrameJob: alone (comm None) or with the ranks of comm split
+    into min(len(jobs), comm.size) groups, group g taking jobs g, g + ngroups, ... Every rank
+    returns the list of (job, error message) for the frames that failed (the others were
+    written). options: as perfex.extract_frame's; wavelength=None and nspec=None take the
+    PSF-dependent defaults of desi_extract_spectra (psf_default_options)."""
+    jobs = list(jobs)
+    if comm is None or comm.size == 1:
+        initialize(threads)
+        failed = []
+        for job in jobs:
+            error = _extract_job(job, None, backend, threads, options)
+            if error is not None:
+                log.error("frame %s: FAILED: %s", job.name, error)
+                failed.append((job, error))
+        return failed
+    initialize(threads, comm=comm)
+    ngroups = max(1, min(len(jobs), comm.size))
+    color = comm.rank * ngroups // comm.size
+    group = comm.Split(color, comm.rank)
+    try:
+        mine = []
+        for i in range(color, len(jobs), ngroups):
+            error = _extract_job(jobs[i], group, backend, threads, options)
+            if error is not None and group.rank == 0:
+                log.error("frame %s: FAILED: %s", jobs[i].name, error)
+            if error is not None:
+                mine.append((i, error))
+        failed = comm.allgather(mine if group.rank == 0 else [])
+    finally:
+        group.Free()
+    return [(jobs[i], e) for part in failed for i, e in part]
