@@ -211,7 +211,11 @@ def replace_fibermap(path, fibermap_file, specmin, nspec):
         with fits.open(fibermap_file) as fm, fits.open(path) as frame:
             if "FIBERMAP" not in fm:
                 raise Error(f"fibermap file '{fibermap_file}' has no FIBERMAP HDU")
-            rows = fm["FIBERMAP"].data[specmin:specmin + nspec]
+            data = fm["FIBERMAP"].data
+            if len(data) < specmin + nspec:
+                raise Error(f"fibermap file '{fibermap_file}': FIBERMAP has {len(data)} rows, "
+                            f"fibres {specmin}-{specmin + nspec - 1} need {specmin + nspec}")
+            rows = data[specmin:specmin + nspec]
             table = fits.BinTableHDU(data=rows, header=fm["FIBERMAP"].header, name="FIBERMAP")
             hdus = fits.HDUList([table if h.name == "FIBERMAP" else h for h in frame])
             hdus.writeto(tmp, checksum=True, overwrite=True)
@@ -254,9 +258,17 @@ def _extract_job(job, group, backend, threads, options):
         return f"{type(e).__name__}: {e}"
     if rank == 0:
         try:
-            write_frame(job.output, frame, job.input, job.psf)
-            if job.fibermap:
-                replace_fibermap(job.output, job.fibermap, frame.specmin, frame.nspec)
+            if job.fibermap:  # the whole frame file, or none
+                tmp = os.path.join(os.path.dirname(job.output) or ".", f".{job.name}.perfex-tmp")
+                try:
+                    write_frame(tmp, frame, job.input, job.psf)
+                    replace_fibermap(tmp, job.fibermap, frame.specmin, frame.nspec)
+                    os.replace(tmp, job.output)
+                finally:
+                    if os.path.exists(tmp):
+                        os.remove(tmp)
+            else:
+                write_frame(job.output, frame, job.input, job.psf)
             if job.model:
                 write_model(job.model, frame, job.input, job.psf)
             for w in frame.warnings:

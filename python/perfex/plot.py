@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from ._core import Frame, read_frame
+from ._core import Error, Frame, read_frame
 
 # desispec specmask bits perfex sets (perfex::extract::FrameMaskBits) and the bin state drawn
 # for each, in drawing order (a later state wins).
@@ -143,7 +143,11 @@ def main(argv=None):
             fibers = [int(f) for f in args.fibers.split(",")]
         except ValueError:
             p.error(f"--fibers: expected integers, got '{args.fibers}'")
-    quicklook(args.frame, output, fibers=fibers)
+    try:
+        quicklook(args.frame, output, fibers=fibers)
+    except (Error, OSError, ValueError) as e:
+        print(f"{p.prog}: error: {e}", file=sys.stderr)
+        return 1
     print(output)
     return 0
 

@@ -1,7 +1,8 @@
 // perfex._perfex: the Python extension around the header-only library. numpy arrays in
 // (used in place when they are C-contiguous native float64) and out (the C++ result's vectors
 // are moved into capsule-owned heap objects: no copy), the GIL released while extracting, the
-// Kokkos runtime started and stopped by the Python layer (perfex/_runtime.py).
+// Kokkos runtime started and stopped by the Python layer (perfex/_runtime.py) and driven from
+// one thread of its own, whichever Python thread calls.
 #include <perfex/config.hpp>
 #include <perfex/error.hpp>
 #include <perfex/extract/extract_frame.hpp>
@@ -19,13 +20,20 @@
 #include <pybind11/stl.h>
 #include <Kokkos_Core.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -38,9 +46,84 @@ namespace {
 
 // ---- runtime ---------------------------------------------------------------------------------
 
-// Kokkos' host backends run one parallel region at a time per process: Python threads take
-// turns (each waits without the GIL).
-std::mutex extraction_mutex;
+// Every Kokkos call of the process runs on this one thread: Kokkos 3.4's OpenMP backend works
+// only on the thread that initialized it (its instance is thread-local), and a backend runs
+// one parallel region at a time anyway. Callers wait without the GIL; the work may take the
+// GIL back (progress callbacks). While waiting, the main thread still sees Ctrl-C: the work
+// stops at its next progress report and KeyboardInterrupt is raised.
+class KokkosThread {
+ public:
+  // Runs f() on the Kokkos thread and returns its result or rethrows its exception.
+  template <class F>
+  auto run(F&& f) -> decltype(f()) {
+    using R = decltype(f());
+    if (std::this_thread::get_id() == thread_.get_id()) return f();  // called from the work
+    std::packaged_task<R()> task(std::forward<F>(f));
+    std::future<R> result = task.get_future();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+      queue_.emplace_back([&task] { task(); });
+    }
+    ready_.notify_one();
+    bool interrupted = false;
+    {
+      py::gil_scoped_release nogil;
+      while (result.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+        py::gil_scoped_acquire gil;
+        if (!interrupted && PyErr_CheckSignals() != 0) interrupted = cancel_ = true;
+      }
+    }
+    cancel_ = false;
+    if (interrupted) throw py::error_already_set();  // the pending KeyboardInterrupt
+    return result.get();
+  }
+
+  // Called by the work between steps: stops it once Ctrl-C was seen.
+  void check_cancel() const {
+    if (cancel_) throw Error("perfex: interrupted");
+  }
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!thread_.joinable()) return;
+      stopping_ = true;
+    }
+    ready_.notify_one();
+    py::gil_scoped_release nogil;
+    thread_.join();
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        job = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      job();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> queue_;
+  std::thread thread_;
+  bool stopping_ = false;
+  std::atomic<bool> cancel_{false};
+};
+
+// Never destroyed: a joinable std::thread must not meet a static destructor at exit.
+KokkosThread& kokkos_thread() {
+  static KokkosThread* t = new KokkosThread();
+  return *t;
+}
+
 bool runtime_finalized = false;
 
 void require_runtime() {
@@ -274,10 +357,8 @@ class HostImage {
     const double* p = pixels.data();
     const double* w = ivar.data();
     const int nrows = static_cast<int>(pixels.shape(0)), ncols = static_cast<int>(pixels.shape(1));
-    {
-      py::gil_scoped_release nogil;
-      host_ = perfex::extract::wrap_host_image(p, w, nrows, ncols);
-    }
+    host_ =
+        kokkos_thread().run([&] { return perfex::extract::wrap_host_image(p, w, nrows, ncols); });
     live_images.insert(this);
   }
   ~HostImage() { live_images.erase(this); }
@@ -351,38 +432,24 @@ class HostImage {
 
 // ---- extraction ------------------------------------------------------------------------------
 
-// Thrown out of the progress callback when the Python callable raised: the Python error is
-// pending again (restored) and is re-raised once the GIL is held.
-struct PythonCallbackError {};
-
+// progress: a Python callable(done, total) or None. A Python exception raised by it ends the
+// extraction and propagates to the caller.
 py::dict extract_frame(HostImage& image, const GaussHermitePsfData& psf,
                        const ExtractionOptions& options, const std::string& backend,
                        const py::object& progress) {
   require_runtime();
-  perfex::extract::ProgressCallback callback;
-  if (!progress.is_none()) {
-    callback = [&progress](int done, int total) {
-      py::gil_scoped_acquire gil;
-      try {
-        progress(done, total);
-        if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // Ctrl-C stops the run
-      } catch (py::error_already_set& e) {
-        e.restore();
-        throw PythonCallbackError{};
-      }
-    };
-  }
-  perfex::extract::Frame frame;
-  try {
-    py::gil_scoped_release nogil;
-    std::lock_guard<std::mutex> lock(extraction_mutex);
-    frame = on_backend(backend, [&](const auto& exec) {
+  const perfex::extract::ProgressCallback callback = [&progress](int done, int total) {
+    kokkos_thread().check_cancel();
+    if (progress.is_none()) return;
+    py::gil_scoped_acquire gil;
+    progress(done, total);
+  };
+  perfex::extract::Frame frame = kokkos_thread().run([&] {
+    return on_backend(backend, [&](const auto& exec) {
       using Mem = typename std::decay_t<decltype(exec)>::memory_space;
       return perfex::extract::extract_frame(exec, psf, image.on(Mem()), options, callback);
     });
-  } catch (const PythonCallbackError&) {
-    throw py::error_already_set();
-  }
+  });
   return frame_to_dict(std::move(frame));
 }
 
@@ -391,16 +458,13 @@ py::dict extract_frame(HostImage& image, const GaussHermitePsfData& psf,
 py::dict extract_files(const std::string& image_path, const std::string& psf_path,
                        const ExtractionOptions& options, const std::string& backend) {
   require_runtime();
-  perfex::extract::Frame frame;
-  {
-    py::gil_scoped_release nogil;
-    std::lock_guard<std::mutex> lock(extraction_mutex);
+  perfex::extract::Frame frame = kokkos_thread().run([&] {
     const GaussHermitePsfData psf = perfex::io::read_psf(psf_path);
     const perfex::io::PreprocImage image = perfex::io::read_preproc(image_path);
-    frame = on_backend(backend, [&](const auto& exec) {
+    return on_backend(backend, [&](const auto& exec) {
       return perfex::extract::extract_frame(exec, psf, image.ccd, options);
     });
-  }
+  });
   return frame_to_dict(std::move(frame));
 }
 
@@ -502,29 +566,35 @@ PYBIND11_MODULE(_perfex, m) {
       "initialize",
       [](int threads) {
         if (runtime_finalized) throw Error("perfex: the runtime was finalized and cannot restart");
-        if (Kokkos::is_initialized()) return;
+        kokkos_thread().run([threads] {
+          if (Kokkos::is_initialized()) return;
 #if KOKKOS_VERSION >= 30700
-        Kokkos::InitializationSettings settings;
-        if (threads > 0) settings.set_num_threads(threads);
-        Kokkos::initialize(settings);
+          Kokkos::InitializationSettings settings;
+          if (threads > 0) settings.set_num_threads(threads);
+          Kokkos::initialize(settings);
 #else
-        Kokkos::InitArguments args;
-        if (threads > 0) args.num_threads = threads;
-        Kokkos::initialize(args);
+          Kokkos::InitArguments args;
+          if (threads > 0) args.num_threads = threads;
+          Kokkos::initialize(args);
 #endif
+        });
       },
       py::arg("threads") = 0, "Starts Kokkos (threads <= 0: its default).");
   m.def("finalize", []() {
-    if (!Kokkos::is_initialized()) return;
-    for (HostImage* image : live_images) image->release();
-    Kokkos::finalize();
-    runtime_finalized = true;
+    if (Kokkos::is_initialized()) {
+      for (HostImage* image : live_images) image->release();
+      kokkos_thread().run([] { Kokkos::finalize(); });
+      runtime_finalized = true;
+    }
+    kokkos_thread().stop();
   });
   m.def("is_initialized", []() { return static_cast<bool>(Kokkos::is_initialized()); });
   m.def("backends", &backend_names, "Execution spaces of this build, preferred first.");
   m.def("concurrency", [](const std::string& backend) {
     require_runtime();
-    return on_backend(backend, [](const auto& exec) { return perfex::concurrency(exec); });
+    return kokkos_thread().run([&] {
+      return on_backend(backend, [](const auto& exec) { return perfex::concurrency(exec); });
+    });
   });
 
   // Options.

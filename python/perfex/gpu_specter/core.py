@@ -23,12 +23,14 @@ def _grid(wavelength, psf):
         wave = np.asarray(wavelength, dtype=np.float64)
         if wave.ndim != 1 or wave.size < 2:
             raise Error("wavelength: a grid needs at least two wavelengths")
-        wmin, wmax, dw = wave[0], wave[-1], np.gradient(wave)[0]
+        # gpu_specter pads the grid with dw = gradient(wave)[0] (0.8000000000001819 for
+        # numpy.arange(5760, ..., 0.8)): so does perfex, which regenerates the grid from it.
+        wmin, wmax, dw = float(wave[0]), float(wave[-1]), float(np.gradient(wave)[0])
         regular = np.arange(wmin, wmax + 0.5 * dw, dw)
         if regular.shape != wave.shape or not np.allclose(regular, wave, rtol=0, atol=1e-6 * dw):
             raise Error("wavelength: perfex extracts on uniform grids (numpy.arange(wmin, "
                         "wmax + dw/2, dw)); this grid is not one")
-        return float(wmin), float(wmax), float(dw)
+        return wmin, wmax, dw
     if isinstance(wavelength, str):
         wmin, wmax, dw = map(float, wavelength.split(","))
         return wmin, wmax, dw
