@@ -42,7 +42,8 @@ def default_fibers(frame, count=3):
 
 def quicklook(frame, path, fibers=None, title=None, dpi=110):
     """Writes the quick-look PNG of frame (a perfex.Frame or a frame file name) to path;
-    fibers: frame indices of the spectra to draw (default: three spread over the frame).
+    fibers: frame indices of the spectra to draw, one panel each (default: three spread over
+    the frame).
     Returns the path."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.colors import LogNorm
@@ -60,33 +61,30 @@ def quicklook(frame, path, fibers=None, title=None, dpi=110):
     states = mask_states(frame)
     extent = [wave[0], wave[-1], frame.specmin - 0.5, frame.specmin + frame.nspec - 0.5]
 
-    fig = Figure(figsize=(11, 9.5), dpi=dpi, layout="constrained")
+    fig = Figure(figsize=(11, 4.5 + 1.6 * len(fibers)), dpi=dpi, layout="constrained")
     FigureCanvasAgg(fig)
-    ax_spec, ax_chi, ax_mask = fig.subplots(3, 1, sharex=True, height_ratios=[1.3, 1, 1])
+    axes = fig.subplots(len(fibers) + 2, 1, sharex=True,
+                        height_ratios=[1.0] * len(fibers) + [1.6, 1.6])
+    ax_chi, ax_mask = axes[-2], axes[-1]
 
     colors = ["#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
-    for n, f in enumerate(fibers):
+    for n, (ax, f) in enumerate(zip(axes, fibers)):
         c = colors[n % len(colors)]
         good = ivar[f] > 0
         sigma = np.where(good, 1 / np.sqrt(np.where(good, ivar[f], 1)), np.nan)
-        ax_spec.fill_between(wave, flux[f] - sigma, flux[f] + sigma, color=c, alpha=0.3, lw=0)
-        ax_spec.plot(wave, np.where(good, flux[f], np.nan), color=c, lw=0.6,
-                     label=f"fibre {frame.specmin + f}")
+        ax.fill_between(wave, flux[f] - sigma, flux[f] + sigma, color=c, alpha=0.35, lw=0,
+                        label="±1σ")
+        ax.plot(wave, np.where(good, flux[f], np.nan), color=c, lw=0.6, label=f"fibre {frame.specmin + f}")
         bad = states[f] > 0
         if bad.any():
-            ax_spec.plot(wave[bad], flux[f][bad], "x", color="#d94f3d", ms=4)
-    # Robust limits: the continuum and its errors stay readable next to bright sky lines.
-    shown = np.concatenate([flux[f][ivar[f] > 0] for f in fibers] or [np.zeros(1)])
-    if shown.size:
-        lo, hi = np.percentile(shown, [0.5, 99.0])
-        pad = 0.15 * (hi - lo if hi > lo else max(abs(hi), 1.0))
-        ax_spec.set_ylim(lo - pad, hi + 3 * pad)
-    ax_spec.set_ylabel("flux [electron/Å]  (±1σ)")
-    handles, labels = ax_spec.get_legend_handles_labels()
-    if (states[fibers] > 0).any():
-        handles.append(ax_spec.plot([], [], "x", color="#d94f3d")[0])
-        labels.append("masked bins")
-    ax_spec.legend(handles, labels, loc="upper right", fontsize=8, ncol=len(labels))
+            ax.plot(wave[bad], flux[f][bad], "x", color="#d94f3d", ms=6, label="masked")
+        # Robust limits: the continuum and its errors stay readable next to bright sky lines.
+        if good.any():
+            lo, hi = np.percentile(flux[f][good], [0.5, 99.0])
+            pad = 0.15 * (hi - lo if hi > lo else max(abs(hi), 1.0))
+            ax.set_ylim(lo - pad, hi + 3 * pad)
+        ax.set_ylabel("e⁻/Å")
+        ax.legend(loc="upper right", fontsize=8, ncol=3)
 
     chi = np.asarray(frame.chi2pix, dtype=float)
     positive = chi[chi > 0]
@@ -102,14 +100,14 @@ def quicklook(frame, path, fibers=None, title=None, dpi=110):
     for i, (_, c) in enumerate(_MASK_STATES):
         f, k = np.nonzero(states == i + 1)
         counts.append(f.size)
-        ax_mask.scatter(wave[k], frame.specmin + f, s=6, marker="s", color=c, lw=0)
+        ax_mask.scatter(wave[k], frame.specmin + f, s=18, marker="s", color=c, lw=0)
     ax_mask.set_ylim(extent[2], extent[3])
     ax_mask.set_facecolor("#f4f4f4")
     ax_mask.legend(
         [Patch(color=c) for _, c in _MASK_STATES],
         [f"{name}: {k} bins" for (name, _), k in zip(_MASK_STATES, counts)],
-        loc="upper right", fontsize=8, ncol=3,
-    )
+        loc="upper center", bbox_to_anchor=(0.5, -0.25), fontsize=8, ncol=3, frameon=False,
+    )  # below the axes: it must not hide a masked bin
     ax_mask.set_ylabel("fibre")
     ax_mask.set_xlabel("wavelength [Å]")
     for f in fibers:  # where the drawn spectra sit in the maps
