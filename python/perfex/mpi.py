@@ -1,10 +1,12 @@
 """perfex across MPI ranks (mpi4py communicators handed in by the caller, as desispec does).
 
-One frame over the ranks of a communicator (extract_frame): rank 0's image, PSF and options
-are broadcast; the frame's bundles (the unit of independent work) are dealt in contiguous
-blocks over the ranks; each rank extracts its block with perfex; rank 0 gathers the rows
-(Gatherv, in fibre order), recomputes the frame mask over all fibres and returns the frame.
-The result is bitwise the single-process frame for any rank count.
+One frame over the ranks of a communicator (extract_frame): the frame's bundles (the unit of
+independent work) are dealt in contiguous blocks over the ranks; rank 0's PSF and options are
+broadcast, and rank 0 sends each rank the image columns its bundles' spots reach (an MPI
+subarray of its arrays: a rank receives about its share of the image, not all of it); each
+rank extracts its block with perfex; rank 0 gathers the rows (Gatherv, in fibre order),
+recomputes the frame mask over all fibres and returns the frame. The result is bitwise the
+single-process frame for any rank count.
 
 Many frames (extract_frames, an exposure): the ranks split into groups (comm.Split), each
 group extracts its share of the frames as above; a failing frame is reported by name and the
@@ -47,6 +49,34 @@ def deal(nitems, size):
     return [-(-r * nitems // size) for r in range(size + 1)]
 
 
+def column_window(psf, opts, lo, hi, ncols):
+    """Columns [c0, c1) the extraction of fibres [lo, hi) can read: the spot boxes (HSIZEX
+    each side of the trace) of their whole bundles (padding fibres come from the bundle) over
+    the padded wavelength grid, with as much again for margin, within the CCD."""
+    d = psf.to_dict()
+    bundlesize = opts["bundlesize"]
+    f0 = lo // bundlesize * bundlesize
+    f1 = min(-(-hi // bundlesize) * bundlesize, psf.nfib)
+    wavepad = opts["wavepad0"] + int(opts["wavepad0"] * opts["wavepad_frac"])
+    dw = opts["dw"]
+    wave = np.linspace(opts["wmin"] - (wavepad + 1) * dw,
+                       opts["wmax"] + (wavepad + opts["nwavestep"] + 1) * dw, 1024)
+    u = 2 * (wave - d["xtrace_wavemin"]) / (d["xtrace_wavemax"] - d["xtrace_wavemin"]) - 1
+    x = np.polynomial.legendre.legval(u, d["xtrace"][f0:f1].T)
+    margin = 2 * d["hsizex"] + 2
+    c0 = max(0, int(np.floor(x.min())) - margin)
+    c1 = min(ncols, int(np.ceil(x.max())) + margin + 1)
+    return (c0, c1) if c1 > c0 else None
+
+
+def _columns(shape, window):
+    """The MPI datatype of columns [c0, c1) of a C-ordered float64 image."""
+    from mpi4py import MPI
+
+    c0, c1 = window
+    return MPI.DOUBLE.Create_subarray(list(shape), [shape[0], c1 - c0], [0, c0]).Commit()
+
+
 def _agree(comm, error):
     """Raises on every rank when any rank has an error (so no rank waits in a collective)."""
     errors = [e for e in comm.allgather(error) if e is not None]
@@ -77,7 +107,12 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
             ranges = bundle_ranges(opts, psf.nfib)
             backend = check_backend(backend or default_backend())
             img = as_image(image, ivar)
-            header = dict(shape=img.shape, psf=psf, options=opts, ranges=ranges, backend=backend)
+            start_of = deal(len(ranges), size)
+            blocks = [ranges[start_of[r]:start_of[r + 1]] for r in range(size)]
+            windows = [column_window(psf, opts, b[0][0], b[-1][1], img.shape[1]) if b and r else None
+                       for r, b in enumerate(blocks)]
+            header = dict(shape=img.shape, psf=psf, options=opts, ranges=ranges, backend=backend,
+                          blocks=blocks, windows=windows)
         except Exception as e:
             error = e
     error = comm.bcast(error, root=0)
@@ -86,23 +121,31 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
     header = comm.bcast(header, root=0)
     shape, opts, ranges = header["shape"], header["options"], header["ranges"]
 
-    # The image: rank 0's float64 arrays, broadcast as raw buffers.
+    # The image: each rank gets from rank 0 the columns its bundles' spots can reach (the
+    # rest stays 0 and is never read), straight from rank 0's float64 arrays.
+    blocks, windows = header["blocks"], header["windows"]
     if rank == 0:
         pixels, weights = img.pixels, img.ivar
-    else:
-        pixels = np.empty(shape, dtype=np.float64)
-        weights = np.empty(shape, dtype=np.float64)
-    comm.Bcast([pixels, MPI.DOUBLE], root=0)
-    comm.Bcast([weights, MPI.DOUBLE], root=0)
+        sends, types = [], []
+        for r in range(1, size):
+            if windows[r] is not None:
+                types.append(_columns(shape, windows[r]))
+                sends += [comm.Isend([pixels, 1, types[-1]], dest=r, tag=1),
+                          comm.Isend([weights, 1, types[-1]], dest=r, tag=2)]
+        MPI.Request.Waitall(sends)
+        for t in types:
+            t.Free()
+    elif windows[rank] is not None:
+        pixels, weights = np.zeros(shape), np.zeros(shape)
+        columns = _columns(shape, windows[rank])
+        comm.Recv([pixels, 1, columns], source=0, tag=1)
+        comm.Recv([weights, 1, columns], source=0, tag=2)
+        columns.Free()
     stamps["init-mpi-bcast"] = stamps["host-to-device"] = time.time()
 
     # This rank's contiguous block of bundles.
-    start_of = deal(len(ranges), size)
-    mine = ranges[start_of[rank]:start_of[rank + 1]]
-    counts = [
-        ranges[start_of[r + 1] - 1][1] - ranges[start_of[r]][0] if start_of[r + 1] > start_of[r] else 0
-        for r in range(size)
-    ]
+    mine = blocks[rank]
+    counts = [b[-1][1] - b[0][0] if b else 0 for b in blocks]
     local, error = None, None
     if mine:
         try:
@@ -146,10 +189,11 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
     if rank != 0:
         return None
 
+    warnings = list(local["warnings"])
+    for s in stats[1:]:
+        if s is not None:  # the other ranks' NaN/Inf counts are of their columns only
+            warnings += [w for w in s["warnings"] if "NaN/Inf" not in w]
     stats = [s for s in stats if s is not None]
-    warnings = []
-    for s in stats:  # image-level warnings appear once per rank: keep one
-        warnings += [w for w in s["warnings"] if w not in warnings]
     frame = Frame(
         mask=frame_mask(arrays["chi2pix"], arrays["pixmask_fraction"]),
         wave=local["wave"],

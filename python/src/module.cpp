@@ -453,6 +453,21 @@ py::dict extract_frame(HostImage& image, const GaussHermitePsfData& psf,
   return frame_to_dict(std::move(frame));
 }
 
+// Wall time of the C++ call alone (extract_frame on the prepared image, its result dropped):
+// the baseline the benchmark measures the Python call's overhead against.
+double time_extract_frame(HostImage& image, const GaussHermitePsfData& psf,
+                          const ExtractionOptions& options, const std::string& backend) {
+  require_runtime();
+  return kokkos_thread().run([&] {
+    const auto start = std::chrono::steady_clock::now();
+    on_backend(backend, [&](const auto& exec) {
+      using Mem = typename std::decay_t<decltype(exec)>::memory_space;
+      perfex::extract::extract_frame(exec, psf, image.on(Mem()), options);
+    });
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  });
+}
+
 // The C++ path end to end, no numpy: read_psf + read_preproc + extract_frame of the host
 // CcdImage (uploaded inside). The reference the tests and benchmarks hold the Python API to.
 py::dict extract_files(const std::string& image_path, const std::string& psf_path,
@@ -685,6 +700,8 @@ PYBIND11_MODULE(_perfex, m) {
   // Extraction and frames.
   m.def("extract_frame", &extract_frame, py::arg("image"), py::arg("psf"), py::arg("options"),
         py::arg("backend"), py::arg("progress") = py::none());
+  m.def("time_extract_frame", &time_extract_frame, py::arg("image"), py::arg("psf"),
+        py::arg("options"), py::arg("backend"));
   m.def("extract_files", &extract_files, py::arg("image_path"), py::arg("psf_path"),
         py::arg("options"), py::arg("backend"));
   m.def("frame_mask", &frame_mask, py::arg("chi2pix"), py::arg("pixmask_fraction"));

@@ -9,7 +9,7 @@ import pytest
 import perfex
 from perfex import gpu_specter
 
-from conftest import HERE, SMALL, assert_frames_identical, mpirun
+from conftest import HERE, NAN_GRID, NAN_PIXELS, SMALL, assert_frames_identical, mpirun
 
 pytestmark = pytest.mark.mpi
 
@@ -17,7 +17,8 @@ pytestmark = pytest.mark.mpi
 @pytest.mark.parametrize("nranks", [3, 2, 4])
 def test_library_ranks_bitwise(nranks, masked, psf, small_frame, tmp_path):
     out = tmp_path / "frame.npz"
-    r = mpirun(nranks, [os.path.join(HERE, "mpi_worker.py"), masked.path, psf.source, str(out)])
+    nan = ["nan"] if nranks == 3 else []
+    r = mpirun(nranks, [os.path.join(HERE, "mpi_worker.py"), masked.path, psf.source, str(out)] + nan)
     assert r.returncode == 0, r.stdout + r.stderr
     got = np.load(out)
     assert_frames_identical(small_frame, got)
@@ -27,6 +28,14 @@ def test_library_ranks_bitwise(nranks, masked, psf, small_frame, tmp_path):
     for key, value in single.items():
         if value is not None:
             assert np.array_equal(got["drop_in_" + key], value), key
+    if nan:  # NaN pixels: masked and counted once for the whole image, as in one process
+        pixels = masked.pixels.copy()
+        for row, col in NAN_PIXELS:
+            pixels[row, col] = np.nan
+        one = perfex.extract_frame(pixels, masked.ivar, psf, progress=False, **NAN_GRID)
+        assert one.nonfinite_pixels == int(got["nan_count"]) == 3
+        assert list(got["nan_warnings"]) == one.warnings and len(one.warnings) == 1
+        assert np.array_equal(got["nan_flux"], one.flux) and np.array_equal(got["nan_ivar"], one.ivar)
 
 
 def test_command_line_three_ranks_bitwise(masked, psf, small_frame, tmp_path):
