@@ -14,6 +14,7 @@ import logging
 import sys
 
 from . import _runtime
+from ._core import Error, cxx_options, make_options
 from .mpi import FrameJob, extract_frames
 
 NOT_IMPLEMENTED = {
@@ -87,6 +88,14 @@ def parse(argv=None):
     args.jobs = _jobs(p, args)
     if args.threads is not None and args.threads < 1:
         p.error("--threads must be >= 1")
+    # Values checked now (the PSF-dependent defaults stand in as valid placeholders).
+    opts = extraction_options(args)
+    opts["wavelength"] = "1,2,1" if opts["wavelength"] is None else opts["wavelength"]
+    opts["nspec"] = 1 if opts["nspec"] is None else opts["nspec"]
+    try:
+        cxx_options(make_options(**opts))
+    except Error as e:
+        p.error(str(e))
     return args
 
 

@@ -57,13 +57,21 @@ class KokkosThread {
   template <class F>
   auto run(F&& f) -> decltype(f()) {
     using R = decltype(f());
-    if (std::this_thread::get_id() == thread_.get_id()) return f();  // called from the work
     std::packaged_task<R()> task(std::forward<F>(f));
     std::future<R> result = task.get_future();
+    std::atomic<bool> cancel{false};
+    bool from_job = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
-      queue_.emplace_back([&task] { task(); });
+      from_job = thread_.joinable() && thread_.get_id() == std::this_thread::get_id();
+      if (!from_job) {
+        if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+        queue_.push_back({[&task] { task(); }, &cancel});
+      }
+    }
+    if (from_job) {  // called by a job (from a progress callback): run in place
+      task();
+      return result.get();
     }
     ready_.notify_one();
     bool interrupted = false;
@@ -71,17 +79,16 @@ class KokkosThread {
       py::gil_scoped_release nogil;
       while (result.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
         py::gil_scoped_acquire gil;
-        if (!interrupted && PyErr_CheckSignals() != 0) interrupted = cancel_ = true;
+        if (!interrupted && PyErr_CheckSignals() != 0) interrupted = cancel = true;
       }
     }
-    cancel_ = false;
     if (interrupted) throw py::error_already_set();  // the pending KeyboardInterrupt
     return result.get();
   }
 
-  // Called by the work between steps: stops it once Ctrl-C was seen.
+  // Called by a job between its steps: stops it once its caller saw Ctrl-C.
   void check_cancel() const {
-    if (cancel_) throw Error("perfex: interrupted");
+    if (current_cancel_ && *current_cancel_) throw Error("perfex: interrupted");
   }
 
   void stop() {
@@ -96,9 +103,14 @@ class KokkosThread {
   }
 
  private:
+  struct Job {
+    std::function<void()> run;  // a packaged task: never throws
+    const std::atomic<bool>* cancel;
+  };
+
   void loop() {
     for (;;) {
-      std::function<void()> job;
+      Job job;
       {
         std::unique_lock<std::mutex> lock(mutex_);
         ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
@@ -106,16 +118,18 @@ class KokkosThread {
         job = std::move(queue_.front());
         queue_.pop_front();
       }
-      job();
+      current_cancel_ = job.cancel;  // read only on this thread
+      job.run();
+      current_cancel_ = nullptr;
     }
   }
 
   std::mutex mutex_;
   std::condition_variable ready_;
-  std::deque<std::function<void()>> queue_;
+  std::deque<Job> queue_;
   std::thread thread_;
   bool stopping_ = false;
-  std::atomic<bool> cancel_{false};
+  const std::atomic<bool>* current_cancel_ = nullptr;
 };
 
 // Never destroyed: a joinable std::thread must not meet a static destructor at exit.

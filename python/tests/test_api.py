@@ -270,6 +270,39 @@ def test_gil_released_while_extracting(masked, psf):
     assert ticks > 20
 
 
+def test_ctrl_c_stops_an_extraction(psf_path):
+    """SIGINT during an extraction: KeyboardInterrupt at the next batch; the runtime goes on."""
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import python_env
+
+    script = f"""
+import signal, sys, numpy as np, perfex
+signal.signal(signal.SIGINT, signal.default_int_handler)
+psf = perfex.read_psf({psf_path!r})
+pixels, ivar = np.zeros((4128, 4114)), np.ones((4128, 4114))
+def started(done, total):
+    if done == 10:
+        print("started", flush=True)
+try:
+    perfex.extract_frame(pixels, ivar, psf, nspec=50, batch_patches=10, progress=started)
+    print("not interrupted")
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+frame = perfex.extract_frame(pixels, ivar, psf, nspec=5, wavelength="5760,5800,0.8", progress=False)
+print("afterwards", frame.npatches)
+"""
+    p = subprocess.Popen([sys.executable, "-c", script], env=python_env(OMP_NUM_THREADS="1"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "started"
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err
+    assert out.split() == ["interrupted", "afterwards", "10"]
+
+
 def test_psf_pickles(psf, masked):
     copy = pickle.loads(pickle.dumps(psf))
     assert copy.nfib == psf.nfib and copy.param_names == psf.param_names

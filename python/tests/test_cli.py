@@ -56,6 +56,9 @@ def test_unimplemented_options_stop_with_a_message(option, capsys):
         (["-i", "a", "-p", "p", "-o", "x", "-m", "m1", "-m", "m2"], "2 -m for 1 frames"),
         (["-i", "a", "-p", "b", "-o", "c", "-n", "five"], "invalid int"),
         (["-i", "a", "-p", "b", "-o", "c", "--threads", "0"], "--threads"),
+        (["-i", "a", "-p", "b", "-o", "c", "-n", "0"], "nspec must be >= 1"),
+        (["-i", "a", "-p", "b", "-o", "c", "-w", "5760,7620"], "wavelength: expected"),
+        (["-i", "a", "-p", "b", "-o", "c", "--pixpad-frac", "1.5"], "pixpad_frac"),
     ],
 )
 def test_bad_command_lines(argv, message, capsys):

@@ -60,7 +60,9 @@ def extract_frame(img, psf, bundlesize, specmin, nspec, wavelength=None, nwavest
     int, the resolution band [nspec][2*HSIZEY+1][nwave], the full model image or None.
     """
     if loglevel is not None:
-        log.setLevel(_LEVELS.get(str(loglevel).upper(), logging.INFO))
+        if str(loglevel).upper() not in _LEVELS:
+            raise ValueError(f"Unknown log level {loglevel}; should be DEBUG/INFO/WARNING/ERROR/CRITICAL")
+        log.setLevel(_LEVELS[str(loglevel).upper()])
     stamps = timing if isinstance(timing, dict) else {}
     stamps["init-mpi-comm"] = time.time()
     rank = 0 if comm is None else comm.rank
