@@ -719,24 +719,18 @@ PYBIND11_MODULE(_perfex, m) {
   m.def("extract_files", &extract_files, py::arg("image_path"), py::arg("psf_path"),
         py::arg("options"), py::arg("backend"));
   m.def("frame_mask", &frame_mask, py::arg("chi2pix"), py::arg("pixmask_fraction"));
-  m.def(
-      "write_frame",
-      [](const std::string& path, const py::object& frame, const std::string& image_path,
-         const std::string& psf_path) {
-        const perfex::extract::Frame fr = frame_from_object(frame);
-        py::gil_scoped_release nogil;
-        perfex::io::write_frame(path, fr, {image_path, psf_path});
-      },
-      py::arg("path"), py::arg("frame"), py::arg("image_path") = "", py::arg("psf_path") = "");
-  m.def(
-      "write_model",
-      [](const std::string& path, const py::object& frame, const std::string& image_path,
-         const std::string& psf_path) {
-        const perfex::extract::Frame fr = frame_from_object(frame);
-        py::gil_scoped_release nogil;
-        perfex::io::write_model(path, fr, {image_path, psf_path});
-      },
-      py::arg("path"), py::arg("frame"), py::arg("image_path") = "", py::arg("psf_path") = "");
+  for (const auto& [name, write] : {std::make_pair("write_frame", &perfex::io::write_frame),
+                                    std::make_pair("write_model", &perfex::io::write_model)}) {
+    m.def(
+        name,
+        [write = write](const std::string& path, const py::object& frame,
+                        const std::string& image_path, const std::string& psf_path) {
+          const perfex::extract::Frame fr = frame_from_object(frame);
+          py::gil_scoped_release nogil;
+          write(path, fr, {image_path, psf_path});
+        },
+        py::arg("path"), py::arg("frame"), py::arg("image_path") = "", py::arg("psf_path") = "");
+  }
   m.def(
       "read_frame",
       [](const std::string& path) {
