@@ -1,13 +1,16 @@
 """Benchmarks of the Python package (run with the build tree's package on PYTHONPATH):
 
-  overhead   perfex.extract_frame from Python vs the C++ extract_frame it calls, on the
+  overhead   perfex.extract_frame from Python vs the C++ extract_frame call alone, on the
              25-fibre bundle (bundle 0, 5760-6760 A, DESI defaults, 130 patches), with 1 and 2
-             threads: overhead = Python wall time - the C++ call's own time (Frame.seconds), for
-             a prepared perfex.Image and for plain numpy arrays (which adds the image check)
+             threads, for a prepared perfex.Image and for plain numpy arrays (which adds the
+             image check): wall and CPU time (the process's, every thread) of each call
   mpi        one 50-fibre frame (2 bundles, same grid) through perfex.extract_frame(comm=...)
              under mpirun: 1 rank x 1 thread, 2 ranks x 1 thread, 1 rank x 2 threads
-             (mpirun --bind-to none); wall time of the call on rank 0 (broadcast of the image,
-             extraction, gather, mask) and its parts
+             (mpirun --bind-to none); wall time of the call on rank 0 (inputs to the ranks:
+             PSF, options, image columns; extraction; gather and mask) and the CPU time of the
+             busiest rank (MPI waits poll: the wall time with a core per rank)
+
+CPU times stay meaningful on a loaded machine, where wall times do not.
 
     PYTHONPATH=build/python python3 python/bench/bench_python.py [--reps 5] [--image IMG]
 
@@ -48,14 +51,15 @@ def overhead_worker(image_path, psf_path, reps):
     rows = []
     for _ in range(reps):
         for kind in ("cpp", "image", "arrays"):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             if kind == "cpp":
                 _perfex.time_extract_frame(image._handle, psf, cxx, backend)
             elif kind == "image":
                 frame = perfex.extract_frame(image, psf=psf, **opts)
             else:
                 frame = perfex.extract_frame(pre.pixels, pre.ivar, psf, **opts)
-            rows.append(dict(kind=kind, threads=threads, wall=time.perf_counter() - t0))
+            rows.append(dict(kind=kind, threads=threads, wall=time.perf_counter() - t0,
+                             cpu=time.process_time() - c0))
     assert np.isfinite(frame.flux).all()
     print(json.dumps(rows))
 
@@ -77,15 +81,18 @@ def mpi_worker(image_path, psf_path, reps):
     for rep in range(reps + 1):  # the first call is a warm-up
         comm.Barrier()
         stamps = {}
-        t0 = time.time()
+        t0, c0 = time.time(), time.process_time()
         if comm.size > 1:
             frame = perfex.mpi.extract_frame(comm, pre, None, psf, progress=False, timing=stamps,
                                              specmin=0, nspec=50, **GRID)
         else:
             frame = perfex.extract_frame(pre, psf=psf, progress=False, specmin=0, nspec=50, **GRID)
         t1 = time.time()
+        # CPU time of the call on the busiest rank (waiting ranks poll, so it is also counted):
+        # the wall time the call would take with a core of its own per thread.
+        cpu = comm.reduce(time.process_time() - c0, op=MPI.MAX, root=0)
         if comm.rank == 0 and rep > 0:
-            row = dict(ranks=comm.size, threads=threads, wall=t1 - t0, npatches=frame.npatches)
+            row = dict(ranks=comm.size, threads=threads, wall=t1 - t0, cpu=cpu, npatches=frame.npatches)
             if stamps:
                 row.update(bcast=stamps["init-mpi-bcast"] - t0,
                            extract=stamps["extracted-bundles"] - stamps["init-mpi-bcast"],
@@ -131,19 +138,23 @@ def main():
         for threads in (1, 2):
             rows += run_json(me + ["--worker", "overhead", "--reps", str(args.reps)],
                              dict(env, OMP_NUM_THREADS=str(threads)))
-        print("| call | threads | median time | overhead vs C++ | overhead / extraction |")
-        print("|---|---:|---:|---:|---:|")
+        print("| call | threads | wall time | CPU time | overhead (wall) | overhead (CPU) | "
+              "overhead / extraction (CPU) |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
         for threads in (1, 2):
-            med = {kind: statistics.median(r["wall"] for r in rows
-                                           if r["threads"] == threads and r["kind"] == kind)
-                   for kind in ("cpp", "image", "arrays")}
+            med = {(kind, t): statistics.median(r[t] for r in rows
+                                                if r["threads"] == threads and r["kind"] == kind)
+                   for kind in ("cpp", "image", "arrays") for t in ("wall", "cpu")}
             for kind, label in (("cpp", "C++ extract_frame (prepared image)"),
                                 ("image", "perfex.extract_frame(perfex.Image)"),
                                 ("arrays", "perfex.extract_frame(pixels, ivar)")):
-                over = med[kind] - med["cpp"]
-                extra = "–" if kind == "cpp" else f"{over * 1e3:+.1f} ms"
-                share = "–" if kind == "cpp" else f"{100 * over / med['cpp']:+.2f} %"
-                print(f"| {label} | {threads} | {med[kind] * 1e3:.0f} ms | {extra} | {share} |")
+                wall, cpu = med[(kind, "wall")], med[(kind, "cpu")]
+                cells = ["–"] * 3
+                if kind != "cpp":
+                    over_wall, over_cpu = wall - med[("cpp", "wall")], cpu - med[("cpp", "cpu")]
+                    cells = [f"{over_wall * 1e3:+.1f} ms", f"{over_cpu * 1e3:+.1f} ms",
+                             f"{100 * over_cpu / med[('cpp', 'cpu')]:+.2f} %"]
+                print(f"| {label} | {threads} | {wall * 1e3:.0f} ms | {cpu * 1e3:.0f} ms | " + " | ".join(cells) + " |")
         print()
 
     if args.only in (None, "mpi"):
@@ -160,13 +171,15 @@ def main():
                 results[(ranks, threads)] += run_json(
                     base + ["-n", str(ranks)] + me + ["--worker", "mpi", "--reps", "2"],
                     dict(env, OMP_NUM_THREADS=str(threads)))
-        ref = statistics.median(r["wall"] for r in results[(1, 1)])
-        print("| ranks x threads | call wall time | broadcast | extraction | gather + mask | speed-up vs 1 x 1 |")
-        print("|---|---:|---:|---:|---:|---:|")
+        ref = {k: statistics.median(r[k] for r in results[(1, 1)]) for k in ("wall", "cpu")}
+        print("| ranks x threads | call wall time | inputs to the ranks | extraction | gather + mask | "
+              "speed-up (wall) | busiest rank's CPU time | speed-up (CPU) |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
         for (ranks, threads), rows in results.items():
-            med = {k: statistics.median(r[k] for r in rows) for k in ("wall", "bcast", "extract", "gather")}
+            med = {k: statistics.median(r[k] for r in rows) for k in ("wall", "cpu", "bcast", "extract", "gather")}
+            cpu = f"{med['cpu']:.3f} s | {ref['cpu'] / med['cpu']:.2f}x" if threads == 1 else "– | –"
             print(f"| {ranks} x {threads} | {med['wall']:.3f} s | {med['bcast'] * 1e3:.0f} ms | "
-                  f"{med['extract']:.3f} s | {med['gather'] * 1e3:.0f} ms | {ref / med['wall']:.2f}x |")
+                  f"{med['extract']:.3f} s | {med['gather'] * 1e3:.0f} ms | {ref['wall'] / med['wall']:.2f}x | {cpu} |")
 
 
 if __name__ == "__main__":

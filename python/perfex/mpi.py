@@ -2,8 +2,8 @@
 
 One frame over the ranks of a communicator (extract_frame): the frame's bundles (the unit of
 independent work) are dealt in contiguous blocks over the ranks; rank 0's PSF and options are
-broadcast, and rank 0 sends each rank the image columns its bundles' spots reach (an MPI
-subarray of its arrays: a rank receives about its share of the image, not all of it); each
+broadcast, and rank 0 sends each rank the image columns its bundles' spots reach (a rank
+receives about its share of the image, not all of it); each
 rank extracts its block with perfex; rank 0 gathers the rows (Gatherv, in fibre order),
 recomputes the frame mask over all fibres and returns the frame. The result is bitwise the
 single-process frame for any rank count.
@@ -69,14 +69,6 @@ def column_window(psf, opts, lo, hi, ncols):
     return (c0, c1) if c1 > c0 else None
 
 
-def _columns(shape, window):
-    """The MPI datatype of columns [c0, c1) of a C-ordered float64 image."""
-    from mpi4py import MPI
-
-    c0, c1 = window
-    return MPI.DOUBLE.Create_subarray(list(shape), [shape[0], c1 - c0], [0, c0]).Commit()
-
-
 def _agree(comm, error):
     """Raises on every rank when any rank has an error (so no rank waits in a collective)."""
     errors = [e for e in comm.allgather(error) if e is not None]
@@ -122,25 +114,25 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
     shape, opts, ranges = header["shape"], header["options"], header["ranges"]
 
     # The image: each rank gets from rank 0 the columns its bundles' spots can reach (the
-    # rest stays 0 and is never read), straight from rank 0's float64 arrays.
+    # rest stays 0 and is never read), sent as contiguous blocks (single-copy transfers).
     blocks, windows = header["blocks"], header["windows"]
     if rank == 0:
         pixels, weights = img.pixels, img.ivar
-        sends, types = [], []
+        sends = []
         for r in range(1, size):
             if windows[r] is not None:
-                types.append(_columns(shape, windows[r]))
-                sends += [comm.Isend([pixels, 1, types[-1]], dest=r, tag=1),
-                          comm.Isend([weights, 1, types[-1]], dest=r, tag=2)]
-        MPI.Request.Waitall(sends)
-        for t in types:
-            t.Free()
+                c0, c1 = windows[r]
+                for tag, array in ((1, pixels), (2, weights)):
+                    block = np.ascontiguousarray(array[:, c0:c1])
+                    sends.append((comm.Isend([block, MPI.DOUBLE], dest=r, tag=tag), block))
+        MPI.Request.Waitall([request for request, _ in sends])
     elif windows[rank] is not None:
+        c0, c1 = windows[rank]
         pixels, weights = np.zeros(shape), np.zeros(shape)
-        columns = _columns(shape, windows[rank])
-        comm.Recv([pixels, 1, columns], source=0, tag=1)
-        comm.Recv([weights, 1, columns], source=0, tag=2)
-        columns.Free()
+        block = np.empty((shape[0], c1 - c0))
+        for tag, array in ((1, pixels), (2, weights)):
+            comm.Recv([block, MPI.DOUBLE], source=0, tag=tag)
+            array[:, c0:c1] = block
     stamps["init-mpi-bcast"] = stamps["host-to-device"] = time.time()
 
     # This rank's contiguous block of bundles.
