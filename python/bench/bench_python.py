@@ -154,7 +154,8 @@ def main():
                     over_wall, over_cpu = wall - med[("cpp", "wall")], cpu - med[("cpp", "cpu")]
                     cells = [f"{over_wall * 1e3:+.1f} ms", f"{over_cpu * 1e3:+.1f} ms",
                              f"{100 * over_cpu / med[('cpp', 'cpu')]:+.2f} %"]
-                print(f"| {label} | {threads} | {wall * 1e3:.0f} ms | {cpu * 1e3:.0f} ms | " + " | ".join(cells) + " |")
+                print(f"| {label} | {threads} | {wall * 1e3:.0f} ms | {cpu * 1e3:.0f} ms | "
+                      + " | ".join(cells) + " |")
         print()
 
     if args.only in (None, "mpi"):
@@ -176,10 +177,12 @@ def main():
               "speed-up (wall) | busiest rank's CPU time | speed-up (CPU) |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|")
         for (ranks, threads), rows in results.items():
-            med = {k: statistics.median(r[k] for r in rows) for k in ("wall", "cpu", "bcast", "extract", "gather")}
+            med = {k: statistics.median(r[k] for r in rows)
+                   for k in ("wall", "cpu", "bcast", "extract", "gather")}
             cpu = f"{med['cpu']:.3f} s | {ref['cpu'] / med['cpu']:.2f}x" if threads == 1 else "– | –"
             print(f"| {ranks} x {threads} | {med['wall']:.3f} s | {med['bcast'] * 1e3:.0f} ms | "
-                  f"{med['extract']:.3f} s | {med['gather'] * 1e3:.0f} ms | {ref['wall'] / med['wall']:.2f}x | {cpu} |")
+                  f"{med['extract']:.3f} s | {med['gather'] * 1e3:.0f} ms | "
+                  f"{ref['wall'] / med['wall']:.2f}x | {cpu} |")
 
 
 if __name__ == "__main__":

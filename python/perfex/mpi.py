@@ -144,7 +144,8 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
             if rank != 0:
                 img = Image(pixels, weights)
             lopts = dict(opts, specmin=mine[0][0], nspec=mine[-1][1] - mine[0][0])
-            callback = progress_callback(progress, f"extract rank 0 (fibres {mine[0][0]}-{mine[-1][1] - 1})") if rank == 0 else None
+            label = f"extract rank 0 (fibres {mine[0][0]}-{mine[-1][1] - 1})"
+            callback = progress_callback(progress, label) if rank == 0 else None
             local = _perfex.extract_frame(img._handle, header["psf"], cxx_options(lopts),
                                           header["backend"], callback)
         except Exception as e:
@@ -153,8 +154,8 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
     stamps["extracted-bundles"] = time.time()
 
     # Rank 0 (which always has work) knows the grid; the rows come in rank = fibre order.
-    geometry = comm.bcast((local["wave"].size, local["resolution"].shape[1]) if rank == 0 else None, root=0)
-    nwave, nband = geometry
+    geometry = (local["wave"].size, local["resolution"].shape[1]) if rank == 0 else None
+    nwave, nband = comm.bcast(geometry, root=0)
     nspec = sum(counts)
 
     def gather(name, row):
@@ -166,17 +167,17 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
         comm.Gatherv([np.ascontiguousarray(send), MPI.DOUBLE], recv, root=0)
         return recv[0] if rank == 0 else None
 
-    arrays = {name: gather(name, (nwave,)) for name in ("flux", "ivar", "chi2pix", "pixmask_fraction")}
+    arrays = {name: gather(name, (nwave,))
+              for name in ("flux", "ivar", "chi2pix", "pixmask_fraction")}
     arrays["resolution"] = gather("resolution", (nband, nwave))
     model = None
     if opts["model_image"]:
         send = local["model"] if local is not None else np.zeros(shape, dtype=np.float64)
         model = np.empty(shape, dtype=np.float64) if rank == 0 else None
-        comm.Reduce([send, MPI.DOUBLE], [model, MPI.DOUBLE] if rank == 0 else None, op=MPI.SUM, root=0)
-    stats = comm.gather(
-        None if local is None else {k: local[k] for k in ("npatches", "failed_patches", "linalg_flops", "max_band", "warnings")},
-        root=0,
-    )
+        comm.Reduce([send, MPI.DOUBLE], [model, MPI.DOUBLE] if rank == 0 else None,
+                    op=MPI.SUM, root=0)
+    keys = ("npatches", "failed_patches", "linalg_flops", "max_band", "warnings")
+    stats = comm.gather(None if local is None else {k: local[k] for k in keys}, root=0)
     stamps["staged-bundles"] = time.time()
     if rank != 0:
         return None
