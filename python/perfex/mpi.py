@@ -2,7 +2,7 @@
 
 One frame over the ranks of a communicator (extract_frame): the frame's bundles (the unit of
 independent work) are dealt in contiguous blocks over the ranks; rank 0's PSF and options are
-broadcast, and rank 0 sends each rank the image columns its bundles' spots reach (a rank
+broadcast, and rank 0 sends each rank the block of pixels its bundles' spots reach (a rank
 receives about its share of the image, not all of it); each
 rank extracts its block with perfex; rank 0 gathers the rows (Gatherv, in fibre order),
 recomputes the frame mask over all fibres and returns the frame. The result is bitwise the
@@ -26,7 +26,8 @@ from ._core import (
     Error,
     Frame,
     Image,
-    as_image,
+    PreprocImage,
+    _as_float64,
     as_psf,
     bundle_ranges,
     cxx_options,
@@ -49,10 +50,11 @@ def deal(nitems, size):
     return [-(-r * nitems // size) for r in range(size + 1)]
 
 
-def column_window(psf, opts, lo, hi, ncols):
-    """Columns [c0, c1) the extraction of fibres [lo, hi) can read: the spot boxes (HSIZEX
-    each side of the trace) of their whole bundles (padding fibres come from the bundle) over
-    the padded wavelength grid, with as much again for margin, within the CCD."""
+def pixel_box(psf, opts, lo, hi, shape):
+    """(r0, r1, c0, c1): the rows and columns the extraction of fibres [lo, hi) can read: the
+    spot boxes (HSIZEX / HSIZEY each side of the traces) of their whole bundles (padding fibres
+    come from the bundle) over the padded wavelength grid, with as much again for margin,
+    within the CCD. None when that is empty."""
     d = psf.to_dict()
     bundlesize = opts["bundlesize"]
     f0 = lo // bundlesize * bundlesize
@@ -61,12 +63,34 @@ def column_window(psf, opts, lo, hi, ncols):
     dw = opts["dw"]
     wave = np.linspace(opts["wmin"] - (wavepad + 1) * dw,
                        opts["wmax"] + (wavepad + opts["nwavestep"] + 1) * dw, 1024)
-    u = 2 * (wave - d["xtrace_wavemin"]) / (d["xtrace_wavemax"] - d["xtrace_wavemin"]) - 1
-    x = np.polynomial.legendre.legval(u, d["xtrace"][f0:f1].T)
-    margin = 2 * d["hsizex"] + 2
-    c0 = max(0, int(np.floor(x.min())) - margin)
-    c1 = min(ncols, int(np.ceil(x.max())) + margin + 1)
-    return (c0, c1) if c1 > c0 else None
+    box = []
+    for axis, half, size in (("y", d["hsizey"], shape[0]), ("x", d["hsizex"], shape[1])):
+        wmin, wmax = d[f"{axis}trace_wavemin"], d[f"{axis}trace_wavemax"]
+        trace = np.polynomial.legendre.legval(2 * (wave - wmin) / (wmax - wmin) - 1,
+                                              d[f"{axis}trace"][f0:f1].T)
+        margin = 2 * half + 2
+        box += [max(0, int(np.floor(trace.min())) - margin),
+                min(size, int(np.ceil(trace.max())) + margin + 1)]
+    return tuple(box) if box[1] > box[0] and box[3] > box[2] else None
+
+
+def _image_arrays(image, ivar):
+    """(pixels, ivar, Image or None): C-contiguous float64 arrays of the input (converted once
+    when needed), and the Image when one was given."""
+    if isinstance(image, Image):
+        if ivar is not None:
+            raise TypeError("ivar must not be given with a perfex.Image")
+        return image.pixels, image.ivar, image
+    if isinstance(image, PreprocImage):
+        image, ivar = image.pixels, image.ivar
+    if ivar is None:
+        raise TypeError("ivar: required with a pixel array")
+    pixels, _ = _as_float64(image, "pixels")
+    weights, _ = _as_float64(ivar, "ivar")
+    if pixels.ndim != 2 or pixels.shape != weights.shape:
+        raise Error(f"image: pixels and ivar must be 2-D arrays of one shape, got {pixels.shape} "
+                    f"and {weights.shape}")
+    return pixels, weights, None
 
 
 def _agree(comm, error):
@@ -98,13 +122,13 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
             opts = make_options(**options)
             ranges = bundle_ranges(opts, psf.nfib)
             backend = check_backend(backend or default_backend())
-            img = as_image(image, ivar)
+            pixels, weights, img = _image_arrays(image, ivar)
             start_of = deal(len(ranges), size)
             blocks = [ranges[start_of[r]:start_of[r + 1]] for r in range(size)]
-            windows = [column_window(psf, opts, b[0][0], b[-1][1], img.shape[1]) if b and r else None
-                       for r, b in enumerate(blocks)]
-            header = dict(shape=img.shape, psf=psf, options=opts, ranges=ranges, backend=backend,
-                          blocks=blocks, windows=windows)
+            boxes = [pixel_box(psf, opts, b[0][0], b[-1][1], pixels.shape) if b and r else None
+                     for r, b in enumerate(blocks)]
+            header = dict(shape=pixels.shape, psf=psf, options=opts, ranges=ranges,
+                          backend=backend, blocks=blocks, boxes=boxes)
         except Exception as e:
             error = e
     error = comm.bcast(error, root=0)
@@ -113,33 +137,39 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
     header = comm.bcast(header, root=0)
     shape, opts, ranges = header["shape"], header["options"], header["ranges"]
 
-    # The image: each rank gets from rank 0 the columns its bundles' spots can reach (the
-    # rest stays 0 and is never read), sent as contiguous blocks (single-copy transfers).
-    blocks, windows = header["blocks"], header["windows"]
+    # The image: each rank gets from rank 0 the pixels its bundles' spots can reach, as
+    # contiguous blocks (single-copy transfers), and holds an image that ends with them (rows
+    # and columns before the block are zeros; perfex reads none of them). Rank 0 checks its own
+    # image meanwhile.
+    blocks, boxes = header["blocks"], header["boxes"]
+    image_error = None
     if rank == 0:
-        pixels, weights = img.pixels, img.ivar
         sends = []
         for r in range(1, size):
-            if windows[r] is not None:
-                c0, c1 = windows[r]
+            if boxes[r] is not None:
+                r0, r1, c0, c1 = boxes[r]
                 for tag, array in ((1, pixels), (2, weights)):
-                    block = np.ascontiguousarray(array[:, c0:c1])
+                    block = np.ascontiguousarray(array[r0:r1, c0:c1])
                     sends.append((comm.Isend([block, MPI.DOUBLE], dest=r, tag=tag), block))
+        try:
+            img = img or Image(pixels, weights)
+        except Exception as e:  # raised on every rank below, once every rank is there
+            image_error = f"rank 0: {type(e).__name__}: {e}"
         MPI.Request.Waitall([request for request, _ in sends])
-    elif windows[rank] is not None:
-        c0, c1 = windows[rank]
-        pixels, weights = np.zeros(shape), np.zeros(shape)
-        block = np.empty((shape[0], c1 - c0))
+    elif boxes[rank] is not None:
+        r0, r1, c0, c1 = boxes[rank]
+        pixels, weights = np.zeros((r1, c1)), np.zeros((r1, c1))
+        block = np.empty((r1 - r0, c1 - c0))
         for tag, array in ((1, pixels), (2, weights)):
             comm.Recv([block, MPI.DOUBLE], source=0, tag=tag)
-            array[:, c0:c1] = block
+            array[r0:r1, c0:c1] = block
     stamps["init-mpi-bcast"] = stamps["host-to-device"] = time.time()
 
     # This rank's contiguous block of bundles.
     mine = blocks[rank]
     counts = [b[-1][1] - b[0][0] if b else 0 for b in blocks]
-    local, error = None, None
-    if mine:
+    local, error = None, image_error
+    if mine and error is None:
         try:
             if rank != 0:
                 img = Image(pixels, weights)
@@ -172,7 +202,10 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
     arrays["resolution"] = gather("resolution", (nband, nwave))
     model = None
     if opts["model_image"]:
-        send = local["model"] if local is not None else np.zeros(shape, dtype=np.float64)
+        send = np.zeros(shape, dtype=np.float64)
+        if local is not None:
+            part = local["model"]
+            send[:part.shape[0], :part.shape[1]] = part
         model = np.empty(shape, dtype=np.float64) if rank == 0 else None
         comm.Reduce([send, MPI.DOUBLE], [model, MPI.DOUBLE] if rank == 0 else None,
                     op=MPI.SUM, root=0)

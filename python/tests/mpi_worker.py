@@ -32,6 +32,17 @@ if sys.argv[4:] == ["nan"]:
         for row, col in NAN_PIXELS:
             pixels[row, col] = np.nan
     nan = perfex.extract_frame(pixels, pre.ivar if pre else None, psf, comm=comm, progress=False, **NAN_GRID)
+    # A negative ivar in bundle 1's pixels: the same perfex.Error on every rank, no hang.
+    weights = None
+    if comm.rank == 0:
+        weights = pre.ivar.copy()
+        weights[1500, 374] = -1.0
+    try:
+        perfex.extract_frame(pre.pixels if pre else None, weights, psf, comm=comm, progress=False, **NAN_GRID)
+        raise AssertionError("negative ivar accepted")
+    except perfex.Error as e:
+        negative = str(e)
+    assert "negative inverse variance" in negative and "row 1500, column 374" in negative, negative
 if comm.rank == 0:
     arrays = {name: getattr(frame, name) for name in
               ("flux", "ivar", "mask", "wave", "resolution", "chi2pix", "pixmask_fraction")}
