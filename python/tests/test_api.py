@@ -324,3 +324,24 @@ def test_model_image_and_file_round_trip(masked, psf, tmp_path):
         assert np.array_equal(getattr(back, name), getattr(frame, name).astype(np.float32)), name
     assert np.array_equal(back.mask, frame.mask) and np.array_equal(back.wave, frame.wave)
     assert back.options == frame.options and back.specmin == 0
+
+
+def test_threads_per_rank(monkeypatch):
+    """Ranks x threads never oversubscribe a node: OMP_NUM_THREADS, else the node's cores
+    shared among its ranks (the launcher's count), never more than the rank may run on."""
+    from perfex._runtime import rank_threads
+
+    for var in ("OMP_NUM_THREADS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"):
+        monkeypatch.delenv(var, raising=False)
+    assert rank_threads() is None  # one process: Kokkos' default, every core
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "4")
+    assert rank_threads() == 16
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3})  # bound to one core
+    assert rank_threads() == 1
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "128")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
+    assert rank_threads() == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert rank_threads() == 3
