@@ -1,0 +1,130 @@
+"""Shared fixtures of the perfex Python tests: the reference data (../shared/data; tests that
+need it skip with a message when it is absent), small extraction settings, MPI launching."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import perfex
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+DATA = os.environ.get("PERFEX_SHARED_DATA") or os.path.normpath(os.path.join(REPO, "..", "shared", "data"))
+PSF = "psf-r0-00051060.fits"
+CLEAN = "sim-r0-b0-1.fits.gz"
+MASKED = "sim-r0-b0-1-masked.fits.gz"
+
+# The settings of the gpu_specter reference files (DESI defaults, 50 fibres, 5760-6760 A).
+REFERENCE = dict(wavelength="5760,6760,0.8", specmin=0, nspec=50, psferr=0.01)
+# Small settings for quick runs: three bundle pieces (5-24, 25-49, 50-64), 501 wavelengths.
+SMALL = dict(wavelength="5760,6160,0.8", specmin=5, nspec=60, psferr=0.01)
+# NaN pixels on the traces of fibres 12 and 33 (bundles 0 and 1) and far from every fibre.
+NAN_PIXELS = ((1000, 208), (1500, 374), (100, 3000))
+NAN_GRID = dict(wavelength="5760,5860,0.8", specmin=5, nspec=40, psferr=0.01)
+FRAME_ARRAYS = ("flux", "ivar", "mask", "wave", "resolution", "chi2pix", "pixmask_fraction")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "mpi: runs mpirun (OpenMPI + mpi4py)")
+
+
+def data_path(name):
+    path = os.path.join(DATA, name)
+    if not os.path.exists(path):
+        pytest.skip(f"reference data {name} not found in {DATA} (../shared/data)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def psf_path():
+    return data_path(PSF)
+
+
+@pytest.fixture(scope="session")
+def psf(psf_path):
+    return perfex.read_psf(psf_path)
+
+
+@pytest.fixture(scope="session")
+def clean():
+    return perfex.read_preproc(data_path(CLEAN))
+
+
+@pytest.fixture(scope="session")
+def masked():
+    return perfex.read_preproc(data_path(MASKED))
+
+
+@pytest.fixture(scope="session")
+def small_frame(masked, psf):
+    """The masked image extracted with SMALL in this process (the single-rank result)."""
+    return perfex.extract_frame(masked.pixels, masked.ivar, psf, progress=False, **SMALL)
+
+
+def _field(frame, name):
+    """A frame array from a perfex.Frame, a dict or an .npz file."""
+    try:
+        return getattr(frame, name)
+    except AttributeError:
+        return frame[name]
+
+
+def assert_frames_identical(a, b, names=FRAME_ARRAYS):
+    for name in names:
+        x, y = _field(a, name), _field(b, name)
+        assert x.shape == y.shape, name
+        assert np.array_equal(x, y), f"{name} differs: max |diff| {np.max(np.abs(x - y))}"
+
+
+def reference(name):
+    """A gpu_specter reference extraction (astropy reads its tile-compressed HDUs)."""
+    fits = pytest.importorskip("astropy.io.fits", reason="astropy reads the reference files")
+    path = data_path(f"ref-gpuspecter-{name}.fits")
+    with fits.open(path) as hdus:
+        return {h: np.asarray(hdus[h].data, dtype=np.float64)
+                for h in ("FLUX", "IVAR", "RESOLUTION", "CHI2PIX", "PIXMASK_FRACTION", "WAVELENGTH")}
+
+
+def compare_with_reference(flux, ivar, resolution, chi2pix, pixmask, wave, ref):
+    """Largest differences to a gpu_specter reference: flux in sigma, ivar relative, ..."""
+    assert np.array_equal(wave, ref["WAVELENGTH"])
+    return dict(
+        flux_sigma=np.max(np.abs(flux - ref["FLUX"]) * np.sqrt(ref["IVAR"])),
+        ivar_rel=np.max(np.abs(ivar - ref["IVAR"]) / ref["IVAR"]),
+        resolution_abs=np.max(np.abs(resolution - ref["RESOLUTION"])),
+        chi2pix_rel=np.max(np.abs(chi2pix - ref["CHI2PIX"]) / np.maximum(ref["CHI2PIX"], 1e-300)),
+        pixmask_abs=np.max(np.abs(pixmask - ref["PIXMASK_FRACTION"])),
+    )
+
+
+def python_env(**extra):
+    env = dict(os.environ)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(perfex.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join([package] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env.setdefault("OMP_PROC_BIND", "false")
+    env.update(extra)
+    return env
+
+
+def run_python(args, timeout=600, **env):
+    """Runs `python3 args...` with this package; returns the CompletedProcess."""
+    return subprocess.run([sys.executable] + list(args), env=python_env(**env), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def mpirun(nranks, args, timeout=600):
+    """Runs `mpirun -n nranks python3 args...` (OpenMPI; oversubscribing the cores, one
+    thread per rank); skips when mpirun or mpi4py are missing."""
+    launcher = shutil.which("mpirun") or shutil.which("mpiexec")
+    if launcher is None:
+        pytest.skip("mpirun not found (Debian: openmpi-bin)")
+    pytest.importorskip("mpi4py", reason="Debian: python3-mpi4py")
+    cmd = [launcher, "--oversubscribe", "-n", str(nranks)]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.insert(1, "--allow-run-as-root")
+    return subprocess.run(cmd + [sys.executable] + list(args), env=python_env(OMP_NUM_THREADS="1"),
+                          capture_output=True, text=True, timeout=timeout)

@@ -1,0 +1,55 @@
+"""Run under mpirun by test_mpi.py: one frame through perfex.extract_frame(comm=...) and through
+the gpu_specter drop-in, only rank 0 holding the inputs (as desispec's IO coordinator does),
+and (with a 4th argument "nan") a short one of the image with NaN pixels (NAN_PIXELS).
+Rank 0 saves the results (float64) to OUT.npz."""
+
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+import perfex
+import perfex.gpu_specter
+
+from conftest import NAN_GRID, NAN_PIXELS, SMALL
+
+comm = MPI.COMM_WORLD
+image_path, psf_path, out = sys.argv[1:4]
+pre = psf = img = None
+if comm.rank == 0:
+    pre = perfex.read_preproc(image_path)
+    psf = perfex.read_psf(psf_path)
+    img = {"image": pre.pixels, "ivar": pre.ivar}
+frame = perfex.extract_frame(pre, None, psf, comm=comm, progress=False, **SMALL)
+drop_in = perfex.gpu_specter.extract_frame(img, psf, 25, SMALL["specmin"], SMALL["nspec"],
+                                           SMALL["wavelength"] if comm.rank == 0 else None,
+                                           nsubbundles=5, psferr=0.01, comm=comm)
+nan = None
+if sys.argv[4:] == ["nan"]:
+    pixels = None
+    if comm.rank == 0:
+        pixels = pre.pixels.copy()
+        for row, col in NAN_PIXELS:
+            pixels[row, col] = np.nan
+    nan = perfex.extract_frame(pixels, pre.ivar if pre else None, psf, comm=comm, progress=False, **NAN_GRID)
+    # A negative ivar in bundle 1's pixels: the same perfex.Error on every rank, no hang.
+    weights = None
+    if comm.rank == 0:
+        weights = pre.ivar.copy()
+        weights[1500, 374] = -1.0
+    try:
+        perfex.extract_frame(pre.pixels if pre else None, weights, psf, comm=comm, progress=False, **NAN_GRID)
+        raise AssertionError("negative ivar accepted")
+    except perfex.Error as e:
+        negative = str(e)
+    assert "negative inverse variance" in negative and "row 1500, column 374" in negative, negative
+if comm.rank == 0:
+    arrays = {name: getattr(frame, name) for name in
+              ("flux", "ivar", "mask", "wave", "resolution", "chi2pix", "pixmask_fraction")}
+    arrays.update({"drop_in_" + k: v for k, v in drop_in.items() if v is not None})
+    if nan is not None:
+        arrays.update(nan_flux=nan.flux, nan_ivar=nan.ivar, nan_warnings=np.array(nan.warnings),
+                      nan_count=nan.nonfinite_pixels)
+    np.savez(out, npatches=frame.npatches, **arrays)
+else:
+    assert frame is None and drop_in is None and nan is None

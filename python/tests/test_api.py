@@ -1,0 +1,347 @@
+"""The numpy API: against the C++ path, the gpu_specter references, zero-copy and converted
+input, outputs, errors, logging, the GIL."""
+
+import logging
+import os
+import pickle
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import perfex
+from perfex import _perfex
+
+from conftest import (REFERENCE, SMALL, FRAME_ARRAYS, assert_frames_identical, compare_with_reference,
+                      data_path, reference, run_python)
+
+HOST_BACKENDS = [b for b in perfex.backends() if b != "cuda"]
+QUICK = dict(wavelength="5760,6160,0.8", specmin=0, nspec=25, psferr=0.01)
+
+
+@pytest.mark.parametrize("backend", HOST_BACKENDS)
+def test_numpy_api_equals_cpp_path(masked, psf, psf_path, backend):
+    """numpy arrays in, numpy out == read_preproc + extract_frame(CcdImage) all in C++."""
+    frame = perfex.extract_frame(masked.pixels, masked.ivar, psf, backend=backend, progress=False, **QUICK)
+    cpp = _perfex.extract_files(masked.path, psf_path, _perfex.options_from_dict(perfex.make_options(**QUICK)),
+                                backend)
+    assert_frames_identical(frame, cpp)
+    assert frame.npatches == cpp["npatches"] == 5 * 11
+    assert frame.options == cpp["options"]
+
+
+def test_numpy_api_equals_cpp_command_line(masked, psf, tmp_path):
+    """The frame file written from Python == the C++ perfex-extract's (data, float32)."""
+    exe = os.environ.get("PERFEX_EXTRACT_EXE")
+    if not exe or not os.path.exists(exe):
+        pytest.skip("perfex-extract not built (PERFEX_EXTRACT_EXE is set by CTest)")
+    import subprocess
+
+    out = tmp_path / "cpp.fits"
+    subprocess.run([exe, "-i", masked.path, "-p", psf.source, "-o", str(out), "-w", "5760,6160,0.8",
+                    "-s", "0", "-n", "25", "--psferr", "0.01", "--threads", "2"], check=True,
+                   capture_output=True)
+    frame = perfex.extract_frame(masked.pixels, masked.ivar, psf, progress=False, **QUICK)
+    perfex.write_frame(tmp_path / "py.fits", frame, masked.path, psf.source)
+    assert_frames_identical(perfex.read_frame(out), perfex.read_frame(tmp_path / "py.fits"))
+
+
+@pytest.mark.parametrize("image", ["sim-r0-b0-1", "sim-r0-b0-1-masked"])
+def test_gpu_specter_reference(image, psf):
+    """Within 1e-9 sigma of gpu_specter's extraction (DESI defaults, 50 fibres, 1251 wavelengths)."""
+    ref = reference(image)
+    pre = perfex.read_preproc(data_path(image + ".fits.gz"))
+    frame = perfex.extract_frame(pre.pixels, pre.ivar, psf, progress=False, **REFERENCE)
+    assert frame.npatches == 260 and frame.failed_patches == 0
+    d = compare_with_reference(frame.flux, frame.ivar, frame.resolution, frame.chi2pix,
+                               frame.pixmask_fraction, frame.wave, ref)
+    assert d["flux_sigma"] <= 1e-9, d
+    assert d["ivar_rel"] <= 1e-8, d
+    assert d["resolution_abs"] <= 1e-9, d
+    assert d["chi2pix_rel"] <= 1e-8, d
+    assert d["pixmask_abs"] <= 1e-9, d
+
+
+# ---- input: in place or converted once -------------------------------------------------------
+
+
+def test_zero_copy_input(masked, psf):
+    pixels, ivar = masked.pixels, masked.ivar
+    before = pixels[1000, 200], ivar[1000, 200]
+    image = perfex.Image(pixels, ivar)
+    assert image.in_place and not image.converted
+    assert image.data_pointer == pixels.ctypes.data
+    assert image._handle.ivar_address == ivar.ctypes.data
+    assert image.pixels is pixels and image.ivar is ivar
+    frame = perfex.extract_frame(image, psf=psf, progress=False, **QUICK)
+    assert_frames_identical(frame, perfex.extract_frame(pixels, ivar, psf, progress=False, **QUICK))
+    assert (pixels[1000, 200], ivar[1000, 200]) == before  # read only
+
+
+@pytest.mark.parametrize("layout", ["float32", "fortran", "big-endian", "strided", "int"])
+def test_converted_input(masked, psf, layout):
+    """Other dtypes and layouts are converted once; results equal those of the same values as
+    C-contiguous float64."""
+    rows = slice(0, 2400)  # the image's signal lies in rows 194-2354
+    if layout == "float32":
+        p, w = masked.pixels[rows].astype(np.float32), masked.ivar[rows].astype(np.float32)
+    elif layout == "fortran":
+        p, w = np.asfortranarray(masked.pixels[rows]), np.asfortranarray(masked.ivar[rows])
+    elif layout == "big-endian":
+        p, w = masked.pixels[rows].astype(">f8"), masked.ivar[rows].astype(">f8")
+    elif layout == "strided":
+        p, w = masked.pixels[rows, :], masked.ivar[rows, :]
+        p, w = np.repeat(p, 2, axis=1)[:, ::2], np.repeat(w, 2, axis=1)[:, ::2]
+    else:
+        p, w = np.round(masked.pixels[rows]).astype(np.int32), (masked.ivar[rows] > 0).astype(np.int64)
+    image = perfex.Image(p, w)
+    assert image.converted and not image.in_place
+    assert image.pixels.dtype == np.float64 and image.pixels.flags.c_contiguous
+    expected = perfex.Image(np.array(p, dtype=np.float64, order="C"), np.array(w, dtype=np.float64, order="C"))
+    assert expected.in_place
+    assert_frames_identical(perfex.extract_frame(image, psf=psf, progress=False, **QUICK),
+                            perfex.extract_frame(expected, psf=psf, progress=False, **QUICK))
+
+
+def test_float32_preproc_values(masked, psf):
+    """A preproc file holds float32: converting those values gives the file's frame exactly."""
+    p32, w32 = masked.pixels.astype(np.float32), masked.ivar.astype(np.float32)
+    assert np.array_equal(p32.astype(np.float64), masked.pixels)  # the file's values are float32
+    assert_frames_identical(perfex.extract_frame(p32, w32, psf, progress=False, **QUICK),
+                            perfex.extract_frame(masked.pixels, masked.ivar, psf, progress=False, **QUICK))
+
+
+def test_nonfinite_pixels_are_masked(masked, psf):
+    p, w = masked.pixels.copy(), masked.ivar.copy()
+    p[900, 150], p[901, 151], w[902, 152] = np.nan, np.inf, np.nan
+    image = perfex.Image(p, w)
+    assert not image.in_place and image.nonfinite_pixels == 3
+    frame = perfex.extract_frame(image, psf=psf, progress=False, **QUICK)
+    assert frame.nonfinite_pixels == 3
+    assert any("3 NaN/Inf" in m for m in frame.warnings)
+    for r, c in ((900, 150), (901, 151), (902, 152)):
+        p[r, c], w[r, c] = 0.0, 0.0
+    assert_frames_identical(frame, perfex.extract_frame(p, w, psf, progress=False, **QUICK))
+
+
+def test_outputs_own_their_memory(small_frame):
+    for name in FRAME_ARRAYS:
+        a = getattr(small_frame, name)
+        assert type(a.base).__name__ == "PyCapsule", name  # the C++ vector itself, not a copy
+        assert a.flags.c_contiguous and a.flags.writeable
+    assert small_frame.flux.shape == (60, 501) and small_frame.resolution.shape == (60, 11, 501)
+    assert small_frame.mask.dtype == np.uint32
+    assert list(small_frame.fibers) == list(range(5, 65))
+
+
+# ---- errors ----------------------------------------------------------------------------------
+
+
+def test_error_is_runtime_error():
+    assert issubclass(perfex.Error, RuntimeError)
+
+
+def test_negative_ivar(masked, psf):
+    w = masked.ivar.copy()
+    w[1234, 321] = -1.0
+    with pytest.raises(perfex.Error, match=r"negative inverse variance -1\.0+ at row 1234, column 321"):
+        perfex.extract_frame(masked.pixels, w, psf, progress=False, **QUICK)
+
+
+@pytest.mark.parametrize(
+    "pixels, ivar, error, match",
+    [
+        (np.zeros((10, 12)), np.zeros((10, 11)), perfex.Error, r"one shape, got \(10, 12\) and \(10, 11\)"),
+        (np.zeros(10), np.zeros(10), perfex.Error, r"2-D arrays of one shape, got \(10,\)"),
+        (np.zeros(10, dtype=np.float32), np.zeros(10), perfex.Error, "pixels must be a 2-D"),
+        (np.zeros((0, 5)), np.zeros((0, 5)), perfex.Error, "nrows x ncols"),
+        (np.zeros((4, 4), dtype=complex), np.zeros((4, 4)), TypeError, "real numeric array"),
+        (np.array([["a"]]), np.zeros((1, 1)), TypeError, "real numeric array"),
+        ([[1.0, 2.0], [3.0]], np.zeros((2, 2)), TypeError, "not an array"),
+        (np.zeros((4, 4)), None, TypeError, "ivar"),
+    ],
+)
+def test_bad_images(psf, pixels, ivar, error, match):
+    with pytest.raises(error, match=match):
+        perfex.extract_frame(pixels, ivar, psf, progress=False, **QUICK)
+
+
+@pytest.mark.parametrize(
+    "options, error, match",
+    [
+        (dict(nspec=0), perfex.Error, "nspec must be >= 1"),
+        (dict(specmin=490, nspec=20), perfex.Error, r"fibres \[490, 510\) outside the PSF's 500 fibres"),
+        (dict(wavelength="6000,5000,0.8"), perfex.Error, "wavelength grid"),
+        (dict(wavelength="a,b"), perfex.Error, "wavelength: expected"),
+        (dict(pixpad_frac=2.0), perfex.Error, "pixpad_frac"),
+        (dict(decorrelation="full"), perfex.Error, "'signal' or 'noise'"),
+        (dict(nspce=5), TypeError, "unknown extraction option.*nspce"),
+        (dict(nspec="five"), perfex.Error, "nspec: cannot convert"),
+        (dict(backend="vulkan"), perfex.Error, "backend 'vulkan'"),
+    ],
+)
+def test_bad_options(masked, psf, options, error, match):
+    with pytest.raises(error, match=match):
+        perfex.extract_frame(masked.pixels, masked.ivar, psf, progress=False, **dict(QUICK, **options))
+
+
+def test_bad_files(tmp_path, psf, small_frame):
+    with pytest.raises(perfex.Error, match="no-such-psf.fits"):
+        perfex.read_psf(tmp_path / "no-such-psf.fits")
+    junk = tmp_path / "junk.fits"
+    junk.write_text("not a FITS file\n" * 100)
+    with pytest.raises(perfex.Error, match="junk.fits"):
+        perfex.read_preproc(junk)
+    with pytest.raises(perfex.Error, match="junk.fits"):
+        perfex.extract_frame(np.zeros((4, 4)), np.zeros((4, 4)), str(junk), progress=False)
+    with pytest.raises(TypeError, match="psf"):
+        perfex.extract_frame(np.zeros((4, 4)), np.zeros((4, 4)), 42, progress=False)
+    with pytest.raises(perfex.Error, match="no-such-folder"):
+        perfex.write_frame(tmp_path / "no-such-folder" / "f.fits", small_frame)
+    with pytest.raises(perfex.Error, match="no model image"):
+        perfex.write_model(tmp_path / "m.fits", small_frame)
+
+
+def test_progress_callback_error_propagates(masked, psf):
+    def fail(done, total):
+        raise ValueError(f"stop at {done}/{total}")
+
+    with pytest.raises(ValueError, match="stop at"):
+        perfex.extract_frame(masked.pixels, masked.ivar, psf, progress=fail, **dict(QUICK, batch_patches=5))
+    # The runtime is intact afterwards.
+    frame = perfex.extract_frame(masked.pixels, masked.ivar, psf, progress=False, **QUICK)
+    assert frame.npatches == 55
+
+
+def test_threads_later_warns():
+    threads = perfex.initialize()
+    with pytest.warns(UserWarning, match="already runs"):
+        perfex.initialize(threads + 1)
+    r = run_python(["-c", "import perfex; perfex.initialize(0)"])
+    assert r.returncode != 0 and "threads must be a positive integer" in r.stderr
+
+
+def test_bad_input_does_not_crash_the_interpreter(tmp_path):
+    """The same errors from a fresh interpreter: Python exceptions, exit status 0."""
+    script = (
+        "import numpy as np, perfex\n"
+        "for bad in (lambda: perfex.extract_frame(np.zeros((3, 3)), -np.ones((3, 3)), 'x.fits'),\n"
+        "            lambda: perfex.Image(np.zeros((3, 3)), -np.ones((3, 3))),\n"
+        "            lambda: perfex.read_preproc('/nonexistent.fits'),\n"
+        "            lambda: perfex.Image(np.zeros((2, 2)), np.zeros((3, 3)))):\n"
+        "    try:\n        bad()\n    except (perfex.Error, TypeError) as e:\n        print('ok', e)\n"
+    )
+    r = run_python(["-c", script])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("ok ") == 4, r.stdout
+
+
+# ---- logging, GIL, pickling, model ---------------------------------------------------------
+
+
+def test_progress_goes_to_logging(masked, psf, caplog):
+    with caplog.at_level(logging.INFO, logger="perfex"):
+        perfex.extract_frame(masked.pixels, masked.ivar, psf, **dict(QUICK, batch_patches=10))
+    lines = [r.getMessage() for r in caplog.records if r.name == "perfex"]
+    assert any("55/55 patches (100 %)" in m for m in lines), lines
+    assert 2 <= len(lines) <= 11
+
+
+def test_gil_released_while_extracting(masked, psf):
+    done = threading.Event()
+    result = {}
+
+    def work():  # from another Python thread: perfex drives Kokkos from its own thread
+        try:
+            result["frame"] = perfex.extract_frame(masked.pixels, masked.ivar, psf, progress=False, **QUICK)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=work)
+    ticks = 0
+    thread.start()
+    time.sleep(0.05)
+    while not done.is_set():
+        ticks += 1  # runs only while the extraction does not hold the GIL
+        time.sleep(0.001)
+    thread.join()
+    assert result["frame"].npatches == 55
+    assert ticks > 20
+
+
+def test_ctrl_c_stops_an_extraction(psf_path):
+    """SIGINT during an extraction: KeyboardInterrupt at the next batch; the runtime goes on."""
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import python_env
+
+    script = f"""
+import signal, sys, numpy as np, perfex
+signal.signal(signal.SIGINT, signal.default_int_handler)
+psf = perfex.read_psf({psf_path!r})
+pixels, ivar = np.zeros((4128, 4114)), np.ones((4128, 4114))
+def started(done, total):
+    if done == 10:
+        print("started", flush=True)
+try:
+    perfex.extract_frame(pixels, ivar, psf, nspec=50, batch_patches=10, progress=started)
+    print("not interrupted")
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+frame = perfex.extract_frame(pixels, ivar, psf, nspec=5, wavelength="5760,5800,0.8", progress=False)
+print("afterwards", frame.npatches)
+"""
+    p = subprocess.Popen([sys.executable, "-c", script], env=python_env(OMP_NUM_THREADS="1"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "started"
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err
+    assert out.split() == ["interrupted", "afterwards", "10"]
+
+
+def test_psf_pickles(psf, masked):
+    copy = pickle.loads(pickle.dumps(psf))
+    assert copy.nfib == psf.nfib and copy.param_names == psf.param_names
+    a, b = psf.to_dict(), copy.to_dict()
+    for k in a:
+        assert np.array_equal(a[k], b[k]) if isinstance(a[k], np.ndarray) else a[k] == b[k], k
+    assert_frames_identical(perfex.extract_frame(masked, psf=copy, progress=False, **QUICK),
+                            perfex.extract_frame(masked, psf=psf, progress=False, **QUICK))
+
+
+def test_model_image_and_file_round_trip(masked, psf, tmp_path):
+    frame = perfex.extract_frame(masked, psf=psf, progress=False, model_image=True, **QUICK)
+    assert frame.model.shape == masked.pixels.shape
+    assert frame.model.sum() > 0
+    perfex.write_frame(tmp_path / "f.fits", frame, masked.path, psf.source)
+    perfex.write_model(tmp_path / "m.fits", frame, masked.path, psf.source)
+    back = perfex.read_frame(tmp_path / "f.fits")
+    for name in ("flux", "ivar", "resolution", "chi2pix", "pixmask_fraction"):
+        assert np.array_equal(getattr(back, name), getattr(frame, name).astype(np.float32)), name
+    assert np.array_equal(back.mask, frame.mask) and np.array_equal(back.wave, frame.wave)
+    assert back.options == frame.options and back.specmin == 0
+
+
+def test_threads_per_rank(monkeypatch):
+    """Ranks x threads never oversubscribe a node: OMP_NUM_THREADS, else the node's cores
+    shared among its ranks (the launcher's count), never more than the rank may run on."""
+    from perfex._runtime import rank_threads
+
+    for var in ("OMP_NUM_THREADS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"):
+        monkeypatch.delenv(var, raising=False)
+    assert rank_threads() is None  # one process: Kokkos' default, every core
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "4")
+    assert rank_threads() == 16
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3})  # bound to one core
+    assert rank_threads() == 1
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "128")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
+    assert rank_threads() == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert rank_threads() == 3

@@ -1,0 +1,72 @@
+"""MPI: frames bitwise identical for any rank count; an exposure over rank groups with one
+broken frame. Each test starts `mpirun --oversubscribe` (one thread per rank)."""
+
+import os
+
+import numpy as np
+import pytest
+
+import perfex
+from perfex import gpu_specter
+
+from conftest import HERE, NAN_GRID, NAN_PIXELS, SMALL, assert_frames_identical, mpirun
+
+pytestmark = pytest.mark.mpi
+
+
+@pytest.mark.parametrize("nranks", [3, 2, 4])
+def test_library_ranks_bitwise(nranks, masked, psf, small_frame, tmp_path):
+    out = tmp_path / "frame.npz"
+    nan = ["nan"] if nranks == 3 else []
+    r = mpirun(nranks, [os.path.join(HERE, "mpi_worker.py"), masked.path, psf.source, str(out)] + nan)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = np.load(out)
+    assert_frames_identical(small_frame, got)
+    assert int(got["npatches"]) == small_frame.npatches
+    single = gpu_specter.extract_frame({"image": masked.pixels, "ivar": masked.ivar}, psf, 25, SMALL["specmin"],
+                                       SMALL["nspec"], SMALL["wavelength"], nsubbundles=5, psferr=0.01)
+    for key, value in single.items():
+        if value is not None:
+            assert np.array_equal(got["drop_in_" + key], value), key
+    if nan:  # NaN pixels: masked and counted once for the whole image, as in one process
+        pixels = masked.pixels.copy()
+        for row, col in NAN_PIXELS:
+            pixels[row, col] = np.nan
+        one = perfex.extract_frame(pixels, masked.ivar, psf, progress=False, **NAN_GRID)
+        assert one.nonfinite_pixels == int(got["nan_count"]) == 3
+        assert list(got["nan_warnings"]) == one.warnings and len(one.warnings) == 1
+        assert np.array_equal(got["nan_flux"], one.flux) and np.array_equal(got["nan_ivar"], one.ivar)
+
+
+def test_command_line_three_ranks_bitwise(masked, psf, small_frame, tmp_path):
+    out = tmp_path / "frame.fits"
+    args = ["-m", "perfex.extract", "--mpi", "-i", masked.path, "-p", psf.source, "-o", str(out), "-w",
+            SMALL["wavelength"], "-s", str(SMALL["specmin"]), "-n", str(SMALL["nspec"]), "--psferr", "0.01"]
+    r = mpirun(3, args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "on 3 ranks" in r.stderr
+    perfex.write_frame(tmp_path / "single.fits", small_frame, masked.path, psf.source)
+    assert_frames_identical(perfex.read_frame(out), perfex.read_frame(tmp_path / "single.fits"))
+
+
+def test_exposure_groups_with_a_broken_frame(clean, masked, psf, tmp_path):
+    """Four ranks, three frames: groups of 2, 1 and 1 ranks; the broken frame is reported by
+    name, the other two are written, the exit status is non-zero."""
+    broken = tmp_path / "broken-preproc.fits"
+    broken.write_bytes(b"SIMPLE  =                    T" + b" " * 2850)
+    grid = ["-w", "5760,5960,0.8", "-s", "20", "-n", "10", "--psferr", "0.01"]
+    listing = tmp_path / "exposure.txt"
+    names = {"clean": clean.path, "broken": str(broken), "masked": masked.path}
+    listing.write_text("".join(f"{path} {psf.source} {tmp_path}/frame-{name}.fits\n" for name, path in names.items()))
+    r = mpirun(4, ["-m", "perfex.extract", "--mpi", "--frames", str(listing)] + grid)
+    assert r.returncode != 0
+    assert "frame frame-broken.fits: FAILED" in r.stderr and "broken-preproc.fits" in r.stderr
+    assert "1 of 3 frames failed" in r.stderr
+    assert not (tmp_path / "frame-broken.fits").exists()
+    for name in ("clean", "masked"):
+        pre = clean if name == "clean" else masked
+        expected = perfex.extract_frame(pre, psf=psf, wavelength="5760,5960,0.8", specmin=20, nspec=10,
+                                        psferr=0.01, progress=False)
+        perfex.write_frame(tmp_path / f"expected-{name}.fits", expected, pre.path, psf.source)
+        assert_frames_identical(perfex.read_frame(tmp_path / f"frame-{name}.fits"),
+                                perfex.read_frame(tmp_path / f"expected-{name}.fits"))
