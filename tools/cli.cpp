@@ -499,20 +499,17 @@ RunResult run_extract_files(const ExtractArgs& args, const ProgressCallback& pro
       const auto t2 = std::chrono::steady_clock::now();
       auto device_image = [&] {
         if constexpr (Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible) {
-          auto in_place = extract::wrap_host_image(image.ccd.pixels.data(),
-                                                   image.ccd.ivar.data(), image.ccd.nrows,
-                                                   image.ccd.ncols);
+          auto in_place = extract::wrap_host_image(image.ccd.pixels.data(), image.ccd.ivar.data(),
+                                                   image.ccd.nrows, image.ccd.ncols);
           in_place.region = image.ccd.region;
           return in_place;
         } else {
           return extract::upload_image(exec, image.ccd);
         }
       }();
-      extract::Frame frame =
-          extract::extract_frame(exec, plan, device_psf, device_image, progress);
+      extract::Frame frame = extract::extract_frame(exec, plan, device_psf, device_image, progress);
       r.seconds =
-          std::chrono::duration<double>(t1 - t0 + (std::chrono::steady_clock::now() - t2))
-              .count();
+          std::chrono::duration<double>(t1 - t0 + (std::chrono::steady_clock::now() - t2)).count();
       return frame;
     });
   });

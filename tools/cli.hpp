@@ -203,8 +203,8 @@ void check_outputs(const ExtractArgs& args);
 // perfex-extract's whole job: check the outputs, read the PSF, resolve the options, check the
 // image's size against the PSF and the memory the run needs against what is free, plan the
 // frame, read only the image pixels the patches touch, extract, write the frame (and the
-// model when asked). progress(0, 0) marks the start of the extraction. Everything that can be refused is
-// refused before the extraction; warnings go to `warn` and into the frame header.
+// model when asked). progress(0, 0) marks the start of the extraction. Everything that can be
+// refused is refused before the extraction; warnings go to `warn` and into the frame header.
 RunResult run_extract_files(const ExtractArgs& args, const ProgressCallback& progress = {},
                             const WarningCallback& warn = {});
 

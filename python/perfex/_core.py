@@ -217,6 +217,8 @@ class Frame:
     options: dict = field(default_factory=option_defaults)
     npatches: int = 0
     failed_patches: int = 0
+    # (fibre0, nfibres, wave0, nwaves) blocks of bins, frame-relative, whose patch failed
+    failed_bins: List[tuple] = field(default_factory=list)
     nonfinite_pixels: int = 0
     seconds: float = 0.0
     linalg_flops: float = 0.0
@@ -250,7 +252,9 @@ def write_frame(path, frame, image_path=None, psf_path=None):
     """Writes the desispec frame file (FLUX, IVAR, MASK, WAVELENGTH, RESOLUTION, FIBERMAP,
     CHI2PIX, PIXMASK_FRACTION); the FIBERMAP and header cards come from image_path when that
     preproc file exists. Written to a temporary name and renamed."""
-    _perfex.write_frame(os.fspath(path), frame, os.fspath(image_path or ""), os.fspath(psf_path or ""))
+    for warning in _perfex.write_frame(os.fspath(path), frame, os.fspath(image_path or ""),
+                                       os.fspath(psf_path or "")):
+        log.warning("%s: %s", os.fspath(path), warning)
 
 
 def write_model(path, frame, image_path=None, psf_path=None):
@@ -263,9 +267,11 @@ def read_frame(path):
     return Frame(**_perfex.read_frame(os.fspath(path)))
 
 
-def frame_mask(chi2pix, pixmask_fraction):
-    """desispec's spectrum mask (SOMEBADPIX, ALLBADPIX, BAD2DFIT) of a whole frame."""
-    return _perfex.frame_mask(chi2pix, pixmask_fraction)
+def frame_mask(chi2pix, pixmask_fraction, ivar, failed_bins=()):
+    """desispec's spectrum mask of a whole frame: SOMEBADPIX, ALLBADPIX, BAD2DFIT, NODATA
+    where ivar is 0, and BAD2DFIT | NODATA on failed_bins ((fibre0, nfibres, wave0, nwaves)
+    blocks of bins whose patch could not be solved)."""
+    return _perfex.frame_mask(chi2pix, pixmask_fraction, ivar, list(failed_bins))
 
 
 # ---- extraction ---------------------------------------------------------------------------

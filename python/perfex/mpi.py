@@ -210,7 +210,13 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
         comm.Reduce([send, MPI.DOUBLE], [model, MPI.DOUBLE] if rank == 0 else None,
                     op=MPI.SUM, root=0)
     keys = ("npatches", "failed_patches", "linalg_flops", "max_band", "warnings")
-    stats = comm.gather(None if local is None else {k: local[k] for k in keys}, root=0)
+    mine_stats = None
+    if local is not None:
+        mine_stats = {k: local[k] for k in keys}
+        shift = mine[0][0] - opts["specmin"]  # this rank's first fibre in the frame
+        mine_stats["failed_bins"] = [(f0 + shift, nf, k0, nk)
+                                     for f0, nf, k0, nk in local["failed_bins"]]
+    stats = comm.gather(mine_stats, root=0)
     stamps["staged-bundles"] = time.time()
     if rank != 0:
         return None
@@ -220,14 +226,17 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
         if s is not None:  # the other ranks' NaN/Inf counts are of their columns only
             warnings += [w for w in s["warnings"] if "NaN/Inf" not in w]
     stats = [s for s in stats if s is not None]
+    failed_bins = [b for s in stats for b in s["failed_bins"]]
     frame = Frame(
-        mask=frame_mask(arrays["chi2pix"], arrays["pixmask_fraction"]),
+        mask=frame_mask(arrays["chi2pix"], arrays["pixmask_fraction"], arrays["ivar"],
+                        failed_bins),
         wave=local["wave"],
         specmin=ranges[0][0],
         model=model,
         options=dict(local["options"], specmin=opts["specmin"], nspec=opts["nspec"]),
         npatches=sum(s["npatches"] for s in stats),
         failed_patches=sum(s["failed_patches"] for s in stats),
+        failed_bins=failed_bins,
         nonfinite_pixels=local["nonfinite_pixels"],
         seconds=time.time() - start,
         linalg_flops=sum(s["linalg_flops"] for s in stats),

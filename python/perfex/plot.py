@@ -21,7 +21,7 @@ from ._core import Error, Frame, read_frame
 _MASK_STATES = (
     ("SOMEBADPIX (pixmask > 0.5)", "#f2b134"),
     ("BAD2DFIT (chi2pix outlier)", "#d94f3d"),
-    ("ALLBADPIX / ivar = 0", "#4b2a78"),
+    ("ALLBADPIX / NODATA (ivar = 0)", "#4b2a78"),
 )
 
 
@@ -31,7 +31,7 @@ def mask_states(frame):
     mask = np.asarray(frame.mask)
     state[(mask & 1) != 0] = 1
     state[(mask & (1 << 7)) != 0] = 2
-    state[((mask & 2) != 0) | (np.asarray(frame.ivar) == 0)] = 3
+    state[((mask & (2 | 1 << 8)) != 0) | (np.asarray(frame.ivar) == 0)] = 3
     return state
 
 

@@ -20,6 +20,7 @@
 #include <pybind11/stl.h>
 #include <Kokkos_Core.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -284,12 +285,26 @@ py::dict frame_to_dict(perfex::extract::Frame&& fr) {
   d["options"] = options_to_dict(fr.options);
   d["npatches"] = fr.npatches;
   d["failed_patches"] = fr.failed_patches;
+  py::list failed_bins;
+  for (const auto& b : fr.failed_bins)
+    failed_bins.append(py::make_tuple(b.fibre0, b.nfibres, b.wave0, b.nwaves));
+  d["failed_bins"] = failed_bins;
   d["nonfinite_pixels"] = fr.nonfinite_pixels;
   d["seconds"] = fr.seconds;
   d["linalg_flops"] = fr.linalg_flops;
   d["max_band"] = fr.max_band;
   d["warnings"] = fr.warnings;
   return d;
+}
+
+// (fibre0, nfibres, wave0, nwaves) blocks, frame-relative.
+std::vector<perfex::extract::BinBlock> failed_bins_from_object(const py::object& blocks) {
+  std::vector<perfex::extract::BinBlock> out;
+  for (const py::handle b : blocks) {
+    const auto t = b.cast<std::array<int, 4>>();
+    out.push_back({t[0], t[1], t[2], t[3]});
+  }
+  return out;
 }
 
 // A C++ Frame from the Python Frame's fields (for writing; the arrays are copied once).
@@ -323,6 +338,7 @@ perfex::extract::Frame frame_from_object(const py::object& f) {
   fr.options = options_from_dict(f.attr("options").cast<py::dict>());
   fr.npatches = f.attr("npatches").cast<int>();
   fr.failed_patches = f.attr("failed_patches").cast<int>();
+  fr.failed_bins = failed_bins_from_object(f.attr("failed_bins"));
   fr.nonfinite_pixels = f.attr("nonfinite_pixels").cast<long long>();
   fr.seconds = f.attr("seconds").cast<double>();
   fr.linalg_flops = f.attr("linalg_flops").cast<double>();
@@ -332,8 +348,10 @@ perfex::extract::Frame frame_from_object(const py::object& f) {
 }
 
 // desispec's spectrum mask of a whole frame (the medians span every fibre: after an MPI
-// gather, rank 0 recomputes it on the assembled frame).
-py::array_t<std::uint32_t> frame_mask(const py::array& chi2pix, const py::array& pixmask_fraction) {
+// gather, rank 0 recomputes it on the assembled frame): SOMEBADPIX, ALLBADPIX, BAD2DFIT,
+// NODATA where ivar is 0, BAD2DFIT | NODATA on the failed patches' bins.
+py::array_t<std::uint32_t> frame_mask(const py::array& chi2pix, const py::array& pixmask_fraction,
+                                      const py::array& ivar, const py::object& failed_bins) {
   if (chi2pix.ndim() != 2) throw Error("frame mask: chi2pix must be a 2-D [nspec][nwave] array");
   perfex::extract::Frame fr;
   fr.nspec = static_cast<int>(chi2pix.shape(0));
@@ -341,6 +359,8 @@ py::array_t<std::uint32_t> frame_mask(const py::array& chi2pix, const py::array&
   const std::size_t n = static_cast<std::size_t>(fr.nspec) * fr.nwave;
   fr.chi2pix = to_vector<double>(chi2pix, "chi2pix", n);
   fr.pixmask_fraction = to_vector<double>(pixmask_fraction, "pixmask_fraction", n);
+  fr.ivar = to_vector<double>(ivar, "ivar", n);
+  fr.failed_bins = failed_bins_from_object(failed_bins);
   fr.flux.resize(n);
   {
     py::gil_scoped_release nogil;
@@ -736,19 +756,28 @@ PYBIND11_MODULE(_perfex, m) {
         py::arg("options"), py::arg("backend"), py::arg("host_copy") = false);
   m.def("extract_files", &extract_files, py::arg("image_path"), py::arg("psf_path"),
         py::arg("options"), py::arg("backend"));
-  m.def("frame_mask", &frame_mask, py::arg("chi2pix"), py::arg("pixmask_fraction"));
-  for (const auto& [name, write] : {std::make_pair("write_frame", &perfex::io::write_frame),
-                                    std::make_pair("write_model", &perfex::io::write_model)}) {
-    m.def(
-        name,
-        [write = write](const std::string& path, const py::object& frame,
-                        const std::string& image_path, const std::string& psf_path) {
-          const perfex::extract::Frame fr = frame_from_object(frame);
-          py::gil_scoped_release nogil;
-          write(path, fr, {image_path, psf_path});
-        },
-        py::arg("path"), py::arg("frame"), py::arg("image_path") = "", py::arg("psf_path") = "");
-  }
+  m.def("frame_mask", &frame_mask, py::arg("chi2pix"), py::arg("pixmask_fraction"), py::arg("ivar"),
+        py::arg("failed_bins") = py::list());
+  // Both return the writer's warnings (e.g. a FIBERMAP shorter than the frame).
+  m.def(
+      "write_frame",
+      [](const std::string& path, const py::object& frame, const std::string& image_path,
+         const std::string& psf_path) {
+        const perfex::extract::Frame fr = frame_from_object(frame);
+        py::gil_scoped_release nogil;
+        return perfex::io::write_frame(path, fr, {image_path, psf_path});
+      },
+      py::arg("path"), py::arg("frame"), py::arg("image_path") = "", py::arg("psf_path") = "");
+  m.def(
+      "write_model",
+      [](const std::string& path, const py::object& frame, const std::string& image_path,
+         const std::string& psf_path) {
+        const perfex::extract::Frame fr = frame_from_object(frame);
+        py::gil_scoped_release nogil;
+        perfex::io::write_model(path, fr, {image_path, psf_path});
+        return std::vector<std::string>{};
+      },
+      py::arg("path"), py::arg("frame"), py::arg("image_path") = "", py::arg("psf_path") = "");
   m.def(
       "read_frame",
       [](const std::string& path) {

@@ -24,7 +24,7 @@ frame = perfex.extract_frame(pre, None, psf, comm=comm, progress=False, **SMALL)
 drop_in = perfex.gpu_specter.extract_frame(img, psf, 25, SMALL["specmin"], SMALL["nspec"],
                                            SMALL["wavelength"] if comm.rank == 0 else None,
                                            nsubbundles=5, psferr=0.01, comm=comm)
-nan = None
+nan = failed = None
 if sys.argv[4:] == ["nan"]:
     pixels = None
     if comm.rank == 0:
@@ -43,13 +43,17 @@ if sys.argv[4:] == ["nan"]:
     except perfex.Error as e:
         negative = str(e)
     assert "negative inverse variance" in negative and "row 1500, column 374" in negative, negative
+    # Patches that cannot be solved: their bins masked BAD2DFIT | NODATA in the gathered frame.
+    failed = perfex.extract_frame(pre, None, psf, comm=comm, progress=False, regularize=1e300,
+                                  **NAN_GRID)
 if comm.rank == 0:
     arrays = {name: getattr(frame, name) for name in
               ("flux", "ivar", "mask", "wave", "resolution", "chi2pix", "pixmask_fraction")}
     arrays.update({"drop_in_" + k: v for k, v in drop_in.items() if v is not None})
     if nan is not None:
         arrays.update(nan_flux=nan.flux, nan_ivar=nan.ivar, nan_warnings=np.array(nan.warnings),
-                      nan_count=nan.nonfinite_pixels)
+                      nan_count=nan.nonfinite_pixels, failed_mask=failed.mask,
+                      failed_patches=failed.failed_patches)
     np.savez(out, npatches=frame.npatches, **arrays)
 else:
-    assert frame is None and drop_in is None and nan is None
+    assert frame is None and drop_in is None and nan is None and failed is None

@@ -36,6 +36,11 @@ def test_library_ranks_bitwise(nranks, masked, psf, small_frame, tmp_path):
         assert one.nonfinite_pixels == int(got["nan_count"]) == 3
         assert list(got["nan_warnings"]) == one.warnings and len(one.warnings) == 1
         assert np.array_equal(got["nan_flux"], one.flux) and np.array_equal(got["nan_ivar"], one.ivar)
+        failed = perfex.extract_frame(masked.pixels, masked.ivar, psf, progress=False, regularize=1e300,
+                                      **NAN_GRID)
+        assert failed.failed_patches == int(got["failed_patches"]) > 0
+        assert np.array_equal(got["failed_mask"], failed.mask)
+        assert np.all(failed.mask & 0x180 == 0x180)  # BAD2DFIT | NODATA: every patch failed
 
 
 def test_command_line_three_ranks_bitwise(masked, psf, small_frame, tmp_path):

@@ -69,76 +69,55 @@ struct PixelSetup {
   int nwt = 0, nmax = 0;
 };
 
-// Builds the patch solver as extract_frame does; adapt when PatchSolver's members change.
+// Builds the patch solver as extract_frame does (plan_frame, the spots of the one spot group,
+// frame-shaped results); adapt when PatchSolver's members change.
 template <class ExecSpace>
 PixelSetup<ExecSpace> make_pixel_setup() {
   using Mem = typename ExecSpace::memory_space;
   const PixelScene& sc = pixel_scene();
   const ExecSpace exec;
   PixelSetup<ExecSpace> s;
-  const ex::BundlePlan bundle = ex::plan_bundles(sc.opt, sc.psf.nfib).front();
-  const ex::FibreRange fibres = ex::spot_fibres(bundle);
-  const int nb = fibres.hi - fibres.lo, K = static_cast<int>(sc.fullwave.size());
-  const perfex::psf::GaussHermitePsf<Mem> psf(sc.psf);
+  const auto psf = ex::upload_psf(exec, sc.psf);
+  const auto plan = ex::plan_frame(exec, psf, sc.image.nrows, sc.image.ncols, sc.opt);
+  REQUIRE(plan.launches.groups.size() == 1);
+  REQUIRE(plan.launches.groups.front().fibre_lo == 0);  // patch fibres are the PSF's
+  const int nb = psf.nfib(), K = static_cast<int>(plan.fullwave.size());
   const int nx = psf.nx(), ny = psf.ny();
-  Kokkos::View<double*, Mem> wave("wave", K);
-  Kokkos::deep_copy(wave, Kokkos::View<const double*, Kokkos::HostSpace>(sc.fullwave.data(), K));
   Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots("spots", nb, K, ny, nx);
   Kokkos::View<int**, Mem> xc("xc", nb, K), yc("yc", nb, K);
-  perfex::psf::compute_spots(exec, psf, fibres.lo, nb, wave, spots, xc, yc);
+  perfex::psf::compute_spots(exec, psf, 0, nb, plan.device_fullwave, spots, xc, yc);
   s.spots = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), spots);
-  Kokkos::View<int**, Kokkos::HostSpace> hx("hx", nb, K), hy("hy", nb, K);
-  {
-    auto mx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), xc);
-    auto my = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), yc);
-    for (int f = 0; f < nb; ++f)
-      for (int k = 0; k < K; ++k) {
-        hx(f, k) = mx(f, k);
-        hy(f, k) = my(f, k);
-      }
-  }
-  s.xc = hx;
-  s.yc = hy;
-  s.plan = ex::plan_patches(
-      bundle, sc.opt, sc.nwave, nx, ny, sc.image.ncols, sc.image.nrows,
-      [&](int f, int k) { return hx(f, k); }, [&](int f, int k) { return hy(f, k); });
-  const int npatch = static_cast<int>(s.plan.size());
-  Kokkos::View<ex::PatchDesc*, Mem> dplan("plan", npatch);
-  Kokkos::deep_copy(dplan,
-                    Kokkos::View<const ex::PatchDesc*, Kokkos::HostSpace>(s.plan.data(), npatch));
-  s.nwt = sc.opt.nwavestep + 2 * sc.opt.wavepad();
-  const int band = ex::measure_bandwidths(exec, Kokkos::View<const int**, Mem>(xc),
-                                          Kokkos::View<const int**, Mem>(yc), dplan, s.nwt, ny, nx);
-  Kokkos::deep_copy(Kokkos::View<ex::PatchDesc*, Kokkos::HostSpace>(s.plan.data(), npatch), dplan);
-  int maxpix = 0, maxsub = 0;
-  for (const auto& p : s.plan) {
-    maxpix = std::max(maxpix, (p.row1 - p.row0) * (p.col1 - p.col0));
-    maxsub = std::max(maxsub, p.nkeepfib);
-  }
-  s.nmax = (maxsub + 2) * s.nwt;
-  ex::PatchResults<Mem> out(npatch, maxsub, sc.opt.nwavestep, psf.hsizey());
+  s.xc = Kokkos::View<int**, Kokkos::HostSpace>("hx", nb, K);
+  s.yc = Kokkos::View<int**, Kokkos::HostSpace>("hy", nb, K);
+  Kokkos::deep_copy(s.xc, Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), xc));
+  Kokkos::deep_copy(s.yc, Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), yc));
+  s.plan = plan.patches;
+  const int npatch = plan.npatches();
+  s.nwt = plan.geometry.nwt;
+  s.nmax = plan.geometry.nmax();
+  const int nspec = sc.opt.nspec, nwave = static_cast<int>(plan.wave.size());
+  const int ndiag = psf.hsizey();
+  using Bins = typename ex::PatchResults<Mem>::Bins;
+  const Bins flux("flux", nspec, nwave);
   {  // a flux for add_model
-    auto hf = Kokkos::create_mirror_view(out.flux);
+    auto hf = Kokkos::create_mirror_view(flux);
     for (std::size_t i = 0; i < hf.size(); ++i) hf.data()[i] = 40.0 + 7.0 * std::sin(0.37 * i);
-    Kokkos::deep_copy(out.flux, hf);
+    Kokkos::deep_copy(flux, hf);
   }
-  s.solver = ex::PatchSolver<ExecSpace, Mem>{
-      spots,
-      xc,
-      yc,
-      ex::upload_image(exec, sc.image),
-      dplan,
-      ex::PatchWorkspace<Mem>(s.nmax, band, s.nwt, maxpix, nx * ny, npatch, sc.opt.decorrelation),
-      out,
-      Kokkos::View<double**, Kokkos::LayoutRight, Mem>("model", sc.image.nrows, sc.image.ncols),
-      s.nwt,
-      sc.opt.wavepad(),
-      sc.opt.nwavestep,
-      psf.hsizey(),
-      sc.opt.regularize,
-      sc.psf.psferr,
-      sc.opt.eigen_clip,
-      sc.opt.decorrelation};
+  s.solver = ex::PatchSolver<ExecSpace, Mem>(plan.geometry, plan.options, npatch);
+  s.solver.spots = spots;
+  s.solver.xcorner = xc;
+  s.solver.ycorner = yc;
+  s.solver.image = ex::upload_image(exec, sc.image);
+  s.solver.out = ex::PatchResults<Mem>(
+      flux, Bins("ivar", nspec, nwave), Bins("chi2pix", nspec, nwave),
+      Bins("pixmask", nspec, nwave),
+      typename ex::PatchResults<Mem>::Diagonals("rdiags", nspec, 2 * ndiag + 1, nwave),
+      Kokkos::View<int*, Mem>("status", npatch));
+  s.solver.patches = plan.device_patches;
+  s.solver.out.select(plan.device_patches, 0);
+  s.solver.model =
+      Kokkos::View<double**, Kokkos::LayoutRight, Mem>("model", sc.image.nrows, sc.image.ncols);
   s.phi = decltype(s.phi)("phi", s.nmax, npatch);
   s.hphi.resize(static_cast<std::size_t>(s.nmax) * npatch);
   for (std::size_t i = 0; i < s.hphi.size(); ++i) s.hphi[i] = 30.0 + 20.0 * std::cos(0.11 * i);
@@ -189,8 +168,8 @@ PixelResults run_pixel_kernels(const PixelSetup<ExecSpace>& s, const TeamShape& 
   auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ws.b);
   auto ho = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ws.omega);
   auto hH = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ws.H);
-  auto hc = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.solver.out.chi2pix);
-  auto hp = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.solver.out.pixmask);
+  auto hc = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.solver.out.chi2pix.frame);
+  auto hp = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.solver.out.pixmask.frame);
   auto hm = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.solver.model);
   PixelResults r;
   for (std::size_t ip = 0; ip < s.plan.size(); ++ip) {
@@ -203,8 +182,8 @@ PixelResults run_pixel_kernels(const PixelSetup<ExecSpace>& s, const TeamShape& 
     }
     for (int f = 0; f < p.nkeepfib; ++f)
       for (int k = 0; k < p.nkeep; ++k) {
-        r.chi2pix.push_back(hc(ip, f, k));
-        r.pixmask.push_back(hp(ip, f, k));
+        r.chi2pix.push_back(hc(p.out_fibre0 + f, p.kf0 + k));
+        r.pixmask.push_back(hp(p.out_fibre0 + f, p.kf0 + k));
       }
   }
   r.model.assign(hm.data(), hm.data() + hm.size());
@@ -274,7 +253,7 @@ PixelResults host_pixel_sums(const PixelSetup<ExecSpace>& s) {
       }
   }
   // Model image from the flux preset in make_pixel_setup.
-  auto hf = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.solver.out.flux);
+  auto hf = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.solver.out.flux.frame);
   for (std::size_t ip = 0; ip < s.plan.size(); ++ip) {
     const ex::PatchDesc& p = s.plan[ip];
     for (int f = 0; f < p.nkeepfib; ++f)
@@ -285,7 +264,7 @@ PixelResults host_pixel_sums(const PixelSetup<ExecSpace>& s) {
           for (int col = std::max(p.col0, s.xc(fl, kk)); col < std::min(p.col1, s.xc(fl, kk) + nx);
                ++col)
             r.model[static_cast<std::size_t>(row) * ncols + col] +=
-                hf(ip, f, k) * S(fl, kk, row, col);
+                hf(p.out_fibre0 + f, p.kf0 + k) * S(fl, kk, row, col);
       }
   }
   return r;
