@@ -166,12 +166,7 @@ struct NormalEquations {
     const int ip = member.league_rank();
     const ex::PatchDesc p = s.patches(ip);
     const int n = p.nfib * s.nwt;
-    s.weigh_spots(member, p, n, Kokkos::subview(s.ws.b, Kokkos::make_pair(0, n), ip),
-                  Kokkos::subview(s.ws.omega, Kokkos::make_pair(0, n), ip));
-    member.team_barrier();
-    s.normal_matrix(
-        member, p, n,
-        Kokkos::subview(s.ws.H, Kokkos::make_pair(0, p.band + 1), Kokkos::make_pair(0, n), ip));
+    s.normal_equations(member, ip, p, n);
   }
 };
 

@@ -634,16 +634,7 @@ PYBIND11_MODULE(_perfex, m) {
       [](int threads) {
         if (runtime_finalized) throw Error("perfex: the runtime was finalized and cannot restart");
         kokkos_thread().run([threads] {
-          if (Kokkos::is_initialized()) return;
-#if KOKKOS_VERSION >= 30700
-          Kokkos::InitializationSettings settings;
-          if (threads > 0) settings.set_num_threads(threads);
-          Kokkos::initialize(settings);
-#else
-          Kokkos::InitArguments args;
-          if (threads > 0) args.num_threads = threads;
-          Kokkos::initialize(args);
-#endif
+          if (!Kokkos::is_initialized()) perfex::initialize_kokkos(threads);
         });
       },
       py::arg("threads") = 0, "Starts Kokkos (threads <= 0: its default).");

@@ -137,12 +137,7 @@ struct PixelKernels {
     const int ip = member.league_rank();
     const ex::PatchDesc p = s.patches(ip);
     const int n = p.nfib * s.nwt;
-    s.weigh_spots(member, p, n, Kokkos::subview(s.ws.b, Kokkos::make_pair(0, n), ip),
-                  Kokkos::subview(s.ws.omega, Kokkos::make_pair(0, n), ip));
-    member.team_barrier();
-    s.normal_matrix(
-        member, p, n,
-        Kokkos::subview(s.ws.H, Kokkos::make_pair(0, p.band + 1), Kokkos::make_pair(0, n), ip));
+    s.normal_equations(member, ip, p, n);
     member.team_barrier();
     s.chi2_and_pixmask(member, p, Kokkos::subview(phi, Kokkos::make_pair(0, n), ip));
     member.team_barrier();
@@ -296,8 +291,16 @@ std::vector<int> bandwidths(const Kokkos::View<int**, Kokkos::HostSpace>& hx,
                             const std::vector<ex::PatchDesc>& plan, int nwt, int nrow, int ncol,
                             const TeamShape& shape) {
   using Mem = typename ExecSpace::memory_space;
-  auto xc = Kokkos::create_mirror_view_and_copy(Mem(), hx);
-  auto yc = Kokkos::create_mirror_view_and_copy(Mem(), hy);
+  // In the device's default layout (PatchBandwidth's), which may not be the host's.
+  auto to_device = [](const Kokkos::View<int**, Kokkos::HostSpace>& h) {
+    Kokkos::View<int**, Mem> d("corners", h.extent(0), h.extent(1));
+    auto m = Kokkos::create_mirror_view(d);
+    for (std::size_t i = 0; i < h.extent(0); ++i)
+      for (std::size_t j = 0; j < h.extent(1); ++j) m(i, j) = h(i, j);
+    Kokkos::deep_copy(d, m);
+    return d;
+  };
+  const auto xc = to_device(hx), yc = to_device(hy);
   Kokkos::View<ex::PatchDesc*, Mem> dplan("plan", plan.size());
   Kokkos::deep_copy(
       dplan, Kokkos::View<const ex::PatchDesc*, Kokkos::HostSpace>(plan.data(), plan.size()));

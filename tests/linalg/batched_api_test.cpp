@@ -22,13 +22,17 @@ using Strided = decltype(Kokkos::subview(Matrices(), Kokkos::ALL(), Kokkos::pair
 static_assert(std::is_same<Strided::array_layout, Kokkos::LayoutStride>::value);
 static_assert(pl::batched_view_compatible<Host, Matrices, 3>::value);
 static_assert(pl::batched_view_compatible<Host, Strided, 3>::value, "subviews are accepted");
+static_assert(pl::batched_view_compatible<
+              Host, Kokkos::View<double***, Kokkos::LayoutRight, Kokkos::HostSpace>, 3>::value);
 static_assert(
-    pl::batched_view_compatible<Host, Kokkos::View<double***, Kokkos::LayoutRight>, 3>::value);
-static_assert(pl::batched_view_compatible<Host, Kokkos::View<int*>, 1, int>::value);
+    pl::batched_view_compatible<Host, Kokkos::View<int*, Kokkos::HostSpace>, 1, int>::value);
 static_assert(!pl::batched_view_compatible<Host, Matrices, 2>::value, "wrong rank");
-static_assert(!pl::batched_view_compatible<Host, Kokkos::View<float***>, 3>::value, "not double");
-static_assert(!pl::batched_view_compatible<Host, Kokkos::View<const double***>, 3>::value,
-              "const data");
+static_assert(
+    !pl::batched_view_compatible<Host, Kokkos::View<float***, Kokkos::HostSpace>, 3>::value,
+    "not double");
+static_assert(
+    !pl::batched_view_compatible<Host, Kokkos::View<const double***, Kokkos::HostSpace>, 3>::value,
+    "const data");
 static_assert(!pl::batched_view_compatible<Host, std::vector<double>, 1>::value, "not a view");
 #ifdef KOKKOS_ENABLE_CUDA
 static_assert(

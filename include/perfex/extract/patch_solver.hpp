@@ -364,6 +364,18 @@ struct PatchSolver {
         eigen_clip(numerics.eigen_clip),
         decorrelation(g.decorrelation) {}
 
+  // Patch ip's normal equations into its scratch: the weighted spots, b, ω, then the band of
+  // H0 = AᵀWA (the solver's first steps; the benchmarks and tests also run them alone).
+  KOKKOS_INLINE_FUNCTION void normal_equations(const Member& member, int ip, const PatchDesc& p,
+                                               int n) const {
+    weigh_spots(member, p, n, Kokkos::subview(ws.b, Kokkos::make_pair(0, n), ip),
+                Kokkos::subview(ws.omega, Kokkos::make_pair(0, n), ip));
+    member.team_barrier();
+    normal_matrix(
+        member, p, n,
+        Kokkos::subview(ws.H, Kokkos::make_pair(0, p.band + 1), Kokkos::make_pair(0, n), ip));
+  }
+
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
     const int ip = member.league_rank();
     const PatchDesc p = patches(ip);
@@ -373,9 +385,7 @@ struct PatchSolver {
     auto omega = Kokkos::subview(ws.omega, Kokkos::make_pair(0, n), ip);
     auto phi = Kokkos::subview(ws.phi, Kokkos::make_pair(0, n), ip);
 
-    weigh_spots(member, p, n, b, omega);
-    member.team_barrier();
-    normal_matrix(member, p, n, H);
+    normal_equations(member, ip, p, n);
     member.team_barrier();
     regularise(member, n, H, omega);
     member.team_barrier();
