@@ -154,11 +154,21 @@ PERFEX_BACKEND_TEST_CASE("the memory budget cuts the launches; the results stay 
   const TestType exec;
   ex::ExtractionOptions o = scene_options();
   o.model_image = true;
+  o.batch_patches = 1000;  // no cap: every patch in one launch
   const ex::Frame one = extract<TestType>(scene().image, o);
   CHECK(one.npatches == 16);
   CHECK(one.spot_launches == 1);
   CHECK(one.solver_launches == 1);
   CHECK(one.scratch_bytes > 0);
+
+  // The automatic cap: four patches per thread on host backends, the same spot groups.
+  o.batch_patches = 0;
+  const ex::Frame automatic = extract<TestType>(scene().image, o);
+  const int per_launch = std::min(16, 4 * exec.concurrency());
+  CHECK(automatic.spot_launches == 1);
+  CHECK(automatic.solver_launches == (16 + per_launch - 1) / per_launch);
+  if (per_launch < 16) CHECK(automatic.scratch_bytes < one.scratch_bytes);
+  check_bitwise_equal(automatic, one);
 
   // Room for the largest sub-bundle's spots (4 solved fibres) and three patches.
   const auto psf = ex::upload_psf(exec, scene().psf);
@@ -192,6 +202,7 @@ PERFEX_BACKEND_TEST_CASE("a 500-fibre r frame plans at most 2 solver launches in
   const auto psf = ex::upload_psf(exec, data);
   ex::ExtractionOptions o;  // DESI defaults: 500 fibres, 5760-7620 A
   o.memory_budget = std::int64_t(8192) << 20;
+  o.batch_patches = 1 << 20;  // as a device plans: the budget alone bounds the batch
   const auto plan = ex::plan_frame(exec, psf, data.npix_y, data.npix_x, o);
   INFO("spot groups " << plan.launches.groups.size() << ", batch " << plan.launches.batch << ", "
                       << plan.launches.bytes / 1048576.0 << " MiB");

@@ -37,7 +37,8 @@ struct ExtractionOptions {
   // free device memory on CUDA, 512 MiB on host backends. Processes sharing a GPU (MPI ranks
   // under MPS) each set their share.
   std::int64_t memory_budget = 0;
-  // Upper bound on the patches per solver launch (0 = as many as memory_budget allows).
+  // Upper bound on the patches per solver launch. 0 = automatic: four per thread on host
+  // backends (their scratch stays in cache), as many as memory_budget allows on a device.
   int batch_patches = 0;
   // Team shape of the patch kernels (0 = the backend's default, perfex/detail/team_shape.hpp);
   // for tests and tuning.

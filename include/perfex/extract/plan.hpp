@@ -216,6 +216,22 @@ struct LaunchPlan {
   std::int64_t bytes = 0;   // spot buffer + patch scratch
 };
 
+// Sets plan's batch from at most batch patches per launch, as many launches per group, as even
+// as they can be (the least scratch), with the launches and bytes that follow.
+inline void set_batch(LaunchPlan& plan, int batch, double spot_bytes_per_fibre,
+                      double bytes_per_patch) {
+  int even = 1, launches = 0;
+  for (const SpotGroup& g : plan.groups) {
+    const int n = g.patch_hi - g.patch_lo, per = (n + batch - 1) / batch;
+    if (per > 0) even = std::max(even, (n + per - 1) / per);
+    launches += per;
+  }
+  plan.batch = even;
+  plan.solver_launches = launches;
+  plan.bytes =
+      static_cast<std::int64_t>(spot_bytes_per_fibre * plan.spot_fibres + bytes_per_patch * even);
+}
+
 // Chooses the spot groups (consecutive sub-bundles, near-equal in size) and the batch so that
 // the spots of a group (spot_bytes_per_fibre each) and batch patches' scratch
 // (bytes_per_patch each) fit in budget bytes together, with the fewest solver launches, then
@@ -247,17 +263,9 @@ inline LaunchPlan plan_launches(const std::vector<SubBundleSpan>& spans,
     int launches = 0;
     for (const SpotGroup& g : groups) launches += (g.patch_hi - g.patch_lo + batch - 1) / batch;
     if (!best.groups.empty() && launches >= best.solver_launches) continue;
-    // As many launches per group, as even as they can be: the least scratch.
-    int even = 1;
-    for (const SpotGroup& g : groups) {
-      const int n = g.patch_hi - g.patch_lo, per = (n + batch - 1) / batch;
-      even = std::max(even, (n + per - 1) / per);
-    }
     best.groups = groups;
-    best.batch = even;
     best.spot_fibres = spot_fibres;
-    best.solver_launches = launches;
-    best.bytes = static_cast<std::int64_t>(spot_bytes + bytes_per_patch * even);
+    set_batch(best, batch, spot_bytes_per_fibre, bytes_per_patch);
   }
   if (best.groups.empty() && nspans > 0) {
     auto mib = [](double bytes) {
