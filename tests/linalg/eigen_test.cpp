@@ -40,29 +40,8 @@ HostMat2 product(const HostMat2& A, const HostMat2& B) {
   return C;
 }
 
-// team_syev or team_inverse_sqrt / team_sqrt on one matrix per team.
 template <class Exec>
-struct EigenKernel {
-  DevMat<Exec> A, V;
-  DevVecs<Exec> w, work;
-  DevStatus<Exec> st;
-  int op;  // 0: syev (A <- eigenvectors), 1: A <- A^{-1/2}, 2: A <- A^{1/2}
-  KOKKOS_INLINE_FUNCTION void operator()(
-      const typename Kokkos::TeamPolicy<Exec>::member_type& m) const {
-    const int b = m.league_rank();
-    auto Ab = Kokkos::subview(A, Kokkos::ALL(), Kokkos::ALL(), b);
-    auto Vb = Kokkos::subview(V, Kokkos::ALL(), Kokkos::ALL(), b);
-    auto wb = Kokkos::subview(w, Kokkos::ALL(), b);
-    auto kb_ = Kokkos::subview(work, Kokkos::ALL(), b);
-    const int s = op == 0   ? pl::team_syev(m, Ab, wb, kb_)
-                  : op == 1 ? pl::team_inverse_sqrt(m, Ab, Vb, wb, kb_)
-                            : pl::team_sqrt(m, Ab, Vb, wb, kb_);
-    Kokkos::single(Kokkos::PerTeam(m), [&]() { st(b) = s; });
-  }
-};
-
-template <class Exec>
-int run_eigen(const Dense& H, int op, TeamShape shape, Dense& out, std::vector<double>& w) {
+int run_eigen(const Dense& H, MatrixOp op, TeamShape shape, Dense& out, std::vector<double>& w) {
   const int n = H.n;
   HostMat Hh("H", n, n, 1);
   store(Hh, 0, H);
@@ -171,7 +150,7 @@ PERFEX_BACKEND_TEST_CASE("linalg: eigendecomposition of structured spectra on ev
         CAPTURE(n, name, shape.team_size, shape.vector_length);
         Dense V;
         std::vector<double> w;
-        REQUIRE(run_eigen<Exec>(H, 0, shape, V, w) == pl::ok);
+        REQUIRE(run_eigen<Exec>(H, MatrixOp::eigenvectors, shape, V, w) == pl::ok);
         for (int i = 0; i + 1 < n; ++i) REQUIRE(w[i] <= w[i + 1]);
         const Quality q = quality(H, V, w);
         CHECK(q.residual <= 1e-15);
@@ -203,21 +182,21 @@ PERFEX_BACKEND_TEST_CASE("linalg: C^-1/2 keeps the eigenvalue clip on near-singu
     Dense Vl = H;
     std::vector<double> wl(n);
     REQUIRE(pl::lapack::syevd(n, Vl.a.data(), n, wl.data()) == 0);
-    for (int inverse : {1, 2}) {
+    for (const MatrixOp op : {MatrixOp::inverse_sqrt, MatrixOp::sqrt}) {
       HostMat2 Vf("Vf", n, n);
       for (int k = 0; k < n; ++k) {
         const double mu = std::max(wl[k], clip * wl[n - 1]);
-        const double f = inverse == 1 ? 1.0 / std::sqrt(mu) : std::sqrt(mu);
+        const double f = op == MatrixOp::inverse_sqrt ? 1.0 / std::sqrt(mu) : std::sqrt(mu);
         for (int i = 0; i < n; ++i) Vf(i, k) = Vl(i, k) * f;
       }
       const HostMat2 ref = product<kb::Trans::Transpose>(Vf, view_of(Vl));
       double rmax = 0;
       for (std::size_t k = 0; k < ref.size(); ++k) rmax = std::max(rmax, std::abs(ref.data()[k]));
       for (const TeamShape shape : shapes) {
-        CAPTURE(n, inverse, shape.team_size, shape.vector_length);
+        CAPTURE(n, op == MatrixOp::inverse_sqrt, shape.team_size, shape.vector_length);
         Dense X;
         std::vector<double> w;
-        REQUIRE(run_eigen<Exec>(H, inverse, shape, X, w) == pl::ok);
+        REQUIRE(run_eigen<Exec>(H, op, shape, X, w) == pl::ok);
         double err = 0;
         for (int j = 0; j < n; ++j)
           for (int i = 0; i < n; ++i) {

@@ -378,39 +378,20 @@ PERFEX_BACKEND_TEST_CASE("linalg: eigendecomposition of a large matrix", "[linal
 namespace {
 // X <- A^{-1/2} (or A^{1/2}) for every matrix of a batch, one team each.
 template <class Exec>
-struct SqrtFunctor {
-  DevMat<Exec> A, V;
-  DevVecs<Exec> w, work;
-  DevStatus<Exec> st;
-  bool inverse;
-  KOKKOS_INLINE_FUNCTION void operator()(
-      const typename Kokkos::TeamPolicy<Exec>::member_type& m) const {
-    const int b = m.league_rank();
-    auto Ab = Kokkos::subview(A, Kokkos::ALL(), Kokkos::ALL(), b);
-    auto Vb = Kokkos::subview(V, Kokkos::ALL(), Kokkos::ALL(), b);
-    auto wb = Kokkos::subview(w, Kokkos::ALL(), b);
-    auto workb = Kokkos::subview(work, Kokkos::ALL(), b);
-    const int s =
-        inverse ? pl::team_inverse_sqrt(m, Ab, Vb, wb, workb) : pl::team_sqrt(m, Ab, Vb, wb, workb);
-    Kokkos::single(Kokkos::PerTeam(m), [&]() { st(b) = s; });
-  }
-};
-
-template <class Exec>
 HostMat matrix_root(const HostMat& H, bool inverse, std::vector<int>& status, int team_size = 0) {
   const int n = int(H.extent(0)), nb = int(H.extent(2));
   auto A = to_device<Exec>(H);
   DevMat<Exec> V("V", n, n, nb);
   DevVecs<Exec> w("w", n, nb), work("work", pl::syev_work_size(n), nb);
   DevStatus<Exec> st("st", nb);
+  const EigenKernel<Exec> kernel{A,    V,  w,
+                                 work, st, inverse ? MatrixOp::inverse_sqrt : MatrixOp::sqrt};
   if (team_size > 0)
     Kokkos::parallel_for("perfex::test::matrix_root",
-                         Kokkos::TeamPolicy<Exec>(Exec(), nb, team_size),
-                         SqrtFunctor<Exec>{A, V, w, work, st, inverse});
+                         Kokkos::TeamPolicy<Exec>(Exec(), nb, team_size), kernel);
   else
     Kokkos::parallel_for("perfex::test::matrix_root",
-                         Kokkos::TeamPolicy<Exec>(Exec(), nb, Kokkos::AUTO),
-                         SqrtFunctor<Exec>{A, V, w, work, st, inverse});
+                         Kokkos::TeamPolicy<Exec>(Exec(), nb, Kokkos::AUTO), kernel);
   Exec().fence();
   auto sh = to_host(st);
   status.assign(sh.data(), sh.data() + nb);

@@ -2,6 +2,7 @@
 // Host helpers of the [linalg] tests: reproducible symmetric test matrices with a chosen
 // spectrum, norms, and LAPACK references.
 #include <Kokkos_Core.hpp>
+#include <perfex/linalg/eigen.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -89,6 +90,35 @@ template <class ExecSpace>
 using DevVecs = Kokkos::View<double**, Kokkos::LayoutLeft, typename ExecSpace::memory_space>;
 template <class ExecSpace>
 using DevStatus = Kokkos::View<int*, typename ExecSpace::memory_space>;
+
+// What EigenKernel does to each matrix A of a batch.
+enum class MatrixOp {
+  eigenvectors,  // team_syev: A <- its eigenvectors, w <- its eigenvalues
+  inverse_sqrt,  // A <- A^{-1/2}
+  sqrt           // A <- A^{1/2}
+};
+
+// One matrix of the batch (the views' last index) per team.
+template <class Exec>
+struct EigenKernel {
+  DevMat<Exec> A, V;
+  DevVecs<Exec> w, work;
+  DevStatus<Exec> st;
+  MatrixOp op = MatrixOp::eigenvectors;
+  KOKKOS_INLINE_FUNCTION void operator()(
+      const typename Kokkos::TeamPolicy<Exec>::member_type& m) const {
+    namespace pl = perfex::linalg;
+    const int b = m.league_rank();
+    auto Ab = Kokkos::subview(A, Kokkos::ALL(), Kokkos::ALL(), b);
+    auto Vb = Kokkos::subview(V, Kokkos::ALL(), Kokkos::ALL(), b);
+    auto wb = Kokkos::subview(w, Kokkos::ALL(), b);
+    auto workb = Kokkos::subview(work, Kokkos::ALL(), b);
+    const int s = op == MatrixOp::eigenvectors   ? pl::team_syev(m, Ab, wb, workb)
+                  : op == MatrixOp::inverse_sqrt ? pl::team_inverse_sqrt(m, Ab, Vb, wb, workb)
+                                                 : pl::team_sqrt(m, Ab, Vb, wb, workb);
+    Kokkos::single(Kokkos::PerTeam(m), [&]() { st(b) = s; });
+  }
+};
 
 template <class ExecSpace>
 DevMat<ExecSpace> to_device(const HostMat& h) {
