@@ -220,7 +220,7 @@ void patches(benchmark::State& state, Stage stage) {
   }
   double flops = 0, fibre_wavelengths = 0;
   for (const ex::PatchDesc& p : batch.plan) {
-    flops += ex::patch_flops(p, batch.nwt, ex::Decorrelation::signal);
+    flops += ex::patch_flops(p, batch.nwt, batch.solver.ndiag, ex::Decorrelation::signal);
     fibre_wavelengths += double(p.nkeepfib) * p.nkeep;
   }
   if (stage == Stage::normal_equations) flops = normal_equation_flops(batch);

@@ -113,8 +113,9 @@ PERFEX_BACKEND_TEST_CASE("extraction of a simulated image: pulls against the tru
   widest.band = f.max_band;
   CHECK(f.max_band > 0);
   CHECK(f.max_band < widest.nfib * nwt);
-  CHECK(f.linalg_flops >= f.npatches * 2 * perfex::linalg::flops::inverse_sqrt(nwt));
-  CHECK(f.linalg_flops <= f.npatches * perfex::extract::patch_flops(widest, nwt, o.decorrelation));
+  CHECK(f.linalg_flops >= f.npatches * 2 * perfex::linalg::flops::syev(nwt));
+  CHECK(f.linalg_flops <=
+        f.npatches * perfex::extract::patch_flops(widest, nwt, f.ndiag, o.decorrelation));
 }
 
 PERFEX_BACKEND_TEST_CASE("extraction does not depend on the patch decomposition", "[extract]") {

@@ -111,12 +111,15 @@ PERFEX_BACKEND_TEST_CASE("patch scratch allocates what bytes_per_patch estimates
     for (std::size_t span :
          {ws.H.span(), ws.Hsym.span(), ws.V.span(), ws.blockwork.span(), ws.cblock.span(),
           ws.b.span(), ws.omega.span(), ws.phi.span(), ws.eigval.span(), ws.eigwork.span(),
-          ws.wspot.span(), ws.pixmodel.span(), ws.pixtest.span(), ws.rowsum.span()})
+          ws.wspot.span(), ws.pixmodel.span(), ws.pixtest.span(), ws.rowsum.span(),
+          ws.rowflux.span()})
       words += span;
     CHECK(words * sizeof(double) == batch * ex::PatchWorkspace<Mem>::bytes_per_patch(g));
     CHECK(ws.H.extent(0) == 59);
     CHECK(ws.H.extent(1) == 7 * 74);
-    CHECK(ws.V.extent(0) == (decorrelation == ex::Decorrelation::noise ? 7u * 74 : 74u));
+    // Noise: H's eigenvectors; signal: a fibre's resolution band, 2 * 5 + 1 rows x 50 columns.
+    CHECK(ws.V.extent(0) == (decorrelation == ex::Decorrelation::noise ? 7u * 74 : 11u));
+    CHECK(ws.V.extent(1) == (decorrelation == ex::Decorrelation::noise ? 7u * 74 : 50u));
     CHECK(ws.wspot.extent(0) == 7u * 74 * 11 * 17);
     CHECK(ws.Hsym.span() == (decorrelation == ex::Decorrelation::noise ? 518u * 518 * 3 : 0u));
   }

@@ -204,7 +204,7 @@ FramePlan<typename ExecSpace::memory_space> plan_frame(
     g.nfib = std::max(g.nfib, p.nfib);
     g.band = std::max(g.band, p.band);
     g.maxpix = std::max(g.maxpix, (p.row1 - p.row0) * (p.col1 - p.col0));
-    plan.linalg_flops += patch_flops(p, g.nwt, opt.decorrelation);
+    plan.linalg_flops += patch_flops(p, g.nwt, g.ndiag, opt.decorrelation);
   }
 
   // Spot groups and launches within the budget; then fibre indices local to each group.

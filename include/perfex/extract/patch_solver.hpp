@@ -67,14 +67,15 @@ struct PatchWorkspace {
   using Vectors = Kokkos::View<double**, Kokkos::LayoutLeft, MemorySpace>;
   Matrices H;          // (band + 1, N, batch): lower band of the normal matrix, then its factor
   Matrices Hsym;       // (N, N, batch): symmetric dense H, noise decorrelation only
-  Matrices V;          // eigenvectors: (nwt, nwt) or (N, N) for the noise variant
+  Matrices V;          // noise variant: eigenvectors of H (N, N); then a fibre's resolution band
   Matrices blockwork;  // (N, nwt, batch): columns of L^-1 for one fibre's block of H^-1
-  Matrices cblock;     // (nwt, nwt, batch): that block, then its inverse square root
+  Matrices cblock;     // (nwt, nwt, batch): that block, then its eigenvectors
   Vectors b, omega, phi, eigval, eigwork;  // per-unknown vectors and eigen scratch
   Vectors wspot;     // (N * spot pixels, batch): ivar-weighted spots inside the window
   Vectors pixmodel;  // (window pixels, batch): model, then chi2 per pixel
   Vectors pixtest;   // (window pixels, batch): 1 where the pixel counts in chi2pix
   Vectors rowsum;    // (nwt, batch): row sums of one fibre's rows of Q
+  Vectors rowflux;   // (nwt, batch): those rows times phi
   PatchGeometry geometry;
   int batch = 0;
 
@@ -86,7 +87,11 @@ struct PatchWorkspace {
     const std::size_t neig = static_cast<std::size_t>(g.neig());
     visit(&PatchWorkspace::H, "perfex::H_band", static_cast<std::size_t>(g.band) + 1, n);
     if (g.decorrelation == Decorrelation::noise) visit(&PatchWorkspace::Hsym, "perfex::Hsym", n, n);
-    visit(&PatchWorkspace::V, "perfex::eigvec", neig, neig);
+    if (g.decorrelation == Decorrelation::noise)
+      visit(&PatchWorkspace::V, "perfex::eigvec", n, n);
+    else
+      visit(&PatchWorkspace::V, "perfex::resolution_band", 2 * static_cast<std::size_t>(g.ndiag) + 1,
+            static_cast<std::size_t>(g.nwavestep));
     visit(&PatchWorkspace::blockwork, "perfex::blockwork", n, nwt);
     visit(&PatchWorkspace::cblock, "perfex::cblock", nwt, nwt);
     visit(&PatchWorkspace::b, "perfex::b", n, 1);
@@ -100,6 +105,7 @@ struct PatchWorkspace {
     visit(&PatchWorkspace::pixmodel, "perfex::pixmodel", static_cast<std::size_t>(g.maxpix), 1);
     visit(&PatchWorkspace::pixtest, "perfex::pixtest", static_cast<std::size_t>(g.maxpix), 1);
     visit(&PatchWorkspace::rowsum, "perfex::rowsum", nwt, 1);
+    visit(&PatchWorkspace::rowflux, "perfex::rowflux", nwt, 1);
   }
 
   // Bytes of one patch's scratch (the budget divides by it).
@@ -293,15 +299,17 @@ struct Chi2Sums {  // Σ S χ², Σ S over counted pixels, Σ S over masked pixe
   }
 };
 
-// Flops of one patch's linear algebra (patch.band set): band Cholesky and solve, then the kept
-// fibres' blocks of H^-1 and their inverse square roots, or H^(1/2) for noise decorrelation.
-inline double patch_flops(const PatchDesc& p, int nwt, Decorrelation decorrelation) {
+// Flops of one patch's linear algebra (patch.band set, ndiag the resolution half-width): band
+// Cholesky and solve, then the kept fibres' blocks of H^-1 and their decorrelation, or H^(1/2)
+// for noise decorrelation.
+inline double patch_flops(const PatchDesc& p, int nwt, int ndiag, Decorrelation decorrelation) {
   namespace fl = linalg::flops;
   const int n = p.nfib * nwt;
   double f = fl::band_cholesky(n, p.band) + fl::band_solve(n, p.band);
   if (decorrelation == Decorrelation::noise) return f + fl::inverse_sqrt(n);
   for (int k = 0; k < p.nkeepfib; ++k)
-    f += fl::band_strided_block(n, p.band, p.keep0 + k, p.nfib, nwt) + fl::inverse_sqrt(nwt);
+    f += fl::band_strided_block(n, p.band, p.keep0 + k, p.nfib, nwt) +
+         fl::fibre_decorrelation(nwt, ndiag, p.nkeep);
   return f;
 }
 
@@ -554,29 +562,79 @@ struct PatchSolver {
   }
 
   // Per-fibre ("signal") decorrelation of the kept fibres: Q_f = C_ff^(-1/2), where C_ff is
-  // the fibre's block of H^-1 (rows/columns keep0 + f + k * nfib).
+  // the fibre's block of H^-1 (rows/columns keep0 + f + k * nfib). Q_f is never formed: with
+  // C_ff = V diag(mu) V^T, the row sums and Q_f phi are V (f(mu) (V^T x)) and the resolution
+  // band needs only (2 ndiag + 1) entries per core column, so the n^3 of the composition
+  // becomes O(n^2 ndiag).
   template <class LV, class PV, class OV>
   KOKKOS_INLINE_FUNCTION int decorrelate_blocks(const Member& member, const PatchDesc& p,
                                                 const LV& L, const PV& phi, const OV& omega) const {
     const int ip = member.league_rank();
-    auto Q = Kokkos::subview(ws.cblock, Kokkos::ALL, Kokkos::ALL, ip);
+    auto V = Kokkos::subview(ws.cblock, Kokkos::ALL, Kokkos::ALL, ip);
     auto work = Kokkos::subview(ws.blockwork, Kokkos::make_pair(0, p.nfib * nwt), Kokkos::ALL, ip);
-    auto V = Kokkos::subview(ws.V, Kokkos::ALL, Kokkos::ALL, ip);
     auto w = Kokkos::subview(ws.eigval, Kokkos::ALL, ip);
     auto ework = Kokkos::subview(ws.eigwork, Kokkos::ALL, ip);
-    int status = linalg::ok;
+    auto band = resolution_band(p, ip);
+    auto rowsum = Kokkos::subview(ws.rowsum, Kokkos::ALL, ip);
+    auto rowflux = Kokkos::subview(ws.rowflux, Kokkos::ALL, ip);
+    // syev's work is free once it returns: f(mu), then V^T 1 and V^T phi scaled by f(mu).
+    double* fmu = ework.data();
+    double* t1 = fmu + nwt;
+    double* tphi = t1 + nwt;
     for (int f = 0; f < p.nkeepfib; ++f) {
       const Strided unknowns{p.keep0 + f, p.nfib};
       linalg::team_band_cholesky_inverse_strided_block(member, L, unknowns.first, unknowns.step,
-                                                       nwt, Q, work);
-      const int st = linalg::team_inverse_sqrt(member, Q, V, w, ework, eigen_clip);
+                                                       nwt, V, work);
+      int st = linalg::team_syev(member, V, w, ework);
+      if (st == linalg::ok && !(w(nwt - 1) > 0)) st = linalg::not_positive_definite;
+      if (st != linalg::ok) return st;
+      const double floor_mu = eigen_clip * w(nwt - 1);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, nwt), [&](int k) {
+        double s = 0, sp = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(member, nwt),
+            [&](int i, double& acc) { acc += V(i, k); }, s);
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(member, nwt),
+            [&](int i, double& acc) { acc += V(i, k) * phi(unknowns(i)); }, sp);
+        Kokkos::single(Kokkos::PerThread(member), [&]() {
+          const double fk = 1.0 / math::sqrt(w(k) < floor_mu ? floor_mu : w(k));
+          fmu[k] = fk;
+          t1[k] = fk * s;
+          tphi[k] = fk * sp;
+        });
+      });
       member.team_barrier();
-      if (st != linalg::ok) status = st;
-      // Q's rows and columns are the fibre's wavelengths.
-      store_fibre(member, p, f, Q, Strided{0, 1}, Strided{0, 1}, unknowns, phi, omega);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, nwt), [&](int i) {
+        double s = 0, fl = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(member, nwt),
+            [&](int k, double& acc) { acc += V(i, k) * t1[k]; }, s);
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(member, nwt),
+            [&](int k, double& acc) { acc += V(i, k) * tphi[k]; }, fl);
+        Kokkos::single(Kokkos::PerThread(member), [&]() {
+          rowsum(i) = s;
+          rowflux(i) = fl;
+        });
+      });
+      // Band entries Q_f(j - ndiag + d, j) of the core columns j, summed over the eigenpairs
+      // with the (2 ndiag + 1) rows of a column in vector lanes.
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, p.nkeep), [&](int jcore) {
+        const int j = jcore + wavepad, i0 = j - ndiag;
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 2 * ndiag + 1),
+                             [&](int d) { band(d, jcore) = 0; });
+        for (int k = 0; k < nwt; ++k) {
+          const double g = fmu[k] * V(j, k);
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 2 * ndiag + 1),
+                               [&](int d) { band(d, jcore) += V(i0 + d, k) * g; });
+        }
+      });
+      member.team_barrier();
+      store_fibre(member, p, f, unknowns, omega);
       member.team_barrier();
     }
-    return status;
+    return linalg::ok;
   }
 
   // Full ("noise") decorrelation: Q = H^(1/2); R rows of the kept fibres.
@@ -589,52 +647,62 @@ struct PatchSolver {
     auto w = Kokkos::subview(ws.eigval, Kokkos::make_pair(0, n), ip);
     auto ework = Kokkos::subview(ws.eigwork, Kokkos::ALL, ip);
     const int status = linalg::team_sqrt(member, Q, V, w, ework, eigen_clip);
+    if (status != linalg::ok) return status;
     member.team_barrier();
+    auto band = resolution_band(p, ip);  // in V's memory, free again
+    auto rowsum = Kokkos::subview(ws.rowsum, Kokkos::ALL, ip);
+    auto rowflux = Kokkos::subview(ws.rowflux, Kokkos::ALL, ip);
     for (int f = 0; f < p.nkeepfib; ++f) {
-      // Q's rows and columns are all unknowns.
+      // The fibre's rows and columns of Q are its unknowns.
       const Strided unknowns{p.keep0 + f, p.nfib};
-      store_fibre(member, p, f, Q, unknowns, unknowns, Strided{0, 1}, phi, omega);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, nwt), [&](int i) {
+        const int r = unknowns(i);
+        double s = 0, fl = 0;
+        for (int c = 0; c < n; ++c) {
+          s += Q(r, c);
+          fl += Q(r, c) * phi(c);
+        }
+        rowsum(i) = s;
+        rowflux(i) = fl;
+      });
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, p.nkeep), [&](int jcore) {
+        const int j = jcore + wavepad;
+        for (int d = 0; d <= 2 * ndiag; ++d)
+          band(d, jcore) = Q(unknowns(j - ndiag + d), unknowns(j));
+      });
+      member.team_barrier();
+      store_fibre(member, p, f, unknowns, omega);
       member.team_barrier();
     }
-    return status;
+    return linalg::ok;
   }
 
-  // Kept fibre f from the rows of Q for its wavelengths i (row rows(i)): R = Q / rowsum,
-  // flux = R phi, ivar = rowsum^2, resolution diagonals R_f[j-nd+d][j] of the core columns,
-  // where column own(j) of Q is the fibre's wavelength j and column c multiplies
-  // phi(phi_of(c)). Bins no pixel constrains (omega ~ 0) get ivar 0, as specter does.
-  template <class QV, class PV, class OV>
+  // (2 ndiag + 1) x nkeep entries of Q_f around the diagonal of the core columns, in the
+  // eigenvector scratch (free once a fibre's eigenpairs or Q are at hand).
+  KOKKOS_INLINE_FUNCTION auto resolution_band(const PatchDesc& p, int ip) const {
+    return Kokkos::subview(ws.V, Kokkos::make_pair(0, 2 * ndiag + 1), Kokkos::make_pair(0, p.nkeep),
+                           ip);
+  }
+
+  // Kept fibre f from its rows of Q (row sums in ws.rowsum, Q phi in ws.rowflux, the band from
+  // resolution_band): R = Q / rowsum, flux = R phi, ivar = rowsum^2, resolution diagonals
+  // R_f[j-nd+d][j] of the core columns. Bins no pixel constrains (omega ~ 0) get ivar 0, as
+  // specter does.
+  template <class OV>
   KOKKOS_INLINE_FUNCTION void store_fibre(const Member& member, const PatchDesc& p, int f,
-                                          const QV& Q, const Strided rows, const Strided own,
-                                          const Strided phi_of, const PV& phi,
-                                          const OV& omega) const {
+                                          const Strided unknowns, const OV& omega) const {
     const int ip = member.league_rank();
-    const int ncolq = static_cast<int>(Q.extent(1));
-    const Strided unknowns{p.keep0 + f, p.nfib};
+    auto band = resolution_band(p, ip);
     auto rowsum = Kokkos::subview(ws.rowsum, Kokkos::ALL, ip);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, nwt), [&](int i) {
-      double s = 0, fl = 0;
-      const int r = rows(i);
-      for (int c = 0; c < ncolq; ++c) {
-        s += Q(r, c);
-        fl += Q(r, c) * phi(phi_of(c));
-      }
-      rowsum(i) = s;
-      const int jcore = i - wavepad;
-      if (jcore >= 0 && jcore < p.nkeep) {
-        const bool constrained =
-            omega(unknowns(i)) > 1e-8 && math::isfinite(s) && math::isfinite(fl);
-        out.flux(ip, f, jcore) = constrained ? fl / s : 0.0;
-        out.ivar(ip, f, jcore) = constrained ? s * s : 0.0;
-      }
-    });
-    member.team_barrier();
-    // Resolution band: column j of R_f, R_f[i][j] = Q(rows(i), own(j)) / s_i.
+    auto rowflux = Kokkos::subview(ws.rowflux, Kokkos::ALL, ip);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, p.nkeep), [&](int jcore) {
-      const int j = jcore + wavepad;
+      const int i = jcore + wavepad;
+      const double s = rowsum(i), fl = rowflux(i);
+      const bool constrained = omega(unknowns(i)) > 1e-8 && math::isfinite(s) && math::isfinite(fl);
+      out.flux(ip, f, jcore) = constrained ? fl / s : 0.0;
+      out.ivar(ip, f, jcore) = constrained ? s * s : 0.0;
       for (int d = 0; d <= 2 * ndiag; ++d) {
-        const int i = j - ndiag + d;
-        const double rr = Q(rows(i), own(j)) / rowsum(i);
+        const double rr = band(d, jcore) / rowsum(i - ndiag + d);
         out.rdiags(ip, f, d, jcore) = math::isfinite(rr) ? rr : 0.0;
       }
     });

@@ -50,6 +50,13 @@ inline double syev(int n) {
 }
 inline double inverse_sqrt(int n) { return syev(n) + double(n) * n * n; }
 
+// A fibre's decorrelation from its block's eigenpairs without forming C^-1/2 (the patch
+// solver): syev, V^T x and V y for the row sums and Q phi (8 n^2), and the resolution band,
+// (2 ndiag + 1) entries of each of ncore columns summed over n eigenpairs.
+inline double fibre_decorrelation(int n, int ndiag, int ncore) {
+  return syev(n) + 8.0 * n * n + 2.0 * ncore * (2 * ndiag + 1) * n;
+}
+
 // Forward band solve of one column over its last m rows: a row has kd (fewer near the end)
 // multiply-adds below the pivot plus the division.
 inline double band_forward(double m, double kd) {
