@@ -563,9 +563,9 @@ struct PatchSolver {
 
   // Per-fibre ("signal") decorrelation of the kept fibres: Q_f = C_ff^(-1/2), where C_ff is
   // the fibre's block of H^-1 (rows/columns keep0 + f + k * nfib). Q_f is never formed: with
-  // C_ff = V diag(mu) V^T, the row sums and Q_f phi are V (f(mu) (V^T x)) and the resolution
-  // band needs only (2 ndiag + 1) entries per core column, so the n^3 of the composition
-  // becomes O(n^2 ndiag).
+  // C_ff = V diag(mu) V^T and W = V diag(mu^-1/4) (mu clipped), Q_f = W W^T, so the row sums
+  // and Q_f phi are W (W^T x) and the resolution band needs only dot products of W's rows
+  // around the diagonal: O(n^2 ndiag) instead of the n^3 of the composition.
   template <class LV, class PV, class OV>
   KOKKOS_INLINE_FUNCTION int decorrelate_blocks(const Member& member, const PatchDesc& p,
                                                 const LV& L, const PV& phi, const OV& omega) const {
@@ -577,10 +577,24 @@ struct PatchSolver {
     auto band = resolution_band(p, ip);
     auto rowsum = Kokkos::subview(ws.rowsum, Kokkos::ALL, ip);
     auto rowflux = Kokkos::subview(ws.rowflux, Kokkos::ALL, ip);
-    // syev's work is free once it returns: f(mu), then V^T 1 and V^T phi scaled by f(mu).
-    double* fmu = ework.data();
-    double* t1 = fmu + nwt;
-    double* tphi = t1 + nwt;
+    const bool seq = linalg::detail::sequential_team(member);
+    // Contiguous length-nwt dot products: unrolled on one host thread, over vector lanes else.
+    auto dot = [&](const double* x, const double* y) {
+      double s = 0;
+      if (seq)
+        s = linalg::detail::dot<true>(nwt, x, y, 1, 1);
+      else
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(member, nwt), [&](int i, double& acc) { acc += x[i] * y[i]; },
+            s);
+      return s;
+    };
+    // syev's work is free once it returns: 1, the fibre's phi, then W^T 1 and W^T phi.
+    double* ones = ework.data();
+    double* phif = ones + nwt;
+    double* u1 = phif + nwt;
+    double* uphi = u1 + nwt;
+    const long ldv = static_cast<long>(V.stride(1)), ldw = static_cast<long>(work.stride(1));
     for (int f = 0; f < p.nkeepfib; ++f) {
       const Strided unknowns{p.keep0 + f, p.nfib};
       linalg::team_band_cholesky_inverse_strided_block(member, L, unknowns.first, unknowns.step,
@@ -589,46 +603,38 @@ struct PatchSolver {
       if (st == linalg::ok && !(w(nwt - 1) > 0)) st = linalg::not_positive_definite;
       if (st != linalg::ok) return st;
       const double floor_mu = eigen_clip * w(nwt - 1);
+      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, nwt), [&](int i) {
+        ones[i] = 1.0;
+        phif[i] = phi(unknowns(i));
+      });
+      member.team_barrier();
+      // Row k of W^T (column i of work holds row i of W, contiguous) and W^T 1, W^T phi.
       Kokkos::parallel_for(Kokkos::TeamThreadRange(member, nwt), [&](int k) {
-        double s = 0, sp = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::ThreadVectorRange(member, nwt),
-            [&](int i, double& acc) { acc += V(i, k); }, s);
-        Kokkos::parallel_reduce(
-            Kokkos::ThreadVectorRange(member, nwt),
-            [&](int i, double& acc) { acc += V(i, k) * phi(unknowns(i)); }, sp);
+        const double g = 1.0 / math::sqrt(math::sqrt(w(k) < floor_mu ? floor_mu : w(k)));
+        const double* vk = V.data() + k * ldv;
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nwt),
+                             [&](int i) { work(k, i) = vk[i] * g; });
+        const double s = dot(vk, ones), sp = dot(vk, phif);
         Kokkos::single(Kokkos::PerThread(member), [&]() {
-          const double fk = 1.0 / math::sqrt(w(k) < floor_mu ? floor_mu : w(k));
-          fmu[k] = fk;
-          t1[k] = fk * s;
-          tphi[k] = fk * sp;
+          u1[k] = g * s;
+          uphi[k] = g * sp;
         });
       });
       member.team_barrier();
+      auto wrow = [&](int i) { return work.data() + i * ldw; };
       Kokkos::parallel_for(Kokkos::TeamThreadRange(member, nwt), [&](int i) {
-        double s = 0, fl = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::ThreadVectorRange(member, nwt),
-            [&](int k, double& acc) { acc += V(i, k) * t1[k]; }, s);
-        Kokkos::parallel_reduce(
-            Kokkos::ThreadVectorRange(member, nwt),
-            [&](int k, double& acc) { acc += V(i, k) * tphi[k]; }, fl);
+        const double s = dot(wrow(i), u1), fl = dot(wrow(i), uphi);
         Kokkos::single(Kokkos::PerThread(member), [&]() {
           rowsum(i) = s;
           rowflux(i) = fl;
         });
       });
-      // Band entries Q_f(j - ndiag + d, j) of the core columns j, summed over the eigenpairs
-      // with the (2 ndiag + 1) rows of a column in vector lanes.
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, p.nkeep), [&](int jcore) {
-        const int j = jcore + wavepad, i0 = j - ndiag;
-        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 2 * ndiag + 1),
-                             [&](int d) { band(d, jcore) = 0; });
-        for (int k = 0; k < nwt; ++k) {
-          const double g = fmu[k] * V(j, k);
-          Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 2 * ndiag + 1),
-                               [&](int d) { band(d, jcore) += V(i0 + d, k) * g; });
-        }
+      // Band entries Q_f(j - ndiag + d, j) of the core columns j.
+      const int nd = 2 * ndiag + 1;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, p.nkeep * nd), [&](int idx) {
+        const int jcore = idx / nd, d = idx - jcore * nd, j = jcore + wavepad;
+        const double q = dot(wrow(j - ndiag + d), wrow(j));
+        Kokkos::single(Kokkos::PerThread(member), [&]() { band(d, jcore) = q; });
       });
       member.team_barrier();
       store_fibre(member, p, f, unknowns, omega);
