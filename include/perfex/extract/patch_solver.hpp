@@ -90,8 +90,8 @@ struct PatchWorkspace {
     if (g.decorrelation == Decorrelation::noise)
       visit(&PatchWorkspace::V, "perfex::eigvec", n, n);
     else
-      visit(&PatchWorkspace::V, "perfex::resolution_band", 2 * static_cast<std::size_t>(g.ndiag) + 1,
-            static_cast<std::size_t>(g.nwavestep));
+      visit(&PatchWorkspace::V, "perfex::resolution_band",
+            2 * static_cast<std::size_t>(g.ndiag) + 1, static_cast<std::size_t>(g.nwavestep));
     visit(&PatchWorkspace::blockwork, "perfex::blockwork", n, nwt);
     visit(&PatchWorkspace::cblock, "perfex::cblock", nwt, nwt);
     visit(&PatchWorkspace::b, "perfex::b", n, 1);
