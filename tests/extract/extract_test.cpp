@@ -293,6 +293,42 @@ PERFEX_BACKEND_TEST_CASE("patch bandwidth is the widest overlap of spot boxes", 
   }
 }
 
+PERFEX_BACKEND_TEST_CASE("an eigenvalue clip near 1 makes every fibre's R the identity",
+                         "[extract]") {
+  // Every eigenvalue of C_ff raised to ~max mu: Q_f = mu_max^-1/2 V V^T, so R = I and ivar is
+  // one value per fibre and patch. With the default clip R's main diagonal is ~0.5.
+  PERFEX_ONLY_SELECTED_BACKEND();
+  ExtractionOptions o = scene_options();
+  o.eigen_clip = 1 - 1e-9;
+  const Frame c = extract<TestType>(scene().image, o);
+  const Frame s = extract<TestType>(scene().image);
+  REQUIRE(c.failed_patches == 0);
+  REQUIRE(all_finite(c));
+  const int nd = c.ndiag, nw = c.nwave, step = o.nwavestep;
+  double worst_diag = 0, worst_off = 0, worst_ivar = 0, default_diag = 0;
+  for (int f = 0; f < c.nspec; ++f)
+    for (int k = 0; k < nw; ++k) {
+      const std::size_t row = static_cast<std::size_t>(f) * (2 * nd + 1);
+      for (int d = 0; d <= 2 * nd; ++d) {
+        const double r = c.resolution[(row + d) * nw + k];
+        if (d == nd)
+          worst_diag = std::max(worst_diag, std::abs(r - 1));
+        else
+          worst_off = std::max(worst_off, std::abs(r));
+      }
+      default_diag = std::max(default_diag, s.resolution[(row + nd) * nw + k]);
+      // Bins of one patch (the same wavelength step) share one ivar.
+      const std::size_t i = static_cast<std::size_t>(f) * nw + k;
+      if (k % step != 0) worst_ivar = std::max(worst_ivar, std::abs(c.ivar[i] / c.ivar[i - 1] - 1));
+    }
+  INFO("clip near 1: max |R_kk - 1| " << worst_diag << ", max |R_jk|, j != k " << worst_off
+                                      << ", ivar spread in a patch " << worst_ivar);
+  CHECK(worst_diag < 1e-6);
+  CHECK(worst_off < 1e-6);
+  CHECK(worst_ivar < 1e-6);
+  CHECK(default_diag < 0.9);
+}
+
 PERFEX_BACKEND_TEST_CASE("noise decorrelation (H^1/2 over all fibres) is unbiased and finite",
                          "[extract]") {
   PERFEX_ONLY_SELECTED_BACKEND();

@@ -610,7 +610,7 @@ struct PatchSolver {
       member.team_barrier();
       // Row k of W^T (column i of work holds row i of W, contiguous) and W^T 1, W^T phi.
       Kokkos::parallel_for(Kokkos::TeamThreadRange(member, nwt), [&](int k) {
-        const double g = 1.0 / math::sqrt(math::sqrt(w(k) < floor_mu ? floor_mu : w(k)));
+        const double g = 1.0 / math::sqrt(math::sqrt(linalg::clip_eigenvalue(w(k), floor_mu)));
         const double* vk = V.data() + k * ldv;
         Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nwt),
                              [&](int i) { work(k, i) = vk[i] * g; });
@@ -683,8 +683,8 @@ struct PatchSolver {
     return linalg::ok;
   }
 
-  // (2 ndiag + 1) x nkeep entries of Q_f around the diagonal of the core columns, in the
-  // eigenvector scratch (free once a fibre's eigenpairs or Q are at hand).
+  // (2 ndiag + 1) x nkeep entries of Q_f around the diagonal of the core columns, in ws.V: the
+  // signal variant's band buffer, the noise variant's eigenvector scratch (free once Q is).
   KOKKOS_INLINE_FUNCTION auto resolution_band(const PatchDesc& p, int ip) const {
     return Kokkos::subview(ws.V, Kokkos::make_pair(0, 2 * ndiag + 1), Kokkos::make_pair(0, p.nkeep),
                            ip);

@@ -37,6 +37,12 @@ KOKKOS_INLINE_FUNCTION constexpr int syev_work_size(int n) {
 // The part of it a team that is not one host thread uses (explicit Q + QL: 6n + 8 doubles).
 KOKKOS_INLINE_FUNCTION constexpr int syev_team_work_size(int n) { return 6 * n + 8; }
 
+// The eigenvalue guard of the matrix functions (gpu_specter's GPU policy): mu raised to
+// floor_mu = clip * max mu, so that slightly indefinite or singular matrices stay finite.
+KOKKOS_INLINE_FUNCTION double clip_eigenvalue(double mu, double floor_mu) {
+  return mu < floor_mu ? floor_mu : mu;
+}
+
 namespace detail {
 
 // Work layout.
@@ -377,8 +383,7 @@ KOKKOS_INLINE_FUNCTION void compose(const Member& member, const MatRef<UnitA>& A
   const double mumax = w(n - 1);
   const double floor_mu = clip * mumax;
   Kokkos::parallel_for(Kokkos::TeamVectorRange(member, 0, n), [&](int k) {
-    const double mu = w(k) < floor_mu ? floor_mu : w(k);
-    const double r = perfex::math::sqrt(mu);
+    const double r = perfex::math::sqrt(clip_eigenvalue(w(k), floor_mu));
     f[k] = inverse ? 1.0 / r : r;
   });
   member.team_barrier();

@@ -51,8 +51,8 @@ inline double syev(int n) {
 inline double inverse_sqrt(int n) { return syev(n) + double(n) * n * n; }
 
 // A fibre's decorrelation from its block's eigenpairs without forming C^-1/2 (the patch
-// solver): syev, V^T x and V y for the row sums and Q phi (8 n^2), and the resolution band,
-// (2 ndiag + 1) entries of each of ncore columns summed over n eigenpairs.
+// solver): syev, then with W = V mu^-1/4 the row sums and Q phi as W (W^T x) (8 n^2) and the
+// resolution band, (2 ndiag + 1) dot products of W's rows per core column.
 inline double fibre_decorrelation(int n, int ndiag, int ncore) {
   return syev(n) + 8.0 * n * n + 2.0 * ncore * (2 * ndiag + 1) * n;
 }
