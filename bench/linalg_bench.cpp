@@ -6,7 +6,8 @@
 // wavelength-major is a band matrix, n = 518 (7 solved fibres x 74 wavelengths), half-bandwidth
 // kd = 58, in LAPACK lower band storage. The pipeline stage band_cholesky_inverse_blocks is the
 // band factor + the 5 kept fibres' 74x74 blocks of H^-1 (rows 1 + f + 7a): portable
-// batched_band_cholesky + batched_band_cholesky_inverse_strided_blocks; LAPACK dpbtrf, then
+// batched_band_cholesky_twisted + batched_band_cholesky_inverse_strided_blocks from the twisted
+// factors (as the patch solver); LAPACK dpbtrf, then
 // dpbtrs on the kept fibres' 370 identity columns. band_cholesky and band_solve are its parts.
 //
 // Dense ops (arguments n/batch): cholesky, solve and inverse_diag_blocks at n = 518 are dense
@@ -120,8 +121,10 @@ double flops(Op op, int n, int kd, bool lapack) {
       const int count = band_count(n);
       double f = fl::band_cholesky(n, kd);
       if (lapack) return f + kKept * count * fl::band_solve(n, kd);
+      const int twist = pl::band_twist(n);
+      f += fl::band_cholesky(n - twist, kd) - fl::band_cholesky_columns(n, kd, twist, n);
       for (int blk = 0; blk < kKept; ++blk)
-        f += fl::band_strided_block(n, kd, 1 + blk, kFibres, count);
+        f += fl::band_strided_block(n, kd, 1 + blk, kFibres, count, twist);
       return f;
     }
     case Op::cholesky:
@@ -233,6 +236,8 @@ void run_band(benchmark::State& state, Op op, pl::Backend backend) {
   Blocks4<Exec> C("perfex::bench::C", count, count, stage ? kKept : 0, nbatch);
   Mat3<Exec> Y("perfex::bench::Y", stage && lapack ? n : 0, stage && lapack ? kKept * count : 0,
                nbatch);
+  Mat3<Exec> tail("perfex::bench::tail", stage && !lapack ? kd + 1 : 0,
+                  stage && !lapack ? pl::band_tail_columns(n) : 0, nbatch);
   for (auto _ : state) {
     if (op == Op::band_solve)
       Kokkos::deep_copy(exec, x, 1.0);
@@ -247,16 +252,18 @@ void run_band(benchmark::State& state, Op op, pl::Backend backend) {
           pl::batched_band_cholesky_solve(exec, L, x, backend);
           break;
         default:
-          pl::batched_band_cholesky(exec, A, status, backend);
           if constexpr (host_backend<Exec>()) {
             if (lapack) {
+              pl::batched_band_cholesky(exec, A, status, backend);
               Kokkos::parallel_for("perfex::bench::lapack_band_inverse_blocks",
                                    Kokkos::RangePolicy<Exec>(exec, 0, nbatch),
                                    LapackBandInverseBlocks<Exec>{A, Y, C, kFibres, 1});
               break;
             }
           }
-          pl::batched_band_cholesky_inverse_strided_blocks(exec, A, kFibres, C, 1);
+          // As the patch solver: the factor twisted at the middle, then the blocks.
+          pl::batched_band_cholesky_twisted(exec, A, tail, status);
+          pl::batched_band_cholesky_inverse_strided_blocks(exec, A, tail, kFibres, C, 1);
           break;
       }
     });
@@ -550,7 +557,11 @@ void run_kk(benchmark::State& state, Product product, bool kokkoskernels) {
           kb::SerialGemm<kb::Trans::Transpose, kb::Trans::NoTranspose,
                          kb::Algo::Gemm::Blocked>::invoke(1.0, Y, Y, 0.0, C);
         } else {
-          pd::strided_gram_by_rows(B.data(), N, 1, kFibres, count, pd::mat<true>(C));
+          // The plain factor's layout (twist = N): row r holds the columns started by r.
+          const pd::TwistedColumns tc{N, 0, N, 1, kFibres, count};
+          pd::gram_by_rows(
+              1, N, count, [&](int r) { return B.data() + std::size_t(r) * count; },
+              [&](int r) { return tc.above(r); }, pd::mat<true>(C));
         }
         break;
       case Product::back_transform:

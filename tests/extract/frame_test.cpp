@@ -109,10 +109,10 @@ PERFEX_BACKEND_TEST_CASE("patch scratch allocates what bytes_per_patch estimates
     const ex::PatchWorkspace<Mem> ws(g, batch);
     std::size_t words = 0;
     for (std::size_t span :
-         {ws.H.span(), ws.Hsym.span(), ws.V.span(), ws.blockwork.span(), ws.cblock.span(),
-          ws.b.span(), ws.omega.span(), ws.phi.span(), ws.eigval.span(), ws.eigwork.span(),
-          ws.wspot.span(), ws.pixmodel.span(), ws.pixtest.span(), ws.rowsum.span(),
-          ws.rowflux.span()})
+         {ws.H.span(), ws.Htail.span(), ws.Hsym.span(), ws.V.span(), ws.blockwork.span(),
+          ws.cblock.span(), ws.b.span(), ws.omega.span(), ws.phi.span(), ws.eigval.span(),
+          ws.eigwork.span(), ws.wspot.span(), ws.pixmodel.span(), ws.pixtest.span(),
+          ws.rowsum.span(), ws.rowflux.span()})
       words += span;
     CHECK(words * sizeof(double) == batch * ex::PatchWorkspace<Mem>::bytes_per_patch(g));
     CHECK(ws.H.extent(0) == 59);
@@ -122,6 +122,9 @@ PERFEX_BACKEND_TEST_CASE("patch scratch allocates what bytes_per_patch estimates
     CHECK(ws.V.extent(1) == (decorrelation == ex::Decorrelation::noise ? 7u * 74 : 50u));
     CHECK(ws.wspot.extent(0) == 7u * 74 * 11 * 17);
     CHECK(ws.Hsym.span() == (decorrelation == ex::Decorrelation::noise ? 518u * 518 * 3 : 0u));
+    // Signal: the twisted factor's tail, 59 rows x (518 - 256) columns at least.
+    CHECK(ws.Htail.span() ==
+          (decorrelation == ex::Decorrelation::signal ? 59u * (259 + 4) * 3 : 0u));
   }
 }
 

@@ -1,5 +1,6 @@
 // Tests of the band Cholesky kernels (tag [linalg]): factor, solve and strided blocks of the
-// inverse against the dense kernels, LAPACK's dpbtrf/dpbtrs, failure reports and team sizes.
+// inverse (from the plain and the twisted factor) against the dense kernels, LAPACK's
+// dpbtrf/dpbtrs, failure reports and team sizes.
 #include "perfex_test.hpp"
 
 #include <perfex/config.hpp>
@@ -105,7 +106,16 @@ PERFEX_BACKEND_TEST_CASE(
     const int nblocks = c.stride;
     Blocks<Exec> C("C", c.count, c.count, nblocks, nb);
     pl::batched_band_cholesky_inverse_strided_blocks(Exec(), LB, c.stride, C);
+    // The same blocks from the factor twisted at the middle.
+    auto LT = to_device<Exec>(to_band(A, c.kd));
+    DevMat<Exec> tail("tail", c.kd + 1, pl::band_tail_columns(c.n), nb);
+    DevStatus<Exec> st("st", nb);
+    pl::batched_band_cholesky_twisted(Exec(), LT, tail, st);
+    Blocks<Exec> CT("CT", c.count, c.count, nblocks, nb);
+    pl::batched_band_cholesky_inverse_strided_blocks(Exec(), LT, tail, c.stride, CT);
     Exec().fence();
+    auto CTh = to_host(CT);
+    auto sth = to_host(st);
 
     // One declaration each: `auto` must deduce one type for all declarators (nvcc enforces it).
     auto Lh = to_host(L);
@@ -118,6 +128,7 @@ PERFEX_BACKEND_TEST_CASE(
     for (int b = 0; b < nb; ++b) {
       REQUIRE(sdh(b) == pl::ok);
       REQUIRE(sbh(b) == pl::ok);
+      REQUIRE(sth(b) == pl::ok);
       double lerr = 0, lref = 0;
       for (int j = 0; j < c.n; ++j)
         for (int d = 0; d <= c.kd && j + d < c.n; ++d) {
@@ -128,17 +139,20 @@ PERFEX_BACKEND_TEST_CASE(
       for (int i = 0; i < c.n; ++i)
         CHECK(std::abs(xbh(i, b) - xdh(i, b)) <= 1e-11 * std::abs(xdh(i, b)));
       const Dense inv = host_inverse(A[b]);
-      double cerr = 0, cref = 0;
+      double cerr = 0, cterr = 0, cref = 0;
       for (int blk = 0; blk < nblocks; ++blk)
         for (int a = 0; a < c.count; ++a)
           for (int q = 0; q < c.count; ++q) {
             const int ia = blk + a * c.stride, iq = blk + q * c.stride;
             if (ia >= c.n || iq >= c.n) continue;
             cerr = std::max(cerr, std::abs(Ch(a, q, blk, b) - inv(ia, iq)));
+            cterr = std::max(cterr, std::abs(CTh(a, q, blk, b) - inv(ia, iq)));
             cref = std::max(cref, std::abs(inv(ia, iq)));
             REQUIRE(Ch(a, q, blk, b) == Ch(q, a, blk, b));
+            REQUIRE(CTh(a, q, blk, b) == CTh(q, a, blk, b));
           }
       CHECK(cerr <= 1e-11 * cref);
+      CHECK(cterr <= 1e-11 * cref);
     }
   }
 }
@@ -269,6 +283,92 @@ PERFEX_BACKEND_TEST_CASE("linalg: band kernels give the one-thread results in ev
       CAPTURE(c.n, c.kd, shape.team_size, shape.vector_length);
       CHECK(max_relative_difference(one, band_kernels<Exec>(band, c.stride, c.count, shape)) <=
             1e-12);
+    }
+  }
+}
+
+namespace {
+// The twisted factor at `twist`, its solve of x and one strided block from it.
+template <class Exec>
+struct TwistedKernels {
+  DevMat<Exec> L, tail;
+  DevVecs<Exec> x, work;
+  Blocks<Exec> C;
+  DevStatus<Exec> st;
+  int twist, first, stride;
+  KOKKOS_INLINE_FUNCTION void operator()(
+      const typename Kokkos::TeamPolicy<Exec>::member_type& m) const {
+    auto Lb = Kokkos::subview(L, Kokkos::ALL(), Kokkos::ALL(), 0);
+    auto Tb = Kokkos::subview(tail, Kokkos::ALL(), Kokkos::ALL(), 0);
+    const int s = pl::team_band_cholesky_twisted(m, Lb, Tb, twist);
+    pl::team_band_cholesky_solve(m, Lb, Tb, twist, Kokkos::subview(x, Kokkos::ALL(), 0));
+    pl::team_band_cholesky_inverse_strided_block(
+        m, Lb, Tb, twist, first, stride, int(C.extent(0)),
+        Kokkos::subview(C, Kokkos::ALL(), Kokkos::ALL(), 0, 0), work);
+    Kokkos::single(Kokkos::PerTeam(m), [&]() { st(0) = s; });
+  }
+};
+
+// x = H^-1 1 and the block, as one list.
+template <class Exec>
+std::vector<double> twisted_kernels(const HostMat& band, int twist, int first, int stride,
+                                    int count, TeamShape shape) {
+  const int n = int(band.extent(1)), kd = int(band.extent(0)) - 1;
+  TwistedKernels<Exec> f{to_device<Exec>(band),
+                         DevMat<Exec>("tail", kd + 1, std::max(1, n - twist), 1),
+                         DevVecs<Exec>("x", n, 1),
+                         DevVecs<Exec>("work", n, count),
+                         Blocks<Exec>("C", count, count, 1, 1),
+                         DevStatus<Exec>("st", 1),
+                         twist,
+                         first,
+                         stride};
+  Kokkos::deep_copy(f.x, 1.0);
+  Kokkos::parallel_for("perfex::test::twisted_kernels",
+                       Kokkos::TeamPolicy<Exec>(Exec(), 1, shape.team_size, shape.vector_length),
+                       f);
+  Exec().fence();
+  REQUIRE(to_host(f.st)(0) == pl::ok);
+  auto x = to_host(f.x);
+  auto C = to_host(f.C);
+  std::vector<double> out(x.data(), x.data() + x.size());
+  out.insert(out.end(), C.data(), C.data() + C.size());
+  return out;
+}
+}  // namespace
+
+PERFEX_BACKEND_TEST_CASE(
+    "linalg: the twisted band factor solves and gives the strided blocks of H^-1 at any twist, in "
+    "every team shape",
+    "[linalg]") {
+  PERFEX_ONLY_SELECTED_BACKEND();
+  using Exec = TestType;
+  struct Case {
+    int n, kd, first, stride, count;
+  };
+  // A DESI-like patch (fibre 3 of 7), a small band, kd 0, and a block whose columns all start
+  // below the middle.
+  for (const Case c : {Case{518, 58, 3, 7, 74}, Case{61, 9, 2, 6, 10}, Case{40, 0, 1, 5, 8},
+                       Case{50, 6, 31, 2, 9}}) {
+    const Dense A = random_band_spd(c.n, c.kd, 1e-2, 40u + c.n);
+    const HostMat band = to_band({A}, c.kd);
+    const Dense inv = host_inverse(A);
+    std::vector<double> expect(static_cast<std::size_t>(c.n), 0.0);
+    for (int i = 0; i < c.n; ++i)
+      for (int j = 0; j < c.n; ++j) expect[i] += inv(i, j);
+    for (int a = 0; a < c.count; ++a)
+      for (int q = 0; q < c.count; ++q)
+        expect.push_back(inv(c.first + q * c.stride, c.first + a * c.stride));
+    // Twists at both ends, on and off the pivot blocks, before and inside the block's rows.
+    for (const int twist : {0, 1, 3, c.n / 3, pl::band_twist(c.n), c.n - 1, c.n}) {
+      const auto one = twisted_kernels<Exec>(band, twist, c.first, c.stride, c.count, {1, 1});
+      CAPTURE(c.n, c.kd, twist);
+      CHECK(max_relative_difference(expect, one) <= 1e-11);
+      for (const TeamShape shape : team_shapes<Exec>(TwistedKernels<Exec>{})) {
+        CAPTURE(shape.team_size, shape.vector_length);
+        CHECK(max_relative_difference(one, twisted_kernels<Exec>(band, twist, c.first, c.stride,
+                                                                 c.count, shape)) <= 1e-12);
+      }
     }
   }
 }

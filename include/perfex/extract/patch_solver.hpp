@@ -66,9 +66,10 @@ struct PatchWorkspace {
   using Matrices = Kokkos::View<double***, Kokkos::LayoutLeft, MemorySpace>;
   using Vectors = Kokkos::View<double**, Kokkos::LayoutLeft, MemorySpace>;
   Matrices H;          // (band + 1, N, batch): lower band of the normal matrix, then its factor
+  Matrices Htail;      // (band + 1, N/2 + 4, batch), signal: the tail of H's twisted factor
   Matrices Hsym;       // (N, N, batch): symmetric dense H, noise decorrelation only
   Matrices V;          // noise variant: eigenvectors of H (N, N); then a fibre's resolution band
-  Matrices blockwork;  // (N, nwt, batch): columns of L^-1 for one fibre's block of H^-1
+  Matrices blockwork;  // (N, nwt, batch): columns of M^-1 for one fibre's block of H^-1
   Matrices cblock;     // (nwt, nwt, batch): that block, then its eigenvectors
   Vectors b, omega, phi, eigval, eigwork;  // per-unknown vectors and eigen scratch
   Vectors wspot;     // (N * spot pixels, batch): ivar-weighted spots inside the window
@@ -86,6 +87,10 @@ struct PatchWorkspace {
     const std::size_t n = static_cast<std::size_t>(g.nmax()), nwt = static_cast<std::size_t>(g.nwt);
     const std::size_t neig = static_cast<std::size_t>(g.neig());
     visit(&PatchWorkspace::H, "perfex::H_band", static_cast<std::size_t>(g.band) + 1, n);
+    const bool twisted = g.decorrelation == Decorrelation::signal;
+    visit(&PatchWorkspace::Htail, "perfex::H_tail",
+          twisted ? static_cast<std::size_t>(g.band) + 1 : 0,
+          twisted ? static_cast<std::size_t>(linalg::band_tail_columns(static_cast<int>(n))) : 0);
     if (g.decorrelation == Decorrelation::noise) visit(&PatchWorkspace::Hsym, "perfex::Hsym", n, n);
     if (g.decorrelation == Decorrelation::noise)
       visit(&PatchWorkspace::V, "perfex::eigvec", n, n);
@@ -300,15 +305,18 @@ struct Chi2Sums {  // Σ S χ², Σ S over counted pixels, Σ S over masked pixe
 };
 
 // Flops of one patch's linear algebra (patch.band set, ndiag the resolution half-width): band
-// Cholesky and solve, then the kept fibres' blocks of H^-1 and their decorrelation, or H^(1/2)
-// for noise decorrelation.
+// Cholesky and solve, then the tail of the twisted factor, the kept fibres' blocks of H^-1 and
+// their decorrelation, or H^(1/2) for noise decorrelation.
 inline double patch_flops(const PatchDesc& p, int nwt, int ndiag, Decorrelation decorrelation) {
   namespace fl = linalg::flops;
   const int n = p.nfib * nwt;
   double f = fl::band_cholesky(n, p.band) + fl::band_solve(n, p.band);
   if (decorrelation == Decorrelation::noise) return f + fl::inverse_sqrt(n);
+  // The factor twisted at the middle: L's first columns, then the tail reversed.
+  const int twist = linalg::band_twist(n);
+  f += fl::band_cholesky(n - twist, p.band) - fl::band_cholesky_columns(n, p.band, twist, n);
   for (int k = 0; k < p.nkeepfib; ++k)
-    f += fl::band_strided_block(n, p.band, p.keep0 + k, p.nfib, nwt) +
+    f += fl::band_strided_block(n, p.band, p.keep0 + k, p.nfib, nwt, twist) +
          fl::fibre_decorrelation(nwt, ndiag, p.nkeep);
   return f;
 }
@@ -399,11 +407,17 @@ struct PatchSolver {
     member.team_barrier();
     if (decorrelation == Decorrelation::noise) copy_symmetric(member, n, H);
     member.team_barrier();
-    int status = linalg::team_band_cholesky(member, H);
+    // Signal decorrelation takes its blocks of H^-1 from the factor twisted at the middle (half
+    // the work of those from L alone); noise decorrelation needs no blocks (twist = n: L).
+    const bool twisted = decorrelation == Decorrelation::signal;
+    const int twist = twisted ? linalg::band_twist(n) : n;
+    auto tail = Kokkos::subview(ws.Htail, Kokkos::make_pair(0, twisted ? p.band + 1 : 0),
+                                Kokkos::make_pair(0, n - twist), ip);
+    int status = linalg::team_band_cholesky_twisted(member, H, tail, twist);
     if (status == linalg::ok) {
       Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](int j) { phi(j) = b(j); });
       member.team_barrier();
-      linalg::team_band_cholesky_solve(member, H, phi);
+      linalg::team_band_cholesky_solve(member, H, tail, twist, phi);
       member.team_barrier();
       // Overflowing data make a non-finite solution: the patch fails like a singular one.
       int finite = 1;
@@ -414,8 +428,9 @@ struct PatchSolver {
       if (!finite) status = linalg::not_positive_definite;
     }
     if (status == linalg::ok) {
-      status = decorrelation == Decorrelation::signal ? decorrelate_blocks(member, p, H, phi, omega)
-                                                      : decorrelate_full(member, p, n, phi, omega);
+      status = decorrelation == Decorrelation::signal
+                   ? decorrelate_blocks(member, p, H, tail, twist, phi, omega)
+                   : decorrelate_full(member, p, n, phi, omega);
     }
     member.team_barrier();
     if (status != linalg::ok) {
@@ -566,9 +581,10 @@ struct PatchSolver {
   // C_ff = V diag(mu) V^T and W = V diag(mu^-1/4) (mu clipped), Q_f = W W^T, so the row sums
   // and Q_f phi are W (W^T x) and the resolution band needs only dot products of W's rows
   // around the diagonal: O(n^2 ndiag) instead of the n^3 of the composition.
-  template <class LV, class PV, class OV>
+  template <class LV, class TV, class PV, class OV>
   KOKKOS_INLINE_FUNCTION int decorrelate_blocks(const Member& member, const PatchDesc& p,
-                                                const LV& L, const PV& phi, const OV& omega) const {
+                                                const LV& L, const TV& tail, int twist,
+                                                const PV& phi, const OV& omega) const {
     const int ip = member.league_rank();
     auto V = Kokkos::subview(ws.cblock, Kokkos::ALL, Kokkos::ALL, ip);
     auto work = Kokkos::subview(ws.blockwork, Kokkos::make_pair(0, p.nfib * nwt), Kokkos::ALL, ip);
@@ -597,8 +613,8 @@ struct PatchSolver {
     const long ldv = static_cast<long>(V.stride(1)), ldw = static_cast<long>(work.stride(1));
     for (int f = 0; f < p.nkeepfib; ++f) {
       const Strided unknowns{p.keep0 + f, p.nfib};
-      linalg::team_band_cholesky_inverse_strided_block(member, L, unknowns.first, unknowns.step,
-                                                       nwt, V, work);
+      linalg::team_band_cholesky_inverse_strided_block(member, L, tail, twist, unknowns.first,
+                                                       unknowns.step, nwt, V, work);
       int st = linalg::team_syev(member, V, w, ework);
       if (st == linalg::ok && !(w(nwt - 1) > 0)) st = linalg::not_positive_definite;
       if (st != linalg::ok) return st;

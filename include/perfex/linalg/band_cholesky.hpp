@@ -32,15 +32,18 @@ KOKKOS_INLINE_FUNCTION int band_rows_below(int j, int n, int kd) {
   return kd < n - 1 - j ? kd : n - 1 - j;
 }
 
-// One-thread blocked right-looking band Cholesky: the pivot columns j .. j+jb-1 are factored
-// among themselves, then the trailing window (columns j+jb .. j+jb-1+kd) gets one rank-jb
-// update in which each entry is read and written once.
+// One-thread blocked right-looking band Cholesky of the pivot columns [j0, j1) (the columns
+// before j0 factored already): the pivot columns j .. j+jb-1 are factored among themselves,
+// then the trailing window (columns j+jb .. j+jb-1+kd) gets one rank-jb update in which each
+// entry is read and written once. After pivots [0, j1) the columns from j1 hold the Schur
+// complement of the leading j1 rows.
 template <bool Unit>
-KOKKOS_INLINE_FUNCTION int band_cholesky_sequential(const MatRef<Unit>& AB, int n, int kd) {
+KOKKOS_INLINE_FUNCTION int band_cholesky_sequential(const MatRef<Unit>& AB, int n, int kd, int j0,
+                                                    int j1) {
   constexpr int KB = band_block;
   const long rs = AB.rs();
-  for (int j = 0; j < n; j += KB) {
-    const int jb = KB < n - j ? KB : n - j;
+  for (int j = j0; j < j1; j += KB) {
+    const int jb = KB < j1 - j ? KB : j1 - j;
     // The block's own columns, one pivot at a time (their updates from earlier blocks are done).
     for (int p = 0; p < jb; ++p) {
       const int c = j + p;
@@ -97,8 +100,8 @@ KOKKOS_INLINE_FUNCTION int band_cholesky_sequential(const MatRef<Unit>& AB, int 
 // over vector lanes.
 template <bool Unit, class Member>
 KOKKOS_INLINE_FUNCTION int band_cholesky_team(const Member& member, const MatRef<Unit>& AB, int n,
-                                              int kd) {
-  for (int j = 0; j < n; ++j) {
+                                              int kd, int j0, int j1) {
+  for (int j = j0; j < j1; ++j) {
     const double ajj = AB(0, j);
     if (!good_pivot(ajj)) return not_positive_definite;
     const int kn = band_rows_below(j, n, kd);
@@ -118,17 +121,23 @@ KOKKOS_INLINE_FUNCTION int band_cholesky_team(const Member& member, const MatRef
   return ok;
 }
 
-// x <- (L L^T)^{-1} x, sequential (teams of one thread).
+// Forward (L y = x over the pivots [0, j1), the later rows updated) and backward (L^T w = y
+// over the pivots j1-1 .. 0, the rows from j1 on solved already) band substitutions in place,
+// sequential (teams of one thread). j1 = n: x <- (L L^T)^{-1} x.
 template <bool UnitL, bool UnitX>
-KOKKOS_INLINE_FUNCTION void serial_band_solve(const MatRef<UnitL>& L, int n, int kd,
-                                              const VecRef<UnitX>& x) {
-  for (int j = 0; j < n; ++j) {
+KOKKOS_INLINE_FUNCTION void serial_band_forward(const MatRef<UnitL>& L, int n, int kd, int j1,
+                                                const VecRef<UnitX>& x) {
+  for (int j = 0; j < j1; ++j) {
     const double xj = x(j) / L(0, j);
     x(j) = xj;
     const int kn = band_rows_below(j, n, kd);
     for (int d = 1; d <= kn; ++d) x(j + d) -= L(d, j) * xj;
   }
-  for (int j = n - 1; j >= 0; --j) {
+}
+template <bool UnitL, bool UnitX>
+KOKKOS_INLINE_FUNCTION void serial_band_backward(const MatRef<UnitL>& L, int n, int kd, int j1,
+                                                 const VecRef<UnitX>& x) {
+  for (int j = j1 - 1; j >= 0; --j) {
     const int kn = band_rows_below(j, n, kd);
     double s = 0;
     for (int d = 1; d <= kn; ++d) s += L(d, j) * x(j + d);
@@ -136,12 +145,12 @@ KOKKOS_INLINE_FUNCTION void serial_band_solve(const MatRef<UnitL>& L, int n, int
   }
 }
 
-// x <- (L L^T)^{-1} x on a team: each pivot's update (forward) or dot product (backward) over
-// the team's lanes.
+// The same on a team: each pivot's update (forward) or dot product (backward) over the team's
+// lanes.
 template <bool UnitL, bool UnitX, class Member>
-KOKKOS_INLINE_FUNCTION void team_band_solve(const Member& member, const MatRef<UnitL>& L, int n,
-                                            int kd, const VecRef<UnitX>& x) {
-  for (int j = 0; j < n; ++j) {
+KOKKOS_INLINE_FUNCTION void team_band_forward(const Member& member, const MatRef<UnitL>& L, int n,
+                                              int kd, int j1, const VecRef<UnitX>& x) {
+  for (int j = 0; j < j1; ++j) {
     const double xj = x(j) / L(0, j);
     member.team_barrier();
     const int kn = band_rows_below(j, n, kd);
@@ -153,7 +162,11 @@ KOKKOS_INLINE_FUNCTION void team_band_solve(const Member& member, const MatRef<U
     });
     member.team_barrier();
   }
-  for (int j = n - 1; j >= 0; --j) {
+}
+template <bool UnitL, bool UnitX, class Member>
+KOKKOS_INLINE_FUNCTION void team_band_backward(const Member& member, const MatRef<UnitL>& L, int n,
+                                               int kd, int j1, const VecRef<UnitX>& x) {
+  for (int j = j1 - 1; j >= 0; --j) {
     const int kn = band_rows_below(j, n, kd);
     double s = 0;
     Kokkos::parallel_reduce(
@@ -166,87 +179,102 @@ KOKKOS_INLINE_FUNCTION void team_band_solve(const Member& member, const MatRef<U
   }
 }
 
-// C = Y^T Y for Y stored row by row as strided_block_by_rows leaves it (count columns, column
-// a zero above first + a * stride): lower triangle first, column c contiguous in a, four rows'
-// outer products per pass; then mirrored.
-template <bool UnitC>
-KOKKOS_INLINE_FUNCTION void strided_gram_by_rows(const double* Y, int n, int first, int stride,
-                                                 int count, const MatRef<UnitC>& C) {
-  const long cs = C.rs();
-  auto started = [&](int r) {
-    const int a = (r - first) / stride + 1;
-    return a < count ? a : count;
-  };
-  auto row = [&](int r) { return Y + long(r) * count; };
-  for (int c = 0; c < count; ++c)
-    for (int a = c; a < count; ++a) C(a, c) = 0;
-  int r = first;
-  for (; r < n; r += 4) {
-    const int nr = n - r < 4 ? n - r : 4;
-    const int na = started(r + nr - 1);
-    const double* y[4];
-    for (int k = 0; k < 4; ++k) y[k] = row(k < nr ? r + k : r);
-    const double* KOKKOS_RESTRICT y0 = y[0];
-    const double* KOKKOS_RESTRICT y1 = y[1];
-    const double* KOKKOS_RESTRICT y2 = y[2];
-    const double* KOKKOS_RESTRICT y3 = y[3];
-    for (int c = 0; c < na; ++c) {
-      double* KOKKOS_RESTRICT cc = C.ptr(0, c);
-      if (nr == 4) {
-        const double u0 = y0[c], u1 = y1[c], u2 = y2[c], u3 = y3[c];
-        for (int a = c; a < na; ++a)
-          cc[a * cs] += (y0[a] * u0 + y1[a] * u1) + (y2[a] * u2 + y3[a] * u3);
-      } else {
-        for (int k = 0; k < nr; ++k) {
-          const double uk = y[k][c];
-          for (int a = c; a < na; ++a) cc[a * cs] += y[k][a] * uk;
-        }
-      }
-    }
+// x <- H^{-1} x from the factor twisted at t (L's first t columns, the reversed tail F of order
+// n - t; t = n: L alone): forward with L above t, then the tail's rows, reversed through a
+// negative stride, solved with F both ways, then backward with L above t.
+template <bool UnitL, bool UnitF, class Member>
+KOKKOS_INLINE_FUNCTION void band_solve_twisted(const Member& member, const MatRef<UnitL>& L,
+                                               const MatRef<UnitF>& F, int n, int kd, int t,
+                                               const VecRef<false>& x) {
+  const int m = n - t;
+  const VecRef<false> xtail{x.p + long(n - 1) * x.s0, -x.s0};
+  if (sequential_team(member)) {
+    serial_band_forward(L, n, kd, t, x);
+    serial_band_forward(F, m, kd, m, xtail);
+    serial_band_backward(F, m, kd, m, xtail);
+    serial_band_backward(L, n, kd, t, x);
+  } else {
+    team_band_forward(member, L, n, kd, t, x);
+    team_band_forward(member, F, m, kd, m, xtail);
+    team_band_backward(member, F, m, kd, m, xtail);
+    team_band_backward(member, L, n, kd, t, x);
   }
-  for (int c = 0; c < count; ++c)
-    for (int a = c + 1; a < count; ++a) C(c, a) = C(a, c);
 }
 
-// One-thread strided block of H^{-1} with the right-hand sides stored row by row: Y (n rows of
-// count, contiguous, row r at Y + r * count) holds Y(r, a) = (L^{-1} e_{s_a})(r), s_a = first +
-// a * stride, zero above s_a. Every step is then a row operation over all the columns a row has
-// started (long contiguous loops, no per-column dependence chains): the solve takes band_block
-// pivots at a time (the block's triangle, then one pass over each row below for the block's
-// updates), and C = Y^T Y (lower triangle, column-major C) adds four rows' outer products per
-// pass. Rows above a column's start are zero, so whole rows can be summed.
-template <bool UnitL, bool UnitC>
-KOKKOS_INLINE_FUNCTION void strided_block_by_rows(const MatRef<UnitL>& L, int n, int kd, int first,
-                                                  int stride, int count, double* Y,
-                                                  const MatRef<UnitC>& C) {
-  constexpr int KB = band_block;
-  const long ls = L.rs(), cs = C.rs();
-  // Columns started at row r (s_a <= r).
-  auto started = [&](int r) {
+// ---- Strided blocks of H^{-1} ------------------------------------------------------------
+// Column a of a strided block is x_a = M^{-1} e_{s_a}, s_a = first + a * stride, for a factor
+// H = M M^T, and C(a, c) = x_a . x_c. With M = L (the band factor) x_a fills rows s_a .. n-1:
+// n/2 rows on average, the columns being spread over the whole matrix. The factor twisted at
+// row t, M = [L_T 0; G R] (L_T, G: the first t columns of L; R upper triangular with
+// R R^T = S, the Schur complement of H's leading t rows), keeps a column that starts above t
+// within rows s_a .. t+kd-1 and one that starts at or below t within rows t .. s_a: about
+// n/4 + kd/2 rows each, and columns on opposite sides of t share at most kd rows. R is stored
+// as the band factor F of S with rows and columns reversed (J S J = F F^T, R = J F J), so every
+// solve is a forward band substitution; x's rows are kept in twisted order: row i < t at i,
+// row i >= t at t + (n - 1 - i) (the tail's row n - 1 - i). t = n is the plain factor.
+
+// Columns [lo, hi) of a row of right-hand sides that can be nonzero.
+struct ColRange {
+  int lo, hi;
+};
+
+// Where the columns of a twisted strided block live (see above): the rows before t that
+// column a fills are s_a .. t-1, its tail rows (reversed) tail_start(a) .. n-t-1.
+struct TwistedColumns {
+  int n, kd, t, first, stride, count;
+  KOKKOS_INLINE_FUNCTION int tail_rows() const { return n - t; }
+  KOKKOS_INLINE_FUNCTION int start(int a) const { return first + a * stride; }
+  KOKKOS_INLINE_FUNCTION int position(int i) const { return i < t ? i : t + (n - 1 - i); }
+  KOKKOS_INLINE_FUNCTION int tail_start(int a) const {
+    const int s = start(a), m = tail_rows();
+    return s < t ? (m - kd > 0 ? m - kd : 0) : n - 1 - s;
+  }
+  // Columns that can be nonzero in row r < t: those started by r.
+  KOKKOS_INLINE_FUNCTION ColRange above(int r) const {
+    if (r < first) return {0, 0};
     const int a = (r - first) / stride + 1;
-    return a < count ? a : count;
-  };
-  auto row = [&](int r) { return Y + long(r) * count; };
-  for (int r = first; r < n; ++r)
-    for (int a = 0; a < count; ++a) row(r)[a] = 0;
-  for (int a = 0; a < count; ++a) row(first + a * stride)[a] = 1.0;
-  for (int j = first; j < n; j += KB) {
-    const int jb = KB < n - j ? KB : n - j;
-    const int na = started(j + jb - 1);
-    const double* l[KB];  // L(j + i, j + p) = l[p][(i - p) * ls]
-    for (int p = 0; p < KB; ++p) l[p] = L.ptr(0, p < jb ? j + p : j);
+    return {0, a < count ? a : count};
+  }
+  // Columns that can be nonzero in tail rows up to q: those whose reversed start is <= q (they
+  // start at or below row n-1-q), and from the last kd tail rows on all (the ones above t).
+  KOKKOS_INLINE_FUNCTION ColRange tail(int q) const {
+    if (q >= tail_rows() - kd) return {0, count};
+    const int smin = n - 1 - q;
+    const int a = smin <= first ? 0 : (smin - first + stride - 1) / stride;
+    return {a < count ? a : count, count};
+  }
+  // First row (twisted order) of the block's storage.
+  KOKKOS_INLINE_FUNCTION int first_row() const { return first < t ? first : t; }
+};
+
+// Forward substitution by rows with the band factor F (order nf, half-bandwidth kd) over the
+// pivots [p0, p1): row(i) is the address of the right-hand sides' row i, cols(i) the columns
+// that can be nonzero in rows up to i (a range that only grows with i). The pivots are taken
+// band_block at a time: the block's triangle, then one pass over each row below it for all
+// of the block's updates (long contiguous row operations, no per-column dependence chains).
+template <bool UnitF, class Row, class Cols>
+KOKKOS_INLINE_FUNCTION void forward_by_rows(const MatRef<UnitF>& F, int nf, int kd, int p0, int p1,
+                                            const Row& row, const Cols& cols) {
+  constexpr int KB = band_block;
+  const long ls = F.rs();
+  for (int j = p0; j < p1; j += KB) {
+    const int jb = KB < p1 - j ? KB : p1 - j;
+    const ColRange cr = cols(j + jb - 1);
+    const int lo = cr.lo, hi = cr.hi;
+    const double* l[KB];  // F(j + i, j + p) = l[p][(i - p) * ls]
+    for (int p = 0; p < KB; ++p) l[p] = F.ptr(0, p < jb ? j + p : j);
     for (int p = 0; p < jb; ++p) {
       double* KOKKOS_RESTRICT yp = row(j + p);
       const double inv = 1.0 / l[p][0];
-      for (int a = 0; a < na; ++a) yp[a] *= inv;
+      for (int a = lo; a < hi; ++a) yp[a] *= inv;
       for (int q = p + 1; q < jb && q - p <= kd; ++q) {
         double* KOKKOS_RESTRICT yq = row(j + q);
         const double t = l[p][(q - p) * ls];
-        for (int a = 0; a < na; ++a) yq[a] -= t * yp[a];
+        for (int a = lo; a < hi; ++a) yq[a] -= t * yp[a];
       }
     }
     // Rows every pivot of the block reaches, then the last rows only the later pivots reach.
-    const int iend = kd < n - 1 - j ? kd : n - 1 - j;
+    const int iend = kd < nf - 1 - j ? kd : nf - 1 - j;
     if (jb == KB) {
       const double* KOKKOS_RESTRICT y0 = row(j);
       const double* KOKKOS_RESTRICT y1 = row(j + 1);
@@ -256,7 +284,8 @@ KOKKOS_INLINE_FUNCTION void strided_block_by_rows(const MatRef<UnitL>& L, int n,
         double* KOKKOS_RESTRICT yi = row(j + i);
         const double t0 = l[0][i * ls], t1 = l[1][(i - 1) * ls], t2 = l[2][(i - 2) * ls],
                      t3 = l[3][(i - 3) * ls];
-        for (int a = 0; a < na; ++a) yi[a] -= (t0 * y0[a] + t1 * y1[a]) + (t2 * y2[a] + t3 * y3[a]);
+        for (int a = lo; a < hi; ++a)
+          yi[a] -= (t0 * y0[a] + t1 * y1[a]) + (t2 * y2[a] + t3 * y3[a]);
       }
     } else {
       for (int p = 0; p < jb; ++p)
@@ -264,69 +293,177 @@ KOKKOS_INLINE_FUNCTION void strided_block_by_rows(const MatRef<UnitL>& L, int n,
           double* KOKKOS_RESTRICT yi = row(j + i);
           const double* KOKKOS_RESTRICT yp = row(j + p);
           const double t = l[p][(i - p) * ls];
-          for (int a = 0; a < na; ++a) yi[a] -= t * yp[a];
+          for (int a = lo; a < hi; ++a) yi[a] -= t * yp[a];
         }
     }
     for (int p = 1; p < jb; ++p) {
-      const int ilast = p + kd < n - 1 - j ? p + kd : n - 1 - j;
+      const int ilast = p + kd < nf - 1 - j ? p + kd : nf - 1 - j;
       const double* KOKKOS_RESTRICT yp = row(j + p);
       for (int i = (iend + 1 > jb ? iend + 1 : jb); i <= ilast; ++i) {
         double* KOKKOS_RESTRICT yi = row(j + i);
         const double t = l[p][(i - p) * ls];
-        for (int a = 0; a < na; ++a) yi[a] -= t * yp[a];
+        for (int a = lo; a < hi; ++a) yi[a] -= t * yp[a];
       }
     }
   }
-  strided_gram_by_rows(Y, n, first, stride, count, C);
 }
 
-template <bool UnitL, bool UnitY, class Member, class CView>
-KOKKOS_INLINE_FUNCTION void team_band_inverse_strided_block_impl(const Member& member,
-                                                                 const MatRef<UnitL>& L, int n,
-                                                                 int kd, int first, int stride,
-                                                                 int count, const CView& C,
-                                                                 const MatRef<UnitY>& Y) {
-  // Column a of Y = L^{-1} e_{s_a}, s_a = first + a * stride: zero above s_a.
+// C = sum over rows r in [r0, r1) of row(r)^T row(r) (count x count; row r nonzero only in
+// cols(r)): lower triangle first, column c contiguous in a, four rows' outer products per pass
+// over the union of their columns; then mirrored.
+template <bool UnitC, class Row, class Cols>
+KOKKOS_INLINE_FUNCTION void gram_by_rows(int r0, int r1, int count, const Row& row,
+                                         const Cols& cols, const MatRef<UnitC>& C) {
+  const long cs = C.rs();
+  for (int c = 0; c < count; ++c)
+    for (int a = c; a < count; ++a) C(a, c) = 0;
+  for (int r = r0; r < r1; r += 4) {
+    const int nr = r1 - r < 4 ? r1 - r : 4;
+    const double* y[4];
+    int lo = count, hi = 0;
+    for (int k = 0; k < 4; ++k) {
+      y[k] = row(k < nr ? r + k : r);
+      if (k < nr) {
+        const ColRange cr = cols(r + k);
+        if (cr.lo < cr.hi) {
+          lo = cr.lo < lo ? cr.lo : lo;
+          hi = cr.hi > hi ? cr.hi : hi;
+        }
+      }
+    }
+    const double* KOKKOS_RESTRICT y0 = y[0];
+    const double* KOKKOS_RESTRICT y1 = y[1];
+    const double* KOKKOS_RESTRICT y2 = y[2];
+    const double* KOKKOS_RESTRICT y3 = y[3];
+    for (int c = lo; c < hi; ++c) {
+      double* KOKKOS_RESTRICT cc = C.ptr(0, c);
+      if (nr == 4) {
+        const double u0 = y0[c], u1 = y1[c], u2 = y2[c], u3 = y3[c];
+        for (int a = c; a < hi; ++a)
+          cc[a * cs] += (y0[a] * u0 + y1[a] * u1) + (y2[a] * u2 + y3[a] * u3);
+      } else {
+        for (int k = 0; k < nr; ++k) {
+          const double uk = y[k][c];
+          for (int a = c; a < hi; ++a) cc[a * cs] += y[k][a] * uk;
+        }
+      }
+    }
+  }
+  for (int c = 0; c < count; ++c)
+    for (int a = c + 1; a < count; ++a) C(c, a) = C(a, c);
+}
+
+// One-thread twisted strided block with the right-hand sides stored row by row: Y (count
+// doubles per row, row p of the twisted order at Y + p * count) holds the columns x_a; the
+// substitution above t with L, then the tail's with F, then C = x^T x.
+template <bool UnitL, bool UnitF, bool UnitC>
+KOKKOS_INLINE_FUNCTION void strided_block_by_rows(const MatRef<UnitL>& L, const MatRef<UnitF>& F,
+                                                  const TwistedColumns& tc, double* Y,
+                                                  const MatRef<UnitC>& C) {
+  const int n = tc.n, t = tc.t, count = tc.count;
+  auto at = [&](int p) { return Y + long(p) * count; };
+  for (int p = tc.first_row(); p < n; ++p)
+    for (int a = 0; a < count; ++a) at(p)[a] = 0;
+  for (int a = 0; a < count; ++a) at(tc.position(tc.start(a)))[a] = 1.0;
+  if (tc.first < t)
+    forward_by_rows(
+        L, n, tc.kd, tc.first, t, [&](int i) { return at(tc.position(i)); },
+        [&](int i) { return tc.above(i); });
+  forward_by_rows(
+      F, tc.tail_rows(), tc.kd, 0, tc.tail_rows(), [&](int q) { return at(t + q); },
+      [&](int q) { return tc.tail(q); });
+  gram_by_rows(
+      tc.first_row(), n, count, at, [&](int p) { return p < t ? tc.above(p) : tc.tail(p - t); }, C);
+}
+
+template <bool UnitL, bool UnitF, bool UnitY, class Member, class CView>
+KOKKOS_INLINE_FUNCTION void team_band_inverse_strided_block_impl(
+    const Member& member, const MatRef<UnitL>& L, const MatRef<UnitF>& F, const TwistedColumns& tc,
+    const CView& C, const MatRef<UnitY>& Y) {
   if constexpr (Kokkos::is_view<CView>::value) {
-    // One host thread: Y row by row in work's memory (n x count doubles, work has ld >= n).
+    // One host thread: x row by row in work's memory (n x count doubles, work has ld >= n).
     if (sequential_team(member) && UnitY) {
       if (unit_rows(C))
-        strided_block_by_rows(L, n, kd, first, stride, count, Y.p, mat<true>(C));
+        strided_block_by_rows(L, F, tc, Y.p, mat<true>(C));
       else
-        strided_block_by_rows(L, n, kd, first, stride, count, Y.p, mat<false>(C));
+        strided_block_by_rows(L, F, tc, Y.p, mat<false>(C));
       return;
     }
   }
+  const int n = tc.n, kd = tc.kd, t = tc.t, m = tc.tail_rows();
   // A column per thread, each pivot's update over its vector lanes: the columns are
   // independent, so no team barrier until all are solved.
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, count), [&](int a) {
-    const int s = first + a * stride;
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, s, n),
-                         [&](int r) { Y(r, a) = r == s ? 1.0 : 0.0; });
-    for (int j = s; j < n; ++j) {
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, tc.count), [&](int a) {
+    const int s = tc.start(a), ps = tc.position(s);
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, tc.first_row(), n),
+                         [&](int p) { Y(p, a) = p == ps ? 1.0 : 0.0; });
+    for (int j = s; j < t; ++j) {
       const double yj = Y(j, a) / L(0, j);
       const int kn = band_rows_below(j, n, kd);
       Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 1, kn + 1),
-                           [&](int d) { Y(j + d, a) -= L(d, j) * yj; });
+                           [&](int d) { Y(tc.position(j + d), a) -= L(d, j) * yj; });
       Kokkos::single(Kokkos::PerThread(member), [&]() { Y(j, a) = yj; });
+    }
+    for (int q = tc.tail_start(a); q < m; ++q) {
+      const double yq = Y(t + q, a) / F(0, q);
+      const int kn = band_rows_below(q, m, kd);
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 1, kn + 1),
+                           [&](int d) { Y(t + q + d, a) -= F(d, q) * yq; });
+      Kokkos::single(Kokkos::PerThread(member), [&]() { Y(t + q, a) = yq; });
     }
   });
   member.team_barrier();
-  // C(a, c) over the rows below the later start: a column a per thread, rows over lanes.
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, count), [&](int a) {
-    const int rs = first + a * stride;
+  // C(a, c) over the rows both columns can fill, before t and in the tail: a column a per
+  // thread, rows over lanes.
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, tc.count), [&](int a) {
+    const int sa = tc.start(a), qa = tc.tail_start(a);
     for (int c = 0; c <= a; ++c) {
+      const int sc = tc.start(c), qc = tc.tail_start(c);
+      const int above0 = sa > sc ? sa : sc, tail0 = t + (qa > qc ? qa : qc);
       double s = 0;
       Kokkos::parallel_reduce(
-          Kokkos::ThreadVectorRange(member, rs, n),
-          [&](int r, double& acc) { acc += Y(r, a) * Y(r, c); }, s);
+          Kokkos::ThreadVectorRange(member, above0 < t ? t - above0 : 0),
+          [&](int k, double& acc) { acc += Y(above0 + k, a) * Y(above0 + k, c); }, s);
+      double st = 0;
+      Kokkos::parallel_reduce(
+          Kokkos::ThreadVectorRange(member, tail0, n),
+          [&](int p, double& acc) { acc += Y(p, a) * Y(p, c); }, st);
       Kokkos::single(Kokkos::PerThread(member), [&]() {
-        C(a, c) = s;
-        C(c, a) = s;
+        C(a, c) = s + st;
+        C(c, a) = s + st;
       });
     }
   });
   member.team_barrier();
+}
+
+// tail(d, q) = S(n-1-q-d, n-1-q) for the Schur complement S held in AB's columns t .. n-1 after
+// the pivots before t: the lower band of J S J.
+template <bool UnitA, bool UnitT, class Member>
+KOKKOS_INLINE_FUNCTION void reverse_band_tail(const Member& member, const MatRef<UnitA>& AB, int n,
+                                              int kd, int t, const MatRef<UnitT>& tail) {
+  const int m = n - t;
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(member, 0, m), [&](int q) {
+    const int kn = band_rows_below(q, m, kd);
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, 0, kn + 1),
+                         [&](int d) { tail(d, q) = AB(d, n - 1 - q - d); });
+  });
+  member.team_barrier();
+}
+
+template <bool UnitA, bool UnitT, class Member>
+KOKKOS_INLINE_FUNCTION int band_cholesky_twisted_impl(const Member& member, const MatRef<UnitA>& AB,
+                                                      int n, int kd, int t,
+                                                      const MatRef<UnitT>& tail) {
+  const bool seq = sequential_team(member);
+  auto factor = [&](const auto& M, int order, int j0, int j1) {
+    return seq ? band_cholesky_sequential(M, order, kd, j0, j1)
+               : band_cholesky_team(member, M, order, kd, j0, j1);
+  };
+  const int st = factor(AB, n, 0, t);
+  if (st != ok) return st;
+  reverse_band_tail(member, AB, n, kd, t, tail);
+  return factor(tail, n - t, 0, n - t);
 }
 
 }  // namespace detail
@@ -345,12 +482,39 @@ KOKKOS_INLINE_FUNCTION int team_band_cholesky(const Member& member, const BandVi
   const int n = int(AB.extent(1)), kd = band_width(AB);
   if (detail::unit_rows(AB)) {
     const auto M = detail::mat<true>(AB);
-    return detail::sequential_team(member) ? detail::band_cholesky_sequential<true>(M, n, kd)
-                                           : detail::band_cholesky_team<true>(member, M, n, kd);
+    return detail::sequential_team(member) ? detail::band_cholesky_sequential(M, n, kd, 0, n)
+                                           : detail::band_cholesky_team(member, M, n, kd, 0, n);
   }
   const auto M = detail::mat<false>(AB);
-  return detail::sequential_team(member) ? detail::band_cholesky_sequential<false>(M, n, kd)
-                                         : detail::band_cholesky_team<false>(member, M, n, kd);
+  return detail::sequential_team(member) ? detail::band_cholesky_sequential(M, n, kd, 0, n)
+                                         : detail::band_cholesky_team(member, M, n, kd, 0, n);
+}
+
+// Twist row for a matrix of order n (see team_band_cholesky_twisted): the middle, rounded down
+// to a band_block boundary so that the pivots before it are blocked as in the plain factor.
+KOKKOS_INLINE_FUNCTION constexpr int band_twist(int n) { return n / 2 / band_block * band_block; }
+
+// Columns a tail needs for any order up to n with the twist band_twist: n - band_twist(n') <=
+// n / 2 + band_block for n' <= n.
+KOKKOS_INLINE_FUNCTION constexpr int band_tail_columns(int n) { return n / 2 + band_block; }
+
+// The factor of H twisted at row `twist`, H = M M^T, M = [L_T 0; G J F J]: AB (lower band of
+// H, (kd+1) x n) <- in its first twist columns those of the band factor L (L_T and G), in the
+// others the Schur complement S of H's leading twist rows; tail ((kd+1) x at least n - twist)
+// <- the band factor F of S with its rows and columns reversed (J S J = F F^T, tail(d, q) =
+// F(q + d, q)). Its strided blocks of H^{-1} (team_band_cholesky_inverse_strided_block with the
+// tail) take about half the work of those from L alone; team_band_cholesky_solve with the tail
+// solves with it. 0 <= twist <= n (n: L alone). Returns ok or not_positive_definite (then both
+// unspecified).
+template <class Member, class BandView, class TailView>
+KOKKOS_INLINE_FUNCTION int team_band_cholesky_twisted(const Member& member, const BandView& AB,
+                                                      const TailView& tail, int twist) {
+  const int n = int(AB.extent(1)), kd = band_width(AB);
+  if (detail::unit_rows(AB) && detail::unit_rows(tail))
+    return detail::band_cholesky_twisted_impl(member, detail::mat<true>(AB), n, kd, twist,
+                                              detail::mat<true>(tail));
+  return detail::band_cholesky_twisted_impl(member, detail::mat<false>(AB), n, kd, twist,
+                                            detail::mat<false>(tail));
 }
 
 // x <- H^{-1} x with the band factor L from team_band_cholesky (x rank 1, length n).
@@ -359,38 +523,62 @@ KOKKOS_INLINE_FUNCTION void team_band_cholesky_solve(const Member& member, const
                                                      const XView& x) {
   static_assert(XView::rank == 1, "team_band_cholesky_solve: x must be rank 1");
   const int n = int(L.extent(1)), kd = band_width(L);
-  const bool ul = detail::unit_rows(L), ux = detail::unit_rows(x);
-  if (detail::sequential_team(member)) {
-    if (ul && ux)
-      detail::serial_band_solve<true, true>(detail::mat<true>(L), n, kd, detail::vec<true>(x));
-    else
-      detail::serial_band_solve<false, false>(detail::mat<false>(L), n, kd, detail::vec<false>(x));
+  if (detail::sequential_team(member) && detail::unit_rows(L) && detail::unit_rows(x)) {
+    const auto M = detail::mat<true>(L);
+    const auto v = detail::vec<true>(x);
+    detail::serial_band_forward(M, n, kd, n, v);
+    detail::serial_band_backward(M, n, kd, n, v);
   } else {
-    detail::team_band_solve<false, false>(member, detail::mat<false>(L), n, kd,
-                                          detail::vec<false>(x));
+    const auto M = detail::mat<false>(L);
+    detail::band_solve_twisted(member, M, M, n, kd, n, detail::vec<false>(x));
   }
+}
+
+// x <- H^{-1} x with the twisted factor of team_band_cholesky_twisted (AB, tail, twist).
+template <class Member, class BandView, class TailView, class XView>
+KOKKOS_INLINE_FUNCTION void team_band_cholesky_solve(const Member& member, const BandView& AB,
+                                                     const TailView& tail, int twist,
+                                                     const XView& x) {
+  static_assert(XView::rank == 1, "team_band_cholesky_solve: x must be rank 1");
+  const int n = int(AB.extent(1)), kd = band_width(AB);
+  if (detail::unit_rows(AB) && detail::unit_rows(tail))
+    detail::band_solve_twisted(member, detail::mat<true>(AB), detail::mat<true>(tail), n, kd, twist,
+                               detail::vec<false>(x));
+  else
+    detail::band_solve_twisted(member, detail::mat<false>(AB), detail::mat<false>(tail), n, kd,
+                               twist, detail::vec<false>(x));
 }
 
 // The count x count block of H^{-1} on the rows and columns first, first + stride, ...,
 // first + (count-1) * stride (e.g. one fibre's wavelengths in a wavelength-major patch), from
-// the band factor L, into C(a, c) (anything with operator()(i, j)). work: n x count scratch,
-// unit row stride preferred; with a unit row stride a one-thread host team uses its memory as
-// one block of n * count doubles from work.data() (row by row), so the whole span, column
-// padding included, is overwritten. Cost: about count * (n - first) * kd for the solves plus
-// count^2 (n - first) / 6 for the products.
+// the factors of team_band_cholesky_twisted (L, tail, twist), into C(a, c) (anything with
+// operator()(i, j)). work: n x count scratch, unit row stride preferred; with a unit row stride
+// a one-thread host team uses its memory as one block of n * count doubles from work.data()
+// (row by row), so the whole span, column padding included, is overwritten. Cost at the middle
+// twist: about count * (n/4 + kd/2) * kd for the solves plus count^2 n / 24 for the products
+// (twice that from L alone).
+template <class Member, class BandView, class TailView, class CView, class WView>
+KOKKOS_INLINE_FUNCTION void team_band_cholesky_inverse_strided_block(
+    const Member& member, const BandView& L, const TailView& tail, int twist, int first, int stride,
+    int count, const CView& C, const WView& work) {
+  const detail::TwistedColumns tc{int(L.extent(1)), band_width(L), twist, first, stride, count};
+  if (detail::unit_rows(L) && detail::unit_rows(tail) && detail::unit_rows(work))
+    detail::team_band_inverse_strided_block_impl(
+        member, detail::mat<true>(L), detail::mat<true>(tail), tc, C, detail::mat<true>(work));
+  else
+    detail::team_band_inverse_strided_block_impl(
+        member, detail::mat<false>(L), detail::mat<false>(tail), tc, C, detail::mat<false>(work));
+}
+
+// The same from the band factor L of team_band_cholesky alone (no tail: twist = n).
 template <class Member, class BandView, class CView, class WView>
 KOKKOS_INLINE_FUNCTION void team_band_cholesky_inverse_strided_block(const Member& member,
                                                                      const BandView& L, int first,
                                                                      int stride, int count,
                                                                      const CView& C,
                                                                      const WView& work) {
-  const int n = int(L.extent(1)), kd = band_width(L);
-  if (detail::unit_rows(L) && detail::unit_rows(work))
-    detail::team_band_inverse_strided_block_impl<true, true>(
-        member, detail::mat<true>(L), n, kd, first, stride, count, C, detail::mat<true>(work));
-  else
-    detail::team_band_inverse_strided_block_impl<false, false>(
-        member, detail::mat<false>(L), n, kd, first, stride, count, C, detail::mat<false>(work));
+  team_band_cholesky_inverse_strided_block(member, L, L, int(L.extent(1)), first, stride, count, C,
+                                           work);
 }
 
 }  // namespace linalg

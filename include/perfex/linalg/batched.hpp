@@ -167,18 +167,36 @@ struct BatchedInverseDiagBlocks {
   }
 };
 
-template <class ExecSpace, class L3, class C4>
+template <class ExecSpace, class A3, class T3, class S1>
+struct BatchedBandCholeskyTwisted {
+  A3 AB;
+  T3 tail;
+  S1 status;
+  int twist;
+  KOKKOS_INLINE_FUNCTION void operator()(const Member<ExecSpace>& member) const {
+    const int b = member.league_rank();
+    const int st =
+        team_band_cholesky_twisted(member, Kokkos::subview(AB, Kokkos::ALL(), Kokkos::ALL(), b),
+                                   Kokkos::subview(tail, Kokkos::ALL(), Kokkos::ALL(), b), twist);
+    Kokkos::single(Kokkos::PerTeam(member), [&]() { status(b) = st; });
+  }
+};
+
+// Strided blocks from L alone (T3 = L3, twist = n) or from L and the twisted tail.
+template <class ExecSpace, class L3, class T3, class C4>
 struct BatchedBandInverseStridedBlocks {
   L3 L;
+  T3 tail;
   C4 C;
-  int n, stride, count, first;
+  int n, twist, stride, count, first;
   KOKKOS_INLINE_FUNCTION void operator()(const Member<ExecSpace>& member) const {
     const int b = member.league_rank();
     ScratchMatrix<ExecSpace> work(member.team_scratch(1), n, count);
     auto Lb = Kokkos::subview(L, Kokkos::ALL(), Kokkos::ALL(), b);
+    auto Tb = Kokkos::subview(tail, Kokkos::ALL(), Kokkos::ALL(), b);
     for (int blk = 0; blk < int(C.extent(2)); ++blk)
       team_band_cholesky_inverse_strided_block(
-          member, Lb, first + blk, stride, count,
+          member, Lb, Tb, twist, first + blk, stride, count,
           Kokkos::subview(C, Kokkos::ALL(), Kokkos::ALL(), blk, b), work);
   }
 };
@@ -361,6 +379,44 @@ void batched_band_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& x
                       0, detail::LapackCholeskySolve<detail::Storage::band, L3, B2>{L, x}, L, x);
 }
 
+// The twisted band factors of every lower band AB(:, :, b) ((kd+1) x n) at band_twist(n): AB
+// <- L, tail(:, :, b) ((kd+1) x at least n - band_twist(n)) <- the reversed factor of the Schur
+// complement (team_band_cholesky_twisted); status(b) = ok or not_positive_definite. For
+// batched_band_cholesky_inverse_strided_blocks with the tail. Portable kernel only.
+template <class ExecSpace, class A3, class T3, class S1>
+void batched_band_cholesky_twisted(const ExecSpace& exec, const A3& AB, const T3& tail,
+                                   const S1& status) {
+  static_assert(detail::check_view<ExecSpace, A3, 3>() && detail::check_view<ExecSpace, T3, 3>() &&
+                detail::check_view<ExecSpace, S1, 1, int>());
+  const int n = int(AB.extent(1)), twist = band_twist(n);
+  if (tail.extent(0) != AB.extent(0) || int(tail.extent(1)) < n - twist ||
+      tail.extent(2) != AB.extent(2))
+    throw Error(
+        "perfex::linalg::batched_band_cholesky_twisted: tail must be (kd+1) x (n - band_twist(n)) "
+        "or wider, one per matrix");
+  detail::run_teams(
+      exec, "perfex::linalg::batched_band_cholesky_twisted", int(AB.extent(2)),
+      detail::BatchedBandCholeskyTwisted<ExecSpace, A3, T3, S1>{AB, tail, status, twist}, 0);
+}
+
+namespace detail {
+template <class ExecSpace, class L3, class T3, class C4>
+void band_inverse_strided_blocks(const ExecSpace& exec, const L3& L, const T3& tail, int twist,
+                                 int stride, const C4& C, int first) {
+  const int n = int(L.extent(1));
+  const int count = int(C.extent(0)), nblocks = int(C.extent(2));
+  if (stride <= 0 || count <= 0 || first < 0 || first + nblocks - 1 + (count - 1) * stride >= n)
+    throw Error(
+        "perfex::linalg::batched_band_cholesky_inverse_strided_blocks: blocks exceed the matrix "
+        "size");
+  detail::run_teams(exec, "perfex::linalg::batched_band_cholesky_inverse_strided_blocks",
+                    int(L.extent(2)),
+                    detail::BatchedBandInverseStridedBlocks<ExecSpace, L3, T3, C4>{
+                        L, tail, C, n, twist, stride, count, first},
+                    detail::ScratchMatrix<ExecSpace>::shmem_size(n, count));
+}
+}  // namespace detail
+
 // Strided blocks of H_k^{-1} from the band factors L(:, :, k): C(a, c, blk, k) = H_k^{-1}(i_a, i_c)
 // with i_a = first + blk + a * stride, a < count = C.extent(0) (block blk of a "stride-interleaved"
 // unknown ordering, e.g. fibre blk of a wavelength-major patch). C: (count, count, nblocks, batch).
@@ -369,16 +425,19 @@ template <class ExecSpace, class L3, class C4>
 void batched_band_cholesky_inverse_strided_blocks(const ExecSpace& exec, const L3& L, int stride,
                                                   const C4& C, int first = 0) {
   static_assert(detail::check_view<ExecSpace, L3, 3>() && detail::check_view<ExecSpace, C4, 4>());
-  const int n = int(L.extent(1));
-  const int count = int(C.extent(0)), nblocks = int(C.extent(2));
-  if (stride <= 0 || count <= 0 || first < 0 || first + nblocks - 1 + (count - 1) * stride >= n)
-    throw Error(
-        "perfex::linalg::batched_band_cholesky_inverse_strided_blocks: blocks exceed the matrix "
-        "size");
-  detail::run_teams(
-      exec, "perfex::linalg::batched_band_cholesky_inverse_strided_blocks", int(L.extent(2)),
-      detail::BatchedBandInverseStridedBlocks<ExecSpace, L3, C4>{L, C, n, stride, count, first},
-      detail::ScratchMatrix<ExecSpace>::shmem_size(n, count));
+  detail::band_inverse_strided_blocks(exec, L, L, int(L.extent(1)), stride, C, first);
+}
+
+// The same from the twisted factors of batched_band_cholesky_twisted (L and tail): half the
+// work.
+template <class ExecSpace, class L3, class T3, class C4>
+void batched_band_cholesky_inverse_strided_blocks(const ExecSpace& exec, const L3& L,
+                                                  const T3& tail, int stride, const C4& C,
+                                                  int first = 0) {
+  static_assert(detail::check_view<ExecSpace, L3, 3>() && detail::check_view<ExecSpace, T3, 3>() &&
+                detail::check_view<ExecSpace, C4, 4>());
+  detail::band_inverse_strided_blocks(exec, L, tail, band_twist(int(L.extent(1))), stride, C,
+                                      first);
 }
 
 }  // namespace linalg

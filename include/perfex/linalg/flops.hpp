@@ -63,29 +63,47 @@ inline double band_forward(double m, double kd) {
   return m <= kd ? m * m : (m - kd) * (2 * kd + 1) + kd * kd;
 }
 
-// Band Cholesky, half-bandwidth kd: column j scales kn = min(kd, n-1-j) entries and updates
-// the kn(kn+1)/2 window below it.
-inline double band_cholesky(int n, int kd) {
+// Band Cholesky, half-bandwidth kd, pivot columns [j0, j1): column j scales kn = min(kd,
+// n-1-j) entries and updates the kn(kn+1)/2 window below it.
+inline double band_cholesky_columns(int n, int kd, int j0, int j1) {
   double f = 0;
-  for (int j = 0; j < n; ++j) {
+  for (int j = j0; j < j1; ++j) {
     const double kn = kd < n - 1 - j ? kd : n - 1 - j;
     f += kn + kn * (kn + 1) + 1;
   }
   return f;
 }
+inline double band_cholesky(int n, int kd) { return band_cholesky_columns(n, kd, 0, n); }
 
 // Band solve (forward and backward) of one right-hand side.
 inline double band_solve(int n, int kd) { return 2 * band_forward(n, kd); }
 
-// Block of H^-1 on rows first + a * stride (a < count) from the band factor: a forward solve
-// per column from its own row, then Y^T Y over the rows below the later column.
-inline double band_strided_block(int n, int kd, int first, int stride, int count) {
-  double f = 0;
+// Block of H^-1 on rows first + a * stride (a < count) from the factor twisted at `twist`
+// (team_band_cholesky_twisted; twist = n: from L alone): per column the forward solves above
+// the twist (from its own row) and in the reversed tail (from its own row, or the last kd rows
+// for a column starting above the twist), then x_a . x_c over the rows both fill.
+inline double band_strided_block(int n, int kd, int first, int stride, int count, int twist) {
+  const int m = n - twist, tail0 = m - kd > 0 ? m - kd : 0;
+  double f = 0, below = 0;  // below: sum of tail lengths of the earlier columns below the twist
+  int nabove = 0;
   for (int a = 0; a < count; ++a) {
-    const double m = n - (first + double(a) * stride);
-    f += band_forward(m, kd) + 2 * m * (a + 1);
+    const int s = first + a * stride;
+    if (s < twist) {
+      // Solves; products with every earlier column (all above the twist too).
+      f += band_forward(n - s, kd) - band_forward(n - twist, kd) + band_forward(m - tail0, kd);
+      f += 2.0 * (a + 1) * ((twist - s) + (m - tail0));
+      ++nabove;
+    } else {
+      const int len = s - twist + 1;  // its tail rows
+      f += band_forward(len, kd);
+      below += len;
+      f += 2.0 * (below + nabove * double(len < m - tail0 ? len : m - tail0));
+    }
   }
   return f;
+}
+inline double band_strided_block(int n, int kd, int first, int stride, int count) {
+  return band_strided_block(n, kd, first, stride, count, n);
 }
 
 }  // namespace flops
