@@ -346,10 +346,10 @@ PERFEX_BACKEND_TEST_CASE(
   struct Case {
     int n, kd, first, stride, count;
   };
-  // A DESI-like patch (fibre 3 of 7), a small band, kd 0, and a block whose columns all start
-  // below the middle.
+  // A DESI-like patch (fibre 3 of 7), a small band, kd 0, a block whose columns all start
+  // below the middle, and kd >= n (dense).
   for (const Case c : {Case{518, 58, 3, 7, 74}, Case{61, 9, 2, 6, 10}, Case{40, 0, 1, 5, 8},
-                       Case{50, 6, 31, 2, 9}}) {
+                       Case{50, 6, 31, 2, 9}, Case{12, 15, 1, 3, 4}}) {
     const Dense A = random_band_spd(c.n, c.kd, 1e-2, 40u + c.n);
     const HostMat band = to_band({A}, c.kd);
     const Dense inv = host_inverse(A);
