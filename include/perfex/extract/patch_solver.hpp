@@ -305,16 +305,14 @@ struct Chi2Sums {  // Σ S χ², Σ S over counted pixels, Σ S over masked pixe
 };
 
 // Flops of one patch's linear algebra (patch.band set, ndiag the resolution half-width): band
-// Cholesky and solve, then the tail of the twisted factor, the kept fibres' blocks of H^-1 and
-// their decorrelation, or H^(1/2) for noise decorrelation.
+// Cholesky and solve, then the kept fibres' blocks of H^-1 and their decorrelation, or H^(1/2)
+// for noise decorrelation.
 inline double patch_flops(const PatchDesc& p, int nwt, int ndiag, Decorrelation decorrelation) {
   namespace fl = linalg::flops;
   const int n = p.nfib * nwt;
   double f = fl::band_cholesky(n, p.band) + fl::band_solve(n, p.band);
   if (decorrelation == Decorrelation::noise) return f + fl::inverse_sqrt(n);
-  // The factor twisted at the middle: L's first columns, then the tail reversed.
-  const int twist = linalg::band_twist(n);
-  f += fl::band_cholesky(n - twist, p.band) - fl::band_cholesky_columns(n, p.band, twist, n);
+  const int twist = linalg::band_twist(n);  // the twisted factor costs band_cholesky(n) too
   for (int k = 0; k < p.nkeepfib; ++k)
     f += fl::band_strided_block(n, p.band, p.keep0 + k, p.nfib, nwt, twist) +
          fl::fibre_decorrelation(nwt, ndiag, p.nkeep);

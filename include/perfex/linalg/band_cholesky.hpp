@@ -182,12 +182,13 @@ KOKKOS_INLINE_FUNCTION void team_band_backward(const Member& member, const MatRe
 // x <- H^{-1} x from the factor twisted at t (L's first t columns, the reversed tail F of order
 // n - t; t = n: L alone): forward with L above t, then the tail's rows, reversed through a
 // negative stride, solved with F both ways, then backward with L above t.
-template <bool UnitL, bool UnitF, class Member>
+template <bool UnitL, bool UnitF, bool UnitX, class Member>
 KOKKOS_INLINE_FUNCTION void band_solve_twisted(const Member& member, const MatRef<UnitL>& L,
                                                const MatRef<UnitF>& F, int n, int kd, int t,
-                                               const VecRef<false>& x) {
+                                               const VecRef<UnitX>& x) {
   const int m = n - t;
-  const VecRef<false> xtail{x.p + long(n - 1) * x.s0, -x.s0};
+  const long xs = UnitX ? 1 : x.s0;
+  const VecRef<false> xtail{x.p + (n - 1) * xs, -xs};
   if (sequential_team(member)) {
     serial_band_forward(L, n, kd, t, x);
     serial_band_forward(F, m, kd, m, xtail);
@@ -474,22 +475,6 @@ KOKKOS_INLINE_FUNCTION int band_width(const BandView& AB) {
   return int(AB.extent(0)) - 1;
 }
 
-// AB (lower band, (kd+1) x n) <- its band Cholesky factor L, H = L L^T. Returns ok or
-// not_positive_definite (a pivot <= 0, NaN or inf), the same on every thread of the team; on
-// failure AB's content is unspecified.
-template <class Member, class BandView>
-KOKKOS_INLINE_FUNCTION int team_band_cholesky(const Member& member, const BandView& AB) {
-  const int n = int(AB.extent(1)), kd = band_width(AB);
-  if (detail::unit_rows(AB)) {
-    const auto M = detail::mat<true>(AB);
-    return detail::sequential_team(member) ? detail::band_cholesky_sequential(M, n, kd, 0, n)
-                                           : detail::band_cholesky_team(member, M, n, kd, 0, n);
-  }
-  const auto M = detail::mat<false>(AB);
-  return detail::sequential_team(member) ? detail::band_cholesky_sequential(M, n, kd, 0, n)
-                                         : detail::band_cholesky_team(member, M, n, kd, 0, n);
-}
-
 // Twist row for a matrix of order n (see team_band_cholesky_twisted): the middle, rounded down
 // to a band_block boundary so that the pivots before it are blocked as in the plain factor.
 KOKKOS_INLINE_FUNCTION constexpr int band_twist(int n) { return n / 2 / band_block * band_block; }
@@ -517,21 +502,12 @@ KOKKOS_INLINE_FUNCTION int team_band_cholesky_twisted(const Member& member, cons
                                             detail::mat<false>(tail));
 }
 
-// x <- H^{-1} x with the band factor L from team_band_cholesky (x rank 1, length n).
-template <class Member, class BandView, class XView>
-KOKKOS_INLINE_FUNCTION void team_band_cholesky_solve(const Member& member, const BandView& L,
-                                                     const XView& x) {
-  static_assert(XView::rank == 1, "team_band_cholesky_solve: x must be rank 1");
-  const int n = int(L.extent(1)), kd = band_width(L);
-  if (detail::sequential_team(member) && detail::unit_rows(L) && detail::unit_rows(x)) {
-    const auto M = detail::mat<true>(L);
-    const auto v = detail::vec<true>(x);
-    detail::serial_band_forward(M, n, kd, n, v);
-    detail::serial_band_backward(M, n, kd, n, v);
-  } else {
-    const auto M = detail::mat<false>(L);
-    detail::band_solve_twisted(member, M, M, n, kd, n, detail::vec<false>(x));
-  }
+// AB (lower band, (kd+1) x n) <- its band Cholesky factor L, H = L L^T (the twisted factor at
+// twist = n). Returns ok or not_positive_definite (a pivot <= 0, NaN or inf), the same on every
+// thread of the team; on failure AB's content is unspecified.
+template <class Member, class BandView>
+KOKKOS_INLINE_FUNCTION int team_band_cholesky(const Member& member, const BandView& AB) {
+  return team_band_cholesky_twisted(member, AB, AB, int(AB.extent(1)));
 }
 
 // x <- H^{-1} x with the twisted factor of team_band_cholesky_twisted (AB, tail, twist).
@@ -541,12 +517,19 @@ KOKKOS_INLINE_FUNCTION void team_band_cholesky_solve(const Member& member, const
                                                      const XView& x) {
   static_assert(XView::rank == 1, "team_band_cholesky_solve: x must be rank 1");
   const int n = int(AB.extent(1)), kd = band_width(AB);
-  if (detail::unit_rows(AB) && detail::unit_rows(tail))
+  if (detail::unit_rows(AB) && detail::unit_rows(tail) && detail::unit_rows(x))
     detail::band_solve_twisted(member, detail::mat<true>(AB), detail::mat<true>(tail), n, kd, twist,
-                               detail::vec<false>(x));
+                               detail::vec<true>(x));
   else
     detail::band_solve_twisted(member, detail::mat<false>(AB), detail::mat<false>(tail), n, kd,
                                twist, detail::vec<false>(x));
+}
+
+// x <- H^{-1} x with the band factor L from team_band_cholesky (x rank 1, length n).
+template <class Member, class BandView, class XView>
+KOKKOS_INLINE_FUNCTION void team_band_cholesky_solve(const Member& member, const BandView& L,
+                                                     const XView& x) {
+  team_band_cholesky_solve(member, L, L, int(L.extent(1)), x);
 }
 
 // The count x count block of H^{-1} on the rows and columns first, first + stride, ...,

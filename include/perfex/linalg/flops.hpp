@@ -63,17 +63,17 @@ inline double band_forward(double m, double kd) {
   return m <= kd ? m * m : (m - kd) * (2 * kd + 1) + kd * kd;
 }
 
-// Band Cholesky, half-bandwidth kd, pivot columns [j0, j1): column j scales kn = min(kd,
-// n-1-j) entries and updates the kn(kn+1)/2 window below it.
-inline double band_cholesky_columns(int n, int kd, int j0, int j1) {
+// Band Cholesky, half-bandwidth kd: column j scales kn = min(kd, n-1-j) entries and updates
+// the kn(kn+1)/2 window below it. The factor twisted at any row costs the same (its reversed
+// tail of order m does the work of the plain factor's last m columns).
+inline double band_cholesky(int n, int kd) {
   double f = 0;
-  for (int j = j0; j < j1; ++j) {
+  for (int j = 0; j < n; ++j) {
     const double kn = kd < n - 1 - j ? kd : n - 1 - j;
     f += kn + kn * (kn + 1) + 1;
   }
   return f;
 }
-inline double band_cholesky(int n, int kd) { return band_cholesky_columns(n, kd, 0, n); }
 
 // Band solve (forward and backward) of one right-hand side.
 inline double band_solve(int n, int kd) { return 2 * band_forward(n, kd); }
