@@ -327,14 +327,23 @@ KOKKOS_INLINE_FUNCTION int team_syev_impl(const Member& member, const MatRef<Uni
   if (n == 0) return ok;
   // Matrices with entries far from 1 (|a| > 1e150 or < 1e-150) are scaled first so that the
   // sums of squares of the reduction neither overflow nor underflow; others untouched.
+  // (NaN entries are skipped here; the tridiagonal form's finite check catches them.)
   double amax = 0;
-  Kokkos::parallel_reduce(
-      Kokkos::TeamVectorRange(member, 0, n * n),
-      [&](int ij, double& m) {
-        const double a = perfex::math::abs(A(ij % n, ij / n));
-        if (a > m) m = a;
-      },
-      Kokkos::Max<double>(amax));
+  if (sequential_team(member)) {  // by columns: no index division per entry
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) {
+        const double a = perfex::math::abs(A(i, j));
+        if (a > amax) amax = a;
+      }
+  } else {
+    Kokkos::parallel_reduce(
+        Kokkos::TeamVectorRange(member, 0, n * n),
+        [&](int ij, double& m) {
+          const double a = perfex::math::abs(A(ij % n, ij / n));
+          if (a > m) m = a;
+        },
+        Kokkos::Max<double>(amax));
+  }
   const bool rescale = perfex::math::isfinite(amax) && amax > 0 && (amax > 1e150 || amax < 1e-150);
   if (rescale) {
     member.team_barrier();
