@@ -372,3 +372,38 @@ PERFEX_BACKEND_TEST_CASE(
     }
   }
 }
+
+PERFEX_BACKEND_TEST_CASE("linalg: the twisted batched entry points reject a tail of the wrong size",
+                         "[linalg]") {
+  PERFEX_ONLY_SELECTED_BACKEND();
+  using Exec = TestType;
+  using Catch::Contains;
+  const int n = 40, kd = 5, nb = 2, need = n - pl::band_twist(n);
+  const Dense A = random_band_spd(n, kd, 1e-2, 7u);
+  auto L = to_device<Exec>(to_band({A, A}, kd));
+  DevStatus<Exec> st("st", nb);
+  Blocks<Exec> C("C", 4, 4, 1, nb);
+  for (const DevMat<Exec>& tail :
+       {DevMat<Exec>("narrow", kd + 1, need - 1, nb), DevMat<Exec>("short", kd, need, nb),
+        DevMat<Exec>("fewer", kd + 1, need, nb - 1)}) {
+    CAPTURE(tail.label());
+    CHECK_THROWS_WITH(pl::batched_band_cholesky_twisted(Exec(), L, tail, st),
+                      Contains("batched_band_cholesky_twisted: tail must be (kd+1) x"));
+    CHECK_THROWS_WITH(pl::batched_band_cholesky_inverse_strided_blocks(Exec(), L, tail, 5, C),
+                      Contains("batched_band_cholesky_inverse_strided_blocks: tail must be"));
+  }
+  // The smallest tail that fits passes both, and the factors are usable.
+  DevMat<Exec> tail("fits", kd + 1, need, nb);
+  CHECK_NOTHROW(pl::batched_band_cholesky_twisted(Exec(), L, tail, st));
+  CHECK_NOTHROW(pl::batched_band_cholesky_inverse_strided_blocks(Exec(), L, tail, 5, C));
+  Exec().fence();
+  auto sth = to_host(st);
+  auto Ch = to_host(C);
+  const Dense inv = host_inverse(A);
+  for (int b = 0; b < nb; ++b) {
+    REQUIRE(sth(b) == pl::ok);
+    for (int a = 0; a < 4; ++a)
+      for (int q = 0; q < 4; ++q)
+        CHECK(std::abs(Ch(a, q, 0, b) - inv(5 * a, 5 * q)) <= 1e-11 * std::abs(inv(0, 0)));
+  }
+}

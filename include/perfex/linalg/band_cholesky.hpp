@@ -462,7 +462,7 @@ KOKKOS_INLINE_FUNCTION int band_cholesky_twisted_impl(const Member& member, cons
                : band_cholesky_team(member, M, order, kd, j0, j1);
   };
   const int st = factor(AB, n, 0, t);
-  if (st != ok) return st;
+  if (st != ok || t == n) return st;  // t = n: the plain factor, no tail
   reverse_band_tail(member, AB, n, kd, t, tail);
   return factor(tail, n - t, 0, n - t);
 }

@@ -379,6 +379,19 @@ void batched_band_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& x
                       0, detail::LapackCholeskySolve<detail::Storage::band, L3, B2>{L, x}, L, x);
 }
 
+namespace detail {
+// A tail for the factors of AB twisted at band_twist(n): (kd+1) x (n - band_twist(n)) or wider,
+// one per matrix.
+template <class A3, class T3>
+void check_twisted_tail(const A3& AB, const T3& tail, const char* function) {
+  const int n = int(AB.extent(1));
+  if (tail.extent(0) != AB.extent(0) || int(tail.extent(1)) < n - band_twist(n) ||
+      tail.extent(2) != AB.extent(2))
+    throw Error(std::string("perfex::linalg::") + function +
+                ": tail must be (kd+1) x (n - band_twist(n)) or wider, one per matrix");
+}
+}  // namespace detail
+
 // The twisted band factors of every lower band AB(:, :, b) ((kd+1) x n) at band_twist(n): AB
 // <- L, tail(:, :, b) ((kd+1) x at least n - band_twist(n)) <- the reversed factor of the Schur
 // complement (team_band_cholesky_twisted); status(b) = ok or not_positive_definite. For
@@ -388,12 +401,8 @@ void batched_band_cholesky_twisted(const ExecSpace& exec, const A3& AB, const T3
                                    const S1& status) {
   static_assert(detail::check_view<ExecSpace, A3, 3>() && detail::check_view<ExecSpace, T3, 3>() &&
                 detail::check_view<ExecSpace, S1, 1, int>());
-  const int n = int(AB.extent(1)), twist = band_twist(n);
-  if (tail.extent(0) != AB.extent(0) || int(tail.extent(1)) < n - twist ||
-      tail.extent(2) != AB.extent(2))
-    throw Error(
-        "perfex::linalg::batched_band_cholesky_twisted: tail must be (kd+1) x (n - band_twist(n)) "
-        "or wider, one per matrix");
+  detail::check_twisted_tail(AB, tail, "batched_band_cholesky_twisted");
+  const int twist = band_twist(int(AB.extent(1)));
   detail::run_teams(
       exec, "perfex::linalg::batched_band_cholesky_twisted", int(AB.extent(2)),
       detail::BatchedBandCholeskyTwisted<ExecSpace, A3, T3, S1>{AB, tail, status, twist}, 0);
@@ -436,6 +445,7 @@ void batched_band_cholesky_inverse_strided_blocks(const ExecSpace& exec, const L
                                                   int first = 0) {
   static_assert(detail::check_view<ExecSpace, L3, 3>() && detail::check_view<ExecSpace, T3, 3>() &&
                 detail::check_view<ExecSpace, C4, 4>());
+  detail::check_twisted_tail(L, tail, "batched_band_cholesky_inverse_strided_blocks");
   detail::band_inverse_strided_blocks(exec, L, tail, band_twist(int(L.extent(1))), stride, C,
                                       first);
 }
