@@ -251,10 +251,7 @@ std::vector<double> band_kernels(const HostMat& band, int stride, int count, Tea
                       DevVecs<Exec>("work", n, count), Blocks<Exec>("C", count, count, 1, 1),
                       DevStatus<Exec>("st", 1),        stride};
   Kokkos::deep_copy(f.x, 1.0);
-  Kokkos::parallel_for("perfex::test::band_kernels",
-                       Kokkos::TeamPolicy<Exec>(Exec(), 1, shape.team_size, shape.vector_length),
-                       f);
-  Exec().fence();
+  run_one_team<Exec>("perfex::test::band_kernels", f, shape);
   REQUIRE(to_host(f.st)(0) == pl::ok);
   std::vector<double> out;
   auto L = to_host(f.L);
@@ -324,10 +321,7 @@ std::vector<double> twisted_kernels(const HostMat& band, int twist, int first, i
                          first,
                          stride};
   Kokkos::deep_copy(f.x, 1.0);
-  Kokkos::parallel_for("perfex::test::twisted_kernels",
-                       Kokkos::TeamPolicy<Exec>(Exec(), 1, shape.team_size, shape.vector_length),
-                       f);
-  Exec().fence();
+  run_one_team<Exec>("perfex::test::twisted_kernels", f, shape);
   REQUIRE(to_host(f.st)(0) == pl::ok);
   auto x = to_host(f.x);
   auto C = to_host(f.C);

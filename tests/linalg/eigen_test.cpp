@@ -48,10 +48,7 @@ int run_eigen(const Dense& H, MatrixOp op, TeamShape shape, Dense& out, std::vec
   EigenKernel<Exec> f{to_device<Exec>(Hh),      DevMat<Exec>("V", n, n, 1),
                       DevVecs<Exec>("w", n, 1), DevVecs<Exec>("work", pl::syev_work_size(n), 1),
                       DevStatus<Exec>("st", 1), op};
-  Kokkos::parallel_for("perfex::test::eigen",
-                       Kokkos::TeamPolicy<Exec>(Exec(), 1, shape.team_size, shape.vector_length),
-                       f);
-  Exec().fence();
+  run_one_team<Exec>("perfex::test::eigen", f, shape);
   out = load(to_host(f.A), 0, n);
   auto wh = to_host(f.w);
   w.assign(wh.data(), wh.data() + n);

@@ -506,10 +506,7 @@ std::vector<double> all_kernels(const HostMat& H, TeamShape shape) {
                      DevStatus<Exec>("st", 1),
                      bs};
   Kokkos::deep_copy(f.x, 1.0);
-  Kokkos::parallel_for("perfex::test::all_kernels",
-                       Kokkos::TeamPolicy<Exec>(Exec(), 1, shape.team_size, shape.vector_length),
-                       f);
-  Exec().fence();
+  run_one_team<Exec>("perfex::test::all_kernels", f, shape);
   REQUIRE(to_host(f.st)(0) == 0);
   std::vector<double> out;
   for (auto h : {to_host(f.L), to_host(f.A), to_host(f.C)})

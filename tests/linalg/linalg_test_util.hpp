@@ -153,6 +153,14 @@ std::vector<TeamShape> team_shapes(const Functor& f) {
   return shapes;
 }
 
+// f on one team of the given shape, fenced.
+template <class ExecSpace, class Functor>
+void run_one_team(const char* name, const Functor& f, TeamShape shape) {
+  Kokkos::parallel_for(
+      name, Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), 1, shape.team_size, shape.vector_length), f);
+  ExecSpace().fence();
+}
+
 // max |a - b| / max |a| over two equally long result lists.
 inline double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
   double err = 0, ref = 0;
