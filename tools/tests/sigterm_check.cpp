@@ -1,16 +1,28 @@
-// A SIGTERM while a frame is being written leaves nothing behind: a child process writes a
-// ~50 MB frame with perfex-extract's signal cleanup installed; the parent sends SIGTERM as soon
-// as the temporary file appears, then checks that the child died of SIGTERM and that the
-// folder holds neither the temporary nor a frame.
+// A signal while a frame is being written leaves nothing behind.
+//
+// perfex_sigterm_check FOLDER: a child process writes a ~50 MB frame with perfex-extract's
+// signal cleanup installed; the parent sends SIGTERM as soon as the temporary file appears,
+// then checks that the child died of SIGTERM and that the folder holds neither the temporary
+// nor a frame.
+//
+// perfex_sigterm_check --stress SECONDS FOLDER: aims at the moments around a temporary's
+// creation. For SECONDS, children (four at a time) write small frames and gzip-compressed
+// frames in a loop, half of them with an idle second thread (so the signal may be handled on a
+// thread other than the writer's); each is killed by one of the cleanup signals after a
+// random delay of 0-20 ms, often before its first file exists. Afterwards no temporary may be
+// left, and every frame under its own name must read back whole.
 #include <perfex/io/frame_fits.hpp>
 #include <perfex/io/output_file.hpp>
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,10 +31,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-perfex::extract::Frame big_frame() {
+perfex::extract::Frame frame_of(int nspec, int nwave) {
   perfex::extract::Frame fr;
-  fr.nspec = 200;
-  fr.nwave = 4000;
+  fr.nspec = nspec;
+  fr.nwave = nwave;
   fr.ndiag = 5;
   const std::size_t n = static_cast<std::size_t>(fr.nspec) * fr.nwave;
   for (int k = 0; k < fr.nwave; ++k) fr.wave.push_back(5000.0 + 0.8 * k);
@@ -41,17 +53,86 @@ std::vector<std::string> entries(const std::string& dir) {
   return names;
 }
 
+// A writer that never stops by itself: frames (every third one gzip-compressed) over and over.
+[[noreturn]] void write_until_killed(const std::string& dir, int id, bool second_thread) {
+  perfex::io::remove_temp_files_on_signals();
+  if (second_thread) std::thread([] {
+    for (;;) pause();
+  }).detach();
+  const perfex::extract::Frame fr = frame_of(20, 200);
+  for (long n = 0;; ++n) {
+    const std::string name = "frame-" + std::to_string(id) + (n % 3 == 2 ? ".fits.gz" : ".fits");
+    perfex::io::write_frame(dir + "/" + name, fr, {});
+  }
+}
+
+int stress(double seconds, const std::string& dir) {
+  const int signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGXCPU, SIGXFSZ};
+  std::mt19937 rng(20261201);
+  std::uniform_int_distribution<int> delay_us(0, 20000), pick(0, 5);
+  const auto t0 = std::chrono::steady_clock::now();
+  int children = 0, by_signal = 0;
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::duration<double>(seconds)) {
+    std::vector<pid_t> batch;
+    for (int k = 0; k < 4; ++k, ++children) {
+      const pid_t child = fork();
+      if (child < 0) return 1;
+      if (child == 0) write_until_killed(dir, children % 8, children % 2 == 1);
+      batch.push_back(child);
+    }
+    std::vector<int> sent;
+    for (pid_t child : batch) {
+      std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));
+      sent.push_back(signals[pick(rng)]);
+      kill(child, sent.back());
+    }
+    for (std::size_t k = 0; k < batch.size(); ++k) {
+      int status = 0;
+      waitpid(batch[k], &status, 0);
+      if (!WIFSIGNALED(status) || WTERMSIG(status) != sent[k]) {
+        std::cout << "perfex_sigterm_check: FAIL: a writer sent signal " << sent[k] << " "
+                  << (WIFSIGNALED(status) ? "died of signal " + std::to_string(WTERMSIG(status))
+                                          : "exited with " + std::to_string(WEXITSTATUS(status)))
+                  << "\n";
+        return 1;
+      }
+      ++by_signal;
+    }
+    for (const auto& name : entries(dir)) {
+      if (name[0] == '.') {
+        std::cout << "perfex_sigterm_check: FAIL: after " << children
+                  << " killed writers, a temporary is left: " << name << "\n";
+        return 1;
+      }
+      try {
+        perfex::io::read_frame(dir + "/" + name);
+      } catch (const std::exception& e) {
+        std::cout << "perfex_sigterm_check: FAIL: " << name << " is not a whole frame: "
+                  << e.what() << "\n";
+        return 1;
+      }
+    }
+  }
+  std::cout << "perfex_sigterm_check: PASS: " << by_signal
+            << " writers killed by signals, no temporary left, " << entries(dir).size()
+            << " frames all whole\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char* argv[]) {
-  if (argc != 2) {
-    std::cerr << "usage: perfex_sigterm_check EMPTY-FOLDER\n";
+  const bool stress_mode = argc == 4 && std::string(argv[1]) == "--stress";
+  if (argc != 2 && !stress_mode) {
+    std::cerr << "usage: perfex_sigterm_check EMPTY-FOLDER\n"
+                 "       perfex_sigterm_check --stress SECONDS EMPTY-FOLDER\n";
     return 2;
   }
-  const std::string dir = argv[1];
+  const std::string dir = argv[argc - 1];
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const perfex::extract::Frame fr = big_frame();
+  if (stress_mode) return stress(std::atof(argv[2]), dir);
+  const perfex::extract::Frame fr = frame_of(200, 4000);
   const pid_t child = fork();
   if (child < 0) return 1;
   if (child == 0) {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include <perfex/error.hpp>
+#include <perfex/io/output_file.hpp>
 
 namespace perfex {
 namespace io {
@@ -219,7 +220,10 @@ class FitsFile {
   FitsFile(const std::string& path, Mode mode) : path_(path) {
     int status = 0;
     if (mode == Mode::create) {
-      std::remove(path.c_str());  // overwrite semantics without CFITSIO's '!' syntax
+      // Overwrite semantics without CFITSIO's '!' syntax; a temporary of write_atomically is
+      // re-created here, so this is one of its creation steps (output_file.hpp).
+      const output_detail::TemporaryCreation creating;
+      std::remove(path.c_str());
       fits_create_diskfile(&fptr_, path.c_str(), &status);
       if (status) fail(status, "cannot create FITS file");
     } else {

@@ -9,7 +9,8 @@
 //   A name ending in ".gz" is written gzip-compressed.
 // * remove_temp_files_on_signals(): SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGXCPU and SIGXFSZ
 //   remove the temporaries being written before the process ends (async-signal-safe: a
-//   fixed table of names, unlink(2), then the signal's previous action).
+//   fixed table of names, unlink(2), then the default action). A temporary's name is in that
+//   table before its file exists, so no signal leaves one behind.
 // * file_identity / same_file tell whether two paths (existing or not) name one file, so a
 //   tool can refuse to write over its own inputs.
 #include <perfex/error.hpp>
@@ -24,10 +25,12 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -104,17 +107,62 @@ inline TempFileRegistry temp_files;
 constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGXCPU, SIGXFSZ};
 inline struct sigaction previous_actions[sizeof(kCleanupSignals) / sizeof(int)];
 
+// A temporary's name enters the table before its file can exist, so a signal never finds a
+// file it does not know; and once a cleanup handler has unlinked the files, nothing may create
+// one again (CFITSIO and zlib open the temporary by name, creating it). Every step that makes
+// a temporary exist under its name is therefore a TemporaryCreation: the cleanup signals are
+// blocked on that thread, and a handler running on another thread stops new creations
+// (cleanup_started) and waits for those in flight (creations_in_flight) before unlinking.
+// Either the creator sees the flag and creates nothing, or the handler sees the creation and
+// unlinks its file once it exists.
+inline std::atomic<int> creations_in_flight{0};
+inline std::atomic<bool> cleanup_started{false};
+
 // Removes the temporaries, restores the signal's previous action and raises it again: the
 // signal is blocked while this runs, so it is delivered (default: the process ends with it)
 // as soon as the handler returns.
 inline void remove_temp_files_and_reraise(int sig) {
   const int saved_errno = errno;
+  cleanup_started.store(true);
+  // A creation in flight is on another thread (its own has the signal blocked), one open(2)
+  // away from done.
+  while (creations_in_flight.load() != 0) {
+  }
   temp_files.unlink_all();
   for (std::size_t i = 0; i < sizeof(kCleanupSignals) / sizeof(int); ++i)
     if (kCleanupSignals[i] == sig) sigaction(sig, &previous_actions[i], nullptr);
   raise(sig);
   errno = saved_errno;
 }
+
+// The scope of one step that creates (or re-creates) a temporary by name. Once a cleanup
+// handler has started, the process is ending with its signal: the constructor then waits for
+// that end instead of letting the step run.
+class TemporaryCreation {
+ public:
+  TemporaryCreation() {
+    sigset_t cleanup;
+    sigemptyset(&cleanup);
+    for (int sig : kCleanupSignals) sigaddset(&cleanup, sig);
+    pthread_sigmask(SIG_BLOCK, &cleanup, &before_);
+    creations_in_flight.fetch_add(1);
+    if (cleanup_started.load()) {
+      creations_in_flight.fetch_sub(1);
+      pthread_sigmask(SIG_SETMASK, &before_, nullptr);
+      for (;;) pause();
+    }
+  }
+  ~TemporaryCreation() {
+    creations_in_flight.fetch_sub(1);
+    // A cleanup signal that arrived meanwhile is delivered here, with the file in the table.
+    pthread_sigmask(SIG_SETMASK, &before_, nullptr);
+  }
+  TemporaryCreation(const TemporaryCreation&) = delete;
+  TemporaryCreation& operator=(const TemporaryCreation&) = delete;
+
+ private:
+  sigset_t before_;
+};
 
 // A temporary file next to `target`, removed by the destructor unless released (renamed).
 class TempFile {
@@ -131,17 +179,15 @@ class TempFile {
       const char* digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
       std::string name = stem;
       for (int c = 0; c < 6; ++c, x /= 62) name += digits[x % 62];
-      const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-      if (fd >= 0) {
-        ::close(fd);
-        path_ = name;
-        slot_ = temp_files.add(path_);
-        return;
+      const int error = create_registered(name);
+      if (error == 0) return;
+      if (error != EEXIST) {
+        throw Error("perfex: cannot create a temporary file in " + folder_of(target) +
+                    " to write " + target + ": " + std::strerror(error));
       }
-      if (errno != EEXIST) break;
     }
     throw Error("perfex: cannot create a temporary file in " + folder_of(target) + " to write " +
-                target + ": " + std::strerror(errno));
+                target + ": 100 names taken");
   }
   ~TempFile() {
     if (!path_.empty()) ::unlink(path_.c_str());
@@ -160,6 +206,23 @@ class TempFile {
   }
 
  private:
+  // Registers `name`, then creates it (O_EXCL), as one TemporaryCreation; on success path_
+  // and slot_ hold it. Returns 0 or the errno of the failure.
+  int create_registered(const std::string& name) {
+    const TemporaryCreation creating;
+    const int slot = temp_files.add(name);
+    const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) {
+      const int error = errno;
+      temp_files.remove(slot);
+      return error;
+    }
+    ::close(fd);
+    path_ = name;
+    slot_ = slot;
+    return 0;
+  }
+
   std::string path_;
   int slot_ = -1;
 };
@@ -171,7 +234,10 @@ inline void gzip_file(const std::string& src, const std::string& dst, const std:
   };
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(std::fopen(src.c_str(), "rb"), std::fclose);
   if (!in) fail(src + ": " + std::strerror(errno));
-  gzFile out = gzopen(dst.c_str(), "wb1");
+  gzFile out = [&] {
+    const TemporaryCreation creating;
+    return gzopen(dst.c_str(), "wb1");
+  }();
   if (!out) fail(dst + ": " + std::strerror(errno));
   std::vector<char> buf(1 << 20);
   std::size_t n = 0;
@@ -280,14 +346,19 @@ void write_atomically(const std::string& path, Body&& body) {
 }
 
 // Makes the signals that end a run (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGXCPU, SIGXFSZ)
-// remove the temporaries of write_atomically first; each then takes its previous action.
-// Signals that are ignored (nohup) stay ignored. For programs, not libraries: call once.
+// remove the temporaries of write_atomically first, then end the process as before. Only
+// signals whose action is the default (ending the process) are taken over: ignored ones
+// (nohup) stay ignored, and a handler of the program's own (Python's SIGINT, which raises
+// KeyboardInterrupt once the write is done) stays in place. Safe to call any number of times,
+// from any thread, and from libraries: it changes nothing but what a dying process leaves.
 inline void remove_temp_files_on_signals() {
   using namespace output_detail;
+  static std::mutex installing;
+  const std::lock_guard<std::mutex> lock(installing);
   for (std::size_t i = 0; i < sizeof(kCleanupSignals) / sizeof(int); ++i) {
     struct sigaction now;
-    if (sigaction(kCleanupSignals[i], nullptr, &now) != 0 || now.sa_handler == SIG_IGN ||
-        now.sa_handler == remove_temp_files_and_reraise)
+    if (sigaction(kCleanupSignals[i], nullptr, &now) != 0 || (now.sa_flags & SA_SIGINFO) != 0 ||
+        now.sa_handler != SIG_DFL)
       continue;
     struct sigaction act;
     std::memset(&act, 0, sizeof(act));
