@@ -56,9 +56,10 @@ std::vector<std::string> entries(const std::string& dir) {
 // A writer that never stops by itself: frames (every third one gzip-compressed) over and over.
 [[noreturn]] void write_until_killed(const std::string& dir, int id, bool second_thread) {
   perfex::io::remove_temp_files_on_signals();
-  if (second_thread) std::thread([] {
-    for (;;) pause();
-  }).detach();
+  if (second_thread)
+    std::thread([] {
+      for (;;) pause();
+    }).detach();
   const perfex::extract::Frame fr = frame_of(20, 200);
   for (long n = 0;; ++n) {
     const std::string name = "frame-" + std::to_string(id) + (n % 3 == 2 ? ".fits.gz" : ".fits");
@@ -107,8 +108,8 @@ int stress(double seconds, const std::string& dir) {
       try {
         perfex::io::read_frame(dir + "/" + name);
       } catch (const std::exception& e) {
-        std::cout << "perfex_sigterm_check: FAIL: " << name << " is not a whole frame: "
-                  << e.what() << "\n";
+        std::cout << "perfex_sigterm_check: FAIL: " << name << " is not a whole frame: " << e.what()
+                  << "\n";
         return 1;
       }
     }
