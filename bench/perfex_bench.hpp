@@ -7,6 +7,7 @@
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/linalg/flops.hpp>
 #include <perfex/psf/psf_data.hpp>
+#include <perfex/runtime.hpp>
 
 #include <cstdlib>
 #include <string>
@@ -19,19 +20,11 @@ inline bool smoke() {
   return s && std::string(s) == "1";
 }
 
-// Calls reg(ExecSpace(), "serial" | "openmp" | "cuda") for every enabled backend, so each
-// benchmark file registers its benchmarks once, generically.
+// Calls reg(exec, "cuda" | "openmp" | "serial") for every enabled backend, so each benchmark
+// file registers its benchmarks once, generically.
 template <class Register>
 void for_each_backend(const Register& reg) {
-#ifdef KOKKOS_ENABLE_SERIAL
-  reg(Kokkos::Serial(), std::string("serial"));
-#endif
-#ifdef KOKKOS_ENABLE_OPENMP
-  reg(Kokkos::OpenMP(), std::string("openmp"));
-#endif
-#ifdef KOKKOS_ENABLE_CUDA
-  reg(Kokkos::Cuda(), std::string("cuda"));
-#endif
+  perfex::for_each_backend([&](auto exec) { reg(exec, perfex::backend_name<decltype(exec)>()); });
 }
 
 // Times one call of f on exec with fences around it (Google Benchmark manual time).

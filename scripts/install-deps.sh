@@ -24,7 +24,8 @@ sudo_cmd=()
 packages=(g++ cmake make pkg-config catch2 libbenchmark-dev libcfitsio-dev liblapack-dev
           zlib1g-dev libblas-dev dpkg-dev xz-utils ca-certificates python3 patch clang-format)
 # The Python package (python/: pybind11 module, MPI, plots) and its tests.
-packages+=(pybind11-dev python3-dev python3-numpy python3-pytest openmpi-bin libopenmpi-dev
+packages+=(pybind11-dev python3-dev python3-numpy python3-pytest python3-venv python3-setuptools
+           python3-wheel openmpi-bin libopenmpi-dev
            python3-mpi4py python3-matplotlib python3-astropy)
 missing=()
 for p in "${packages[@]}"; do

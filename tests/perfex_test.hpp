@@ -8,36 +8,17 @@
 #include <string>
 #include <tuple>
 
+#include <perfex/runtime.hpp>
+
 #include "perfex_test_backends.hpp"
 
 namespace perfex_test {
 
-using ExecSpaces = std::tuple<
-#ifdef KOKKOS_ENABLE_SERIAL
-    Kokkos::Serial
-#endif
-#if defined(KOKKOS_ENABLE_SERIAL) && (defined(KOKKOS_ENABLE_OPENMP) || defined(KOKKOS_ENABLE_CUDA))
-    ,
-#endif
-#ifdef KOKKOS_ENABLE_OPENMP
-    Kokkos::OpenMP
-#endif
-#if defined(KOKKOS_ENABLE_OPENMP) && defined(KOKKOS_ENABLE_CUDA)
-    ,
-#endif
-#ifdef KOKKOS_ENABLE_CUDA
-    Kokkos::Cuda
-#endif
-    >;
+using perfex::ExecSpaces;
 
 std::string& selected_backend();  // defined in main.cpp
 
-template <class ExecSpace>
-std::string backend_name() {
-  std::string name = ExecSpace::name();
-  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return name;
-}
+using perfex::backend_name;
 
 template <class ExecSpace>
 bool selected() {

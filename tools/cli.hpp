@@ -1,19 +1,15 @@
 #pragma once
 // The command-line layer shared by perfex-extract and perfex-demo (not part of the library):
-// desi_extract_spectra-compatible option parsing, a Kokkos session with a thread count,
-// backend dispatch, a terminal progress bar, and "read PSF + image -> extract on a backend ->
-// write frame (+model)". Compiled once (tools/cli.cpp) into the perfex_cli static library.
+// desi_extract_spectra-compatible option parsing, a terminal progress bar, the summary line and
+// the exit statuses around the library's io::extract_files. Compiled once (tools/cli.cpp) into
+// the perfex_cli static library.
 //
 // The parser is hand-written: Debian 12's CLI11 (2.1.2) and cxxopts (3.1) would need a custom
 // validator per option to name the option and the bad value as clearly (CLI11 reports
 // "-n 0" as "Value 0 not in range 0.000000 to 1.797...e308" and accepts "--pixpad-frac nan").
 #include <perfex/error.hpp>
-#include <perfex/extract/frame.hpp>
-#include <perfex/extract/image.hpp>
 #include <perfex/extract/options.hpp>
-#include <perfex/psf/psf_data.hpp>
-
-#include <Kokkos_Core.hpp>
+#include <perfex/io/extract_files.hpp>
 
 #include <chrono>
 #include <functional>
@@ -26,10 +22,11 @@
 namespace perfex {
 namespace cli {
 
-// A bad command line: the message names the option; the tools exit with status 2.
-class UsageError : public Error {
+// A bad command line: the message names the option; the tools exit with status 2 (as for
+// every RequestError).
+class UsageError : public RequestError {
  public:
-  explicit UsageError(const std::string& what) : Error(what) {}
+  explicit UsageError(const std::string& what) : RequestError(what) {}
 };
 
 // perfex-extract's exit statuses.
@@ -40,21 +37,13 @@ enum ExitStatus : int {
   exit_failed_patches = 3,  // frame written, but some patches failed (bins masked BAD2DFIT)
 };
 
-// Kokkos' OpenMP backend keeps its threads in a table of 512 (Kokkos 3.4 to 4.x): more crash
-// its start-up.
-constexpr int kMaxThreads = 512;
-
-// --wavepad-frac's upper bound: 10 + int(10 x 10) = 110 bins of padding on each side, about
-// ten spot heights (desispec uses 0.2). The cost of a patch grows with the cube of its
-// wavelengths, so larger values only make a run endless.
-constexpr double kMaxWavepadFrac = 10.0;
-
 // Everything perfex-extract is told on its command line.
 struct ExtractArgs {
-  std::string input;   // -i/--input   preproc image
-  std::string psf;     // -p/--psf     GaussHermite PSF
-  std::string output;  // -o/--output  frame file
-  std::string model;   // -m/--model   model image file ("" = none)
+  std::string input;     // -i/--input   preproc image
+  std::string psf;       // -p/--psf     GaussHermite PSF
+  std::string output;    // -o/--output  frame file
+  std::string model;     // -m/--model   model image file ("" = none)
+  std::string fibermap;  // -f/--fibermap  FIBERMAP rows from this file ("" = the image's)
   extract::ExtractionOptions options;
   bool wavelength_given = false;  // -w given; else the PSF's WAVEMIN,WAVEMAX with dw 0.8
   bool nspec_given = false;       // -n given; else the default 500 may be clipped to the PSF
@@ -64,13 +53,11 @@ struct ExtractArgs {
   bool help = false;
 };
 
-// Execution spaces this build can run on, and the default one (CUDA, else OpenMP, else Serial).
-std::vector<std::string> available_backends();
-std::string default_backend();
-std::string join(const std::vector<std::string>& v, const char* sep);
+using io::ProgressCallback;
+using io::WarningCallback;
 
-// extract_frame's progress callback: (patches done, patches in total).
-using ProgressCallback = std::function<void(int, int)>;
+// The library request of a command line.
+io::FilesRequest files_request(const ExtractArgs& args);
 
 // Usage text of perfex-extract's options (the demo prints its own above it).
 std::string extract_options_help();
@@ -112,40 +99,6 @@ void finish_extract_args(ExtractArgs& a, bool require_files);
 // perfex-extract's whole command line (without the program name).
 ExtractArgs parse_extract_args(const std::vector<std::string>& args);
 
-// The host thread count to start Kokkos with: `requested` (--threads), else OpenMP's default
-// (OMP_NUM_THREADS, else the cores) when it exceeds kMaxThreads, capped there with a warning;
-// 0 = leave the default.
-int host_threads(int requested, std::string& warning);
-
-// Kokkos for the process's lifetime, with `threads` host threads (0 = default); does
-// nothing when Kokkos is already initialised.
-class KokkosSession {
- public:
-  explicit KokkosSession(int threads);
-  ~KokkosSession();
-  KokkosSession(const KokkosSession&) = delete;
-  KokkosSession& operator=(const KokkosSession&) = delete;
-
- private:
-  bool owner_ = false;
-};
-
-// Calls f(exec) with a default instance of the named execution space.
-template <class F>
-decltype(auto) with_backend(const std::string& backend, F&& f) {
-#ifdef KOKKOS_ENABLE_CUDA
-  if (backend == "cuda") return f(Kokkos::Cuda());
-#endif
-#ifdef KOKKOS_ENABLE_OPENMP
-  if (backend == "openmp") return f(Kokkos::OpenMP());
-#endif
-#ifdef KOKKOS_ENABLE_SERIAL
-  if (backend == "serial") return f(Kokkos::Serial());
-#endif
-  throw UsageError("option --backend: '" + backend + "' is not one of " +
-                   join(available_backends(), ", "));
-}
-
 // Progress on a terminal: "[#####.....] 120/260 patches  35.2 patches/s  ETA 4 s". Draws
 // only when enabled (the tools: stderr is a terminal), at most ~10 times a second.
 class ProgressBar {
@@ -168,48 +121,11 @@ class ProgressBar {
   clock::time_point start_, last_;
 };
 
-struct RunResult {
-  extract::Frame frame;
-  std::string backend;
-  int threads = 1;
-  double seconds = 0;  // extraction only (not I/O)
-};
+using RunResult = io::FilesResult;
 
-// Receives each warning of a run as it arises (before a long extraction, when it can).
-using WarningCallback = std::function<void(const std::string&)>;
-
-// Runs f(); an allocation failure (std::bad_alloc, Kokkos' allocation error) becomes a
-// perfex::Error "out of memory while <what>".
-template <class F>
-decltype(auto) while_doing(const std::string& what, F&& f);
-
-// Bytes of host memory this process may still allocate: MemAvailable (/proc/meminfo) capped by
-// RLIMIT_AS and RLIMIT_DATA; infinity when unknown.
-double available_host_memory();
-
-// The options of a run once the PSF is known (throws UsageError naming the option): -w
-// defaults to the PSF's WAVEMIN,WAVEMAX (PSF HDU) with dw 0.8 (desi_extract_spectra's rule);
-// an explicit -s/-n beyond the PSF's fibres is refused, the default -n clipped (warning); the
-// grid must reach the PSF's domain; nwavestep and the padding are clamped to the grid
-// (warnings, recorded in the frame header).
-extract::ExtractionOptions resolve_options(const ExtractArgs& args,
-                                           const psf::GaussHermitePsfData& psf,
-                                           const WarningCallback& warn);
-
-// Throws UsageError unless every output can be written and none is an input or another
-// output (the same file by device and inode, or by folder and name before it exists).
-void check_outputs(const ExtractArgs& args);
-
-// perfex-extract's whole job: check the outputs, read the PSF, resolve the options, check the
-// image's size against the PSF and the memory the run needs against what is free, plan the
-// frame, read only the image pixels the patches touch, extract, write the frame (and the
-// model when asked). progress(0, 0) marks the start of the extraction. Everything that can be
-// refused is refused before the extraction; warnings go to `warn` and into the frame header.
-RunResult run_extract_files(const ExtractArgs& args, const ProgressCallback& progress = {},
-                            const WarningCallback& warn = {});
-
-// run_extract_files with a progress bar on a terminal (stderr); warnings on stderr as
-// "tool: warning: ..." (the run's as they arise, the frame's after the extraction).
+// io::extract_files of the command line with a progress bar on a terminal (stderr); warnings
+// on stderr as "tool: warning: ..." (the run's as they arise, the frame's after the
+// extraction).
 RunResult run_extract_files_reporting(const std::string& tool, const ExtractArgs& args);
 
 // "perfex-extract: N fibres x K wavelengths, P patches in T s (X patches/s, G GFLOP/s),
@@ -218,27 +134,8 @@ RunResult run_extract_files_reporting(const std::string& tool, const ExtractArgs
 std::string summary_line(const std::string& tool, const RunResult& r);
 
 // Runs a tool's main body and returns its exit status; an exception is reported on stderr as
-// "tool: error: ..." with status 2 for a UsageError, 1 otherwise.
+// "tool: error: ..." with status 2 for a RequestError (UsageError included), 1 otherwise.
 int guarded_main(const std::string& tool, const std::function<int()>& body);
-
-template <class F>
-decltype(auto) while_doing(const std::string& what, F&& f) {
-  try {
-    return f();
-  } catch (const Error&) {
-    throw;
-  } catch (const std::bad_alloc&) {
-    throw Error("out of memory while " + what);
-  } catch (const std::runtime_error& e) {
-    // Kokkos 3.4 reports a failed View allocation as a runtime_error with a call stack.
-    const std::string m = e.what();
-    if (m.find("allocation fail") == std::string::npos &&
-        m.find("Allocation fail") == std::string::npos &&
-        m.find("failed to allocate") == std::string::npos)
-      throw;
-    throw Error("out of memory while " + what + " (" + m.substr(0, m.find('\n')) + ")");
-  }
-}
 
 // main() of perfex-extract.
 int extract_main(int argc, const char* const* argv);

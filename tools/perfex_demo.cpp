@@ -190,7 +190,7 @@ int run(const DemoArgs& d) {
   write_truth(truth_path, truewave, truephot, o.specmin, o.nspec);
 
   // Simulated image on the chosen backend.
-  const auto sim = cli::with_backend(d.extract.backend, [&](const auto& exec) {
+  const auto sim = perfex::with_backend(d.extract.backend, [&](const auto& exec) {
     using Exec = std::decay_t<decltype(exec)>;
     const perfex::psf::GaussHermitePsf<typename Exec::memory_space> dpsf(psf);
     return perfex::extract::simulate_image(exec, dpsf, o.specmin, o.nspec, truewave, truephot,
@@ -247,9 +247,9 @@ int main(int argc, char* argv[]) {
       std::cout << usage();
       return 0;
     }
-    std::string threads_warning;
-    cli::KokkosSession kokkos(cli::host_threads(d.extract.threads, threads_warning));
-    if (!threads_warning.empty()) std::cerr << "perfex-demo: warning: " << threads_warning << "\n";
+    const perfex::HostThreads threads = perfex::host_threads(d.extract.threads, "option --threads");
+    perfex::Runtime runtime(threads);
+    if (!threads.warning.empty()) std::cerr << "perfex-demo: warning: " << threads.warning << "\n";
     return run(d);
   });
 }

@@ -53,7 +53,7 @@ def overhead_worker(image_path, psf_path, reps):
         for kind in ("cpp", "cpp_host", "image", "arrays"):
             t0, c0 = time.perf_counter(), time.process_time()
             if kind.startswith("cpp"):  # timed inside (the CcdImage's copy is made first)
-                wall, cpu = _perfex.time_extract_frame(image._handle, psf, cxx, backend,
+                wall, cpu = _perfex.testing.time_extract_frame(image._handle, psf, cxx, backend,
                                                        kind == "cpp_host")
             else:
                 if kind == "image":

@@ -6,28 +6,52 @@
     frame = perfex.extract_frame(img.pixels, img.ivar, psf, wavelength="5760,7620,0.8")
     perfex.write_frame("frame-r0.fits", frame, img.path, psf.source)
 
-Submodules: perfex.mpi (bundles over MPI ranks, exposures over rank groups),
-perfex.gpu_specter (drop-in for gpu_specter.core.extract_frame), perfex.plot (quick-look PNG),
-`python3 -m perfex.extract` (desi_extract_spectra's command line).
+The layers, each importing only those before it: the extension (perfex._perfex), the runtime
+(perfex.runtime), the numpy API (options, images, frames, extraction), perfex.mpi (frames over
+MPI ranks, exposures over rank groups), then the command line (`python3 -m perfex.extract`),
+the gpu_specter drop-in (perfex.gpu_specter) and quick-look plots (perfex.plot).
 """
 
-from ._core import (
-    Frame,
-    Image,
-    PreprocImage,
-    as_psf,
-    extract_frame,
-    frame_mask,
-    make_options,
-    option_defaults,
-    read_frame,
-    read_preproc,
-    read_psf,
-    write_frame,
-    write_model,
-)
-from ._perfex import Error, Psf, __version__
-from ._runtime import backends, default_backend, initialize
+from . import extraction as _extraction
+from . import mpi
+from ._perfex import Error, Psf, RequestError, __version__
+from .frames import Frame, check_outputs, frame_mask, read_frame, write_frame, write_model
+from .images import Image, PreprocImage, as_psf, psf_from_tables, read_preproc, read_psf
+from .options import make_options, option_defaults
+from .runtime import backends, default_backend, initialize
+
+
+def extract_frame(image, ivar=None, psf=None, *, comm=None, backend=None, threads=None,
+                  progress=None, allow_image_size_mismatch=False, **options):
+    """Extracts the spectra of a CCD image with a GaussHermite PSF; returns a Frame.
+
+    image, ivar: 2-D arrays (ivar 0 = masked pixel; apply the preproc MASK first, as
+    read_preproc does), or a perfex.Image / PreprocImage alone. psf: a perfex.Psf, a PSF file
+    name or gpu_specter's PSF dict. options: by name with the DESI defaults (option_defaults();
+    wavelength="wmin,wmax,dw", specmin, nspec, bundlesize, nsubbundles, nwavestep, psferr (None:
+    the PSF's), regularize, decorrelation, model_image, ...). backend: 'openmp', 'serial' or
+    'cuda' (default the first of backends()); threads: host threads of the process (first call
+    only, at most 512). progress: None logs to the 'perfex' logger, False is silent, or a
+    callable(done, total). allow_image_size_mismatch: extract an image that is not the PSF's
+    NPIX_Y x NPIX_X CCD (with a warning) instead of refusing it.
+
+    The request is checked as perfex-extract checks it, before any work: fibres beyond the PSF,
+    a grid longer than 2**24 bins or outside the PSF's domain, a run larger than the free memory
+    are a perfex.RequestError naming the parameter; nwavestep and the padding are clamped to the
+    grid with a warning (frame.warnings, and the 'perfex' logger).
+
+    comm: an mpi4py communicator: the work is dealt over its ranks (perfex.mpi.extract_frame);
+    rank 0 returns the frame, the others None.
+    """
+    if comm is not None and comm.size > 1:
+        return mpi.extract_frame(comm, image, ivar, psf, backend=backend, threads=threads,
+                                 progress=progress,
+                                 allow_image_size_mismatch=allow_image_size_mismatch, **options)
+    return _extraction.extract_frame(image, ivar, psf, backend=backend, threads=threads,
+                                     progress=progress,
+                                     allow_image_size_mismatch=allow_image_size_mismatch,
+                                     **options)
+
 
 __all__ = [
     "Error",
@@ -35,15 +59,18 @@ __all__ = [
     "Image",
     "PreprocImage",
     "Psf",
+    "RequestError",
     "__version__",
     "as_psf",
     "backends",
+    "check_outputs",
     "default_backend",
     "extract_frame",
     "frame_mask",
     "initialize",
     "make_options",
     "option_defaults",
+    "psf_from_tables",
     "read_frame",
     "read_preproc",
     "read_psf",

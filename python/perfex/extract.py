@@ -13,9 +13,13 @@ import argparse
 import logging
 import sys
 
-from . import _runtime
-from ._core import Error, cxx_options, make_options
-from .mpi import FrameJob, extract_frames
+from . import runtime
+from ._perfex import Error, RequestError
+from .mpi import FAILED_PATCHES, FrameJob, check_jobs, extract_frames
+from .options import cxx_options, make_options
+
+# Frames named in the summary line of an exposure with failures.
+SUMMARY_FRAMES = 5
 
 NOT_IMPLEMENTED = {
     "barycentric_correction": "--barycentric-correction (desispec.heliocentric's correction of "
@@ -69,11 +73,11 @@ def parser():
     g = p.add_argument_group("perfex")
     g.add_argument("--frames", metavar="LIST",
                    help="exposure: a file of 'INPUT PSF OUTPUT [MODEL]' lines, one per frame")
-    g.add_argument("--backend", choices=_runtime.backends(),
-                   help="execution space (default: %s; --no-gpu skips cuda)" % _runtime.default_backend())
+    g.add_argument("--backend", choices=runtime.backends(),
+                   help="execution space (default: %s; --no-gpu skips cuda)" % runtime.default_backend())
     g.add_argument("--threads", type=int, default=None,
-                   help="host threads per process (default: OMP_NUM_THREADS, else the rank's "
-                   "share of the node's cores)")
+                   help="host threads per process, at most %d (default: OMP_NUM_THREADS, else "
+                   "the rank's share of the node's cores)" % runtime.MAX_HOST_THREADS)
     return p
 
 
@@ -86,14 +90,16 @@ def parse(argv=None):
         if getattr(args, name):
             p.exit(2, f"{p.prog}: error: perfex does not implement {text}\n")
     args.jobs = _jobs(p, args)
-    if args.threads is not None and args.threads < 1:
-        p.error("--threads must be >= 1")
+    if args.threads is not None and not 1 <= args.threads <= runtime.MAX_HOST_THREADS:
+        p.error(f"--threads must be in [1, {runtime.MAX_HOST_THREADS}] (Kokkos' OpenMP thread "
+                f"pool), got {args.threads}")
     # Values checked now (the PSF-dependent defaults stand in as valid placeholders).
     opts = extraction_options(args)
     opts["wavelength"] = "1,2,1" if opts["wavelength"] is None else opts["wavelength"]
     opts["nspec"] = 1 if opts["nspec"] is None else opts["nspec"]
     try:
         cxx_options(make_options(**opts))
+        check_jobs(args.jobs)  # outputs: writable, none an input or another output
     except Error as e:
         p.error(str(e))
     return args
@@ -133,9 +139,6 @@ def _jobs(p, args):
             job.fibermap = fibermap
     if not jobs:
         p.error("no frame to extract")
-    outputs = [j.output for j in jobs]
-    if len(set(outputs)) != len(outputs):
-        p.error("two frames have the same output file")
     return jobs
 
 
@@ -169,20 +172,36 @@ def main(argv=None):
         level=logging.DEBUG if args.verbose else logging.INFO,
         format=("" if comm is None else f"rank {rank}: ") + "%(levelname)s %(name)s: %(message)s",
     )
-    backend = args.backend or _runtime.default_backend(gpu=not args.no_gpu)
+    backend = args.backend or runtime.default_backend(gpu=not args.no_gpu)
     if args.no_gpu and backend == "cuda":
         parser().error("--no-gpu with --backend cuda")
     failed = extract_frames(args.jobs, comm, backend=backend, threads=args.threads,
                             **extraction_options(args))
     if rank == 0:
-        ok = len(args.jobs) - len(failed)
+        log = logging.getLogger("perfex")
         if failed:
-            logging.getLogger("perfex").error(
-                "%d of %d frames failed: %s", len(failed), len(args.jobs),
-                "; ".join(f"{job.output} ({error})" for job, error in failed))
+            # Each failure was logged with its frame; the summary names a few and counts all.
+            shown = ", ".join(job.name for job, _ in failed[:SUMMARY_FRAMES])
+            more = f" and {len(failed) - SUMMARY_FRAMES} more" if len(failed) > SUMMARY_FRAMES else ""
+            log.error("%d of %d frames failed: %s%s (each FAILED line above says why)",
+                      len(failed), len(args.jobs), shown, more)
         elif len(args.jobs) > 1:
-            logging.getLogger("perfex").info("all %d frames written", ok)
-    return 1 if failed else 0
+            log.info("all %d frames written", len(args.jobs))
+    # perfex-extract's statuses: 1 failed, 2 refused, 3 written with failed patches.
+    statuses = {exit_status(error) for _, error in failed}
+    for status in (1, 2, 3):
+        if status in statuses:
+            return status
+    return 0
+
+
+def exit_status(error):
+    """perfex-extract's exit status for a frame's error message (extract_frames')."""
+    if error.startswith("RequestError"):
+        return 2
+    if error.startswith(FAILED_PATCHES):
+        return 3
+    return 1
 
 
 if __name__ == "__main__":

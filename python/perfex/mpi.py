@@ -1,16 +1,18 @@
 """perfex across MPI ranks (mpi4py communicators handed in by the caller, as desispec does).
 
-One frame over the ranks of a communicator (extract_frame): the frame's bundles (the unit of
-independent work) are dealt in contiguous blocks over the ranks; rank 0's PSF and options are
-broadcast, and rank 0 sends each rank the block of pixels its bundles' spots reach (a rank
-receives about its share of the image, not all of it); each
-rank extracts its block with perfex; rank 0 gathers the rows (Gatherv, in fibre order),
-recomputes the frame mask over all fibres and returns the frame. The result is bitwise the
-single-process frame for any rank count.
+One frame over the ranks of a communicator (extract_frame): rank 0 resolves the request (the
+same checks as perfex-extract) and plans the frame; the plan's patches are dealt in contiguous
+ranges of about equal work (the patch linear algebra's flop counts) over the ranks, so any
+rank count gets an even share, more ranks than bundles included. Rank 0 sends each rank only
+the pixels its patches read; each rank extracts its patches; rank 0 gathers their bins into
+the frame, recomputes the frame mask over all fibres and returns the frame. The result is
+bitwise the single-process frame for any rank count. A rank that waits (for its pixels, for
+the others to finish) sleeps in short polls instead of spinning in MPI.
 
-Many frames (extract_frames, an exposure): the ranks split into groups (comm.Split), each
-group extracts its share of the frames as above; a failing frame is reported by name and the
-others complete.
+Many frames (extract_frames, an exposure): the ranks split into groups (comm.Split), each group
+extracts its share of the frames as above; a failing frame is reported by name and the others
+complete. Every decision that could end a rank early (a bad input, a refused request) is
+agreed on by all ranks before any collective that would otherwise wait for it.
 """
 
 import logging
@@ -22,56 +24,72 @@ from typing import Optional
 import numpy as np
 
 from . import _perfex
-from ._core import (
-    Error,
-    Frame,
-    Image,
-    PreprocImage,
-    _as_float64,
-    as_psf,
-    bundle_ranges,
-    cxx_options,
-    frame_mask,
-    make_options,
-    progress_callback,
-    read_preproc,
-    read_psf,
-    write_frame,
-    write_model,
-)
-from ._runtime import check_backend, default_backend, initialize
+from ._perfex import Error, RequestError
+from .extraction import progress_callback
+from .frames import Frame, check_outputs, frame_mask, write_frame, write_model
+from .images import Image, PreprocImage, _as_float64, as_psf, read_preproc, read_psf
+from .options import make_options
+from .runtime import check_backend, default_backend, initialize
 
 log = logging.getLogger("perfex")
 
-
-def deal(nitems, size):
-    """Contiguous blocks of nitems over size ranks: rank r gets [start[r], start[r+1]); the
-    first ranks get the larger blocks, ranks beyond nitems get none."""
-    return [-(-r * nitems // size) for r in range(size + 1)]
+# How long a waiting rank sleeps between two looks at its pending MPI operation.
+_POLL_SECONDS = 0.001
 
 
-def pixel_box(psf, opts, lo, hi, shape):
-    """(r0, r1, c0, c1): the rows and columns the extraction of fibres [lo, hi) can read: the
-    spot boxes (HSIZEX / HSIZEY each side of the traces) of their whole bundles (padding fibres
-    come from the bundle) over the padded wavelength grid, with as much again for margin,
-    within the CCD. None when that is empty."""
-    d = psf.to_dict()
-    bundlesize = opts["bundlesize"]
-    f0 = lo // bundlesize * bundlesize
-    f1 = min(-(-hi // bundlesize) * bundlesize, psf.nfib)
-    wavepad = opts["wavepad0"] + int(opts["wavepad0"] * opts["wavepad_frac"])
-    dw = opts["dw"]
-    wave = np.linspace(opts["wmin"] - (wavepad + 1) * dw,
-                       opts["wmax"] + (wavepad + opts["nwavestep"] + 1) * dw, 1024)
-    box = []
-    for axis, half, size in (("y", d["hsizey"], shape[0]), ("x", d["hsizex"], shape[1])):
-        wmin, wmax = d[f"{axis}trace_wavemin"], d[f"{axis}trace_wavemax"]
-        trace = np.polynomial.legendre.legval(2 * (wave - wmin) / (wmax - wmin) - 1,
-                                              d[f"{axis}trace"][f0:f1].T)
-        margin = 2 * half + 2
-        box += [max(0, int(np.floor(trace.min())) - margin),
-                min(size, int(np.ceil(trace.max())) + margin + 1)]
-    return tuple(box) if box[1] > box[0] and box[3] > box[2] else None
+def deal(costs, size):
+    """Contiguous ranges of items with the given costs over size ranks, of about equal total
+    cost: rank r gets [start[r], start[r+1]). Ranks beyond the items get empty ranges."""
+    costs = np.asarray(costs, dtype=np.float64)
+    if costs.size == 0:
+        return [0] * (size + 1)
+    cumulative = np.concatenate(([0.0], np.cumsum(costs)))
+    targets = cumulative[-1] * np.arange(size + 1) / size
+    start = np.searchsorted(cumulative, targets, side="left")
+    start = np.clip(start, 0, costs.size)
+    start[0], start[-1] = 0, costs.size
+    return [int(s) for s in np.maximum.accumulate(start)]
+
+
+def wait_idle(request):
+    """Completes an mpi4py request, sleeping between tests (no busy wait); returns its result."""
+    while not request.Test():
+        time.sleep(_POLL_SECONDS)
+    return request.wait() if hasattr(request, "wait") else None
+
+
+def idle_barrier(comm):
+    """A barrier where waiting ranks sleep instead of spinning."""
+    wait_idle(comm.Ibarrier())
+
+
+def agree(comm, error):
+    """Raises on every rank when any rank has an error (so no rank waits in a collective): a
+    RequestError when every failure is one (a refused request), else an Error."""
+    idle_barrier(comm)
+    errors = [e for e in comm.allgather(error) if e is not None]
+    if errors:
+        refused = all(isinstance(e, RequestError) for e in errors)
+        text = "; ".join(str(e) for e in errors)
+        raise RequestError(text) if refused else Error(text)
+
+
+def on_root(comm, prepare):
+    """prepare() on rank 0 and its result on every rank; an exception there is raised on every
+    rank (as RequestError or Error, with its message), none waiting forever."""
+    result, error = None, None
+    if comm.rank == 0:
+        try:
+            result = prepare()
+        except RequestError as e:
+            error = RequestError(str(e))
+        except Exception as e:
+            error = Error(f"{type(e).__name__}: {e}" if not isinstance(e, Error) else str(e))
+    idle_barrier(comm)
+    error = comm.bcast(error, root=0)
+    if error is not None:
+        raise error
+    return comm.bcast(result, root=0)
 
 
 def _image_arrays(image, ivar):
@@ -93,19 +111,31 @@ def _image_arrays(image, ivar):
     return pixels, weights, None
 
 
-def _agree(comm, error):
-    """Raises on every rank when any rank has an error (so no rank waits in a collective)."""
-    errors = [e for e in comm.allgather(error) if e is not None]
-    if errors:
-        raise Error("; ".join(errors))
+def bin_indices(blocks, nwave, ndiags=None):
+    """Flat indices of the bins of patch blocks (out_fibre0, nkeepfib, kf0, nkeep) in a
+    [nspec][nwave] frame array, block after block, fibre-major within a block; with ndiags, in
+    a [nspec][ndiags][nwave] array (diagonal-major within a fibre)."""
+    parts = []
+    for f0, nf, k0, nk in blocks:
+        f = np.arange(f0, f0 + nf)[:, None]
+        k = np.arange(k0, k0 + nk)[None, :]
+        if ndiags is None:
+            parts.append((f * nwave + k).ravel())
+        else:
+            d = np.arange(ndiags)[None, :, None]
+            parts.append(((f[:, :, None] * ndiags + d) * nwave + k[:, None, :]).ravel())
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+
+_BIN_ARRAYS = ("flux", "ivar", "chi2pix", "pixmask_fraction")
 
 
 def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=None,
-                  progress=None, timing=None, **options):
+                  progress=None, timing=None, allow_image_size_mismatch=False, **options):
     """perfex.extract_frame over the ranks of comm. Every rank calls it; only rank 0's image,
     ivar, psf and options are used (the others may pass None). Rank 0 returns the Frame, the
     other ranks None. timing: a dict that receives time stamps of the stages (gpu_specter's
-    keys)."""
+    keys) and, as "patches", the number of patches this rank solved."""
     from mpi4py import MPI
 
     start = time.time()
@@ -113,35 +143,36 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
     stamps["init-mpi-comm"] = start
     initialize(threads, comm=comm)
     rank, size = comm.rank, comm.size
+    pixels = weights = img = None
 
-    # Rank 0 resolves the inputs; a problem there is raised on every rank.
-    header, img, error = None, None, None
-    if rank == 0:
-        try:
-            psf = as_psf(psf)
-            opts = make_options(**options)
-            ranges = bundle_ranges(opts, psf.nfib)
-            backend = check_backend(backend or default_backend())
-            pixels, weights, img = _image_arrays(image, ivar)
-            start_of = deal(len(ranges), size)
-            blocks = [ranges[start_of[r]:start_of[r + 1]] for r in range(size)]
-            boxes = [pixel_box(psf, opts, b[0][0], b[-1][1], pixels.shape) if b and r else None
-                     for r, b in enumerate(blocks)]
-            header = dict(shape=pixels.shape, psf=psf, options=opts, ranges=ranges,
-                          backend=backend, blocks=blocks, boxes=boxes)
-        except Exception as e:
-            error = e
-    error = comm.bcast(error, root=0)
-    if error is not None:
-        raise error
-    header = comm.bcast(header, root=0)
-    shape, opts, ranges = header["shape"], header["options"], header["ranges"]
+    def prepare():
+        nonlocal pixels, weights, img
+        frame_psf = as_psf(psf)
+        nspec_given = "nspec" in options
+        opts = make_options(**options)
+        name = check_backend(backend or default_backend())
+        pixels, weights, img = _image_arrays(image, ivar)
+        resolved, warnings = _perfex.resolve_request(
+            opts, frame_psf, pixels.shape[0], pixels.shape[1], True, nspec_given,
+            bool(allow_image_size_mismatch))
+        plan = _perfex.plan_frame(frame_psf, resolved, pixels.shape[0], pixels.shape[1], name)
+        starts = deal(plan.flops, size)
+        boxes = [plan.pixel_box(starts[r], starts[r + 1]) if starts[r] < starts[r + 1] else None
+                 for r in range(size)]
+        return dict(shape=pixels.shape, psf=frame_psf, options=resolved, backend=name,
+                    starts=starts, boxes=boxes, blocks=plan.blocks(), nwave=plan.nwave,
+                    ndiags=2 * plan.ndiag + 1, nspec=resolved["nspec"], warnings=warnings,
+                    nspec_given=nspec_given)
 
-    # The image: each rank gets from rank 0 the pixels its bundles' spots can reach, as
-    # contiguous blocks (single-copy transfers), and holds an image that ends with them (rows
-    # and columns before the block are zeros; perfex reads none of them). Rank 0 checks its own
-    # image meanwhile.
-    blocks, boxes = header["blocks"], header["boxes"]
+    header = on_root(comm, prepare)
+    shape, opts, starts = header["shape"], header["options"], header["starts"]
+    first, last = starts[rank], starts[rank + 1]
+    stamps["patches"] = last - first  # this rank's share
+
+    # The pixels: each rank gets from rank 0 the rectangle its patches read (single-copy
+    # transfers) and holds an image of just that rectangle, placed on the CCD. Rank 0 checks its
+    # own image meanwhile.
+    boxes = header["boxes"]
     image_error = None
     if rank == 0:
         sends = []
@@ -154,86 +185,89 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
         try:
             img = img or Image(pixels, weights)
         except Exception as e:  # raised on every rank below, once every rank is there
-            image_error = f"rank 0: {type(e).__name__}: {e}"
-        MPI.Request.Waitall([request for request, _ in sends])
+            image_error = Error(f"rank 0: {e}")
+        for request, _ in sends:
+            wait_idle(request)
     elif boxes[rank] is not None:
         r0, r1, c0, c1 = boxes[rank]
-        pixels, weights = np.zeros((r1, c1)), np.zeros((r1, c1))
-        block = np.empty((r1 - r0, c1 - c0))
+        pixels, weights = np.empty((r1 - r0, c1 - c0)), np.empty((r1 - r0, c1 - c0))
         for tag, array in ((1, pixels), (2, weights)):
-            comm.Recv([block, MPI.DOUBLE], source=0, tag=tag)
-            array[r0:r1, c0:c1] = block
+            wait_idle(comm.Irecv([array, MPI.DOUBLE], source=0, tag=tag))
     stamps["init-mpi-bcast"] = stamps["host-to-device"] = time.time()
 
-    # This rank's contiguous block of bundles.
-    mine = blocks[rank]
-    counts = [b[-1][1] - b[0][0] if b else 0 for b in blocks]
     local, error = None, image_error
-    if mine and error is None:
+    if first < last and error is None:
         try:
             if rank != 0:
-                img = Image(pixels, weights)
-            lopts = dict(opts, specmin=mine[0][0], nspec=mine[-1][1] - mine[0][0])
-            label = f"extract rank 0 (fibres {mine[0][0]}-{mine[-1][1] - 1})"
+                r0, r1, c0, c1 = boxes[rank]
+                img = Image.__new__(Image)
+                img.converted = False
+                img._handle = _perfex.HostImage(pixels, weights, r0, c0, shape[0], shape[1])
+            label = f"extract rank 0 (patches {first}-{last - 1} of {starts[-1]})"
             callback = progress_callback(progress, label) if rank == 0 else None
-            local = _perfex.extract_frame(img._handle, header["psf"], cxx_options(lopts),
-                                          header["backend"], callback)
+            local = _perfex.extract_frame(img._handle, header["psf"], opts, True,
+                                          bool(allow_image_size_mismatch), header["backend"],
+                                          callback, first, last)
         except Exception as e:
-            error = f"rank {rank}: {type(e).__name__}: {e}"
-    _agree(comm, error)
+            error = Error(f"rank {rank}: {type(e).__name__}: {e}")
+    agree(comm, error)
     stamps["extracted-bundles"] = time.time()
 
-    # Rank 0 (which always has work) knows the grid; the rows come in rank = fibre order.
-    geometry = (local["wave"].size, local["resolution"].shape[1]) if rank == 0 else None
-    nwave, nband = comm.bcast(geometry, root=0)
-    nspec = sum(counts)
+    # Each rank's bins, in its patches' order; rank 0 places them by the same plan.
+    nwave, ndiags, nspec = header["nwave"], header["ndiags"], header["nspec"]
+    blocks = header["blocks"]
+    mine = blocks[first:last]
+    counts = [int(np.sum(blocks[starts[r]:starts[r + 1], 1] * blocks[starts[r]:starts[r + 1], 3]))
+              for r in range(size)]
 
-    def gather(name, row):
-        send = local[name] if local is not None else np.empty(0, dtype=np.float64)
-        recv = None
+    def gather(name, ndiag=None):
+        index = bin_indices(mine, nwave, ndiag)
+        send = (local[name].ravel()[index] if local is not None
+                else np.empty(0, dtype=np.float64))
+        per_bin = 1 if ndiag is None else ndiag
+        recv, out = None, None
         if rank == 0:
-            out = np.empty((nspec,) + row, dtype=np.float64)
-            recv = [out, [c * int(np.prod(row)) for c in counts], MPI.DOUBLE]
-        comm.Gatherv([np.ascontiguousarray(send), MPI.DOUBLE], recv, root=0)
-        return recv[0] if rank == 0 else None
+            out = np.zeros((nspec, nwave) if ndiag is None else (nspec, ndiag, nwave))
+            recv = [np.empty(sum(counts) * per_bin), [c * per_bin for c in counts], MPI.DOUBLE]
+        wait_idle(comm.Igatherv([np.ascontiguousarray(send), MPI.DOUBLE], recv, root=0))
+        if rank == 0:
+            flat = out.ravel()
+            flat[bin_indices(blocks, nwave, ndiag)] = recv[0]
+        return out
 
-    arrays = {name: gather(name, (nwave,))
-              for name in ("flux", "ivar", "chi2pix", "pixmask_fraction")}
-    arrays["resolution"] = gather("resolution", (nband, nwave))
+    arrays = {name: gather(name) for name in _BIN_ARRAYS}
+    arrays["resolution"] = gather("resolution", ndiags)
     model = None
     if opts["model_image"]:
-        send = np.zeros(shape, dtype=np.float64)
-        if local is not None:
-            part = local["model"]
-            send[:part.shape[0], :part.shape[1]] = part
-        model = np.empty(shape, dtype=np.float64) if rank == 0 else None
-        comm.Reduce([send, MPI.DOUBLE], [model, MPI.DOUBLE] if rank == 0 else None,
-                    op=MPI.SUM, root=0)
-    keys = ("npatches", "failed_patches", "linalg_flops", "max_band", "warnings")
-    mine_stats = None
-    if local is not None:
-        mine_stats = {k: local[k] for k in keys}
-        shift = mine[0][0] - opts["specmin"]  # this rank's first fibre in the frame
-        mine_stats["failed_bins"] = [(f0 + shift, nf, k0, nk)
-                                     for f0, nf, k0, nk in local["failed_bins"]]
+        send = np.zeros(shape) if local is None else local["model"]
+        model = np.empty(shape) if rank == 0 else None
+        wait_idle(comm.Ireduce([np.ascontiguousarray(send), MPI.DOUBLE],
+                               [model, MPI.DOUBLE] if rank == 0 else None, op=MPI.SUM, root=0))
+    keys = ("npatches", "failed_patches", "linalg_flops", "max_band", "warnings", "failed_bins")
+    mine_stats = {k: local[k] for k in keys} if local is not None else None
+    idle_barrier(comm)
     stats = comm.gather(mine_stats, root=0)
-    stamps["staged-bundles"] = time.time()
+    stamps["staged-bundles"] = stamps["merged-bundles"] = time.time()
     if rank != 0:
+        stamps["assembled-frame"] = time.time()
         return None
 
-    warnings = list(local["warnings"])
-    for s in stats[1:]:
-        if s is not None:  # the other ranks' NaN/Inf counts are of their columns only
-            warnings += [w for w in s["warnings"] if "NaN/Inf" not in w]
+    warnings = list(header["warnings"])
+    for r, s in enumerate(stats):
+        if s is None:
+            continue
+        # Only rank 0 holds the whole image: the others' NaN/Inf counts are of their pixels.
+        warnings += [w for w in s["warnings"]
+                     if w not in header["warnings"] and (r == 0 or "NaN/Inf" not in w)]
     stats = [s for s in stats if s is not None]
-    failed_bins = [b for s in stats for b in s["failed_bins"]]
+    failed_bins = sorted(tuple(b) for s in stats for b in s["failed_bins"])
     frame = Frame(
         mask=frame_mask(arrays["chi2pix"], arrays["pixmask_fraction"], arrays["ivar"],
                         failed_bins),
         wave=local["wave"],
-        specmin=ranges[0][0],
+        specmin=opts["specmin"],
         model=model,
-        options=dict(local["options"], specmin=opts["specmin"], nspec=opts["nspec"]),
+        options=local["options"],
         npatches=sum(s["npatches"] for s in stats),
         failed_patches=sum(s["failed_patches"] for s in stats),
         failed_bins=failed_bins,
@@ -244,7 +278,9 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
         warnings=warnings,
         **arrays,
     )
-    stamps["merged-bundles"] = stamps["assembled-frame"] = time.time()
+    for warning in frame.warnings:
+        log.warning("%s", warning)
+    stamps["assembled-frame"] = time.time()
     return frame
 
 
@@ -267,43 +303,45 @@ class FrameJob:
         return os.path.basename(self.output)
 
 
-def psf_default_options(psf, options):
-    """desi_extract_spectra's PSF-dependent defaults: wavelength None -> the PSF's
-    WAVEMIN,WAVEMAX with dw 0.8; nspec None -> 500 (at most the PSF's fibres from specmin)."""
+# How extract_frames reports a frame written with failed patches (their bins masked).
+FAILED_PATCHES = "FailedPatches"
+
+
+def _failed_patches(job, failed, total):
+    return (f"{FAILED_PATCHES}: {failed} of {total} patches failed; their bins are masked "
+            f"BAD2DFIT | NODATA in {job.output}")
+
+
+# desi_extract_spectra's option names, for the messages of the command line.
+CLI_NAMES = dict(input="-i/--input", psf="-p/--psf", output="-o/--output", model="-m/--model",
+                 fibermap="-f/--fibermap")
+
+
+def check_jobs(jobs):
+    """Raises RequestError unless every job's outputs can be written and none is an input or an
+    output of any job (the same file by device and inode, or by folder and name): so two
+    outputs d/a.fits and d/./a.fits, or a model that is another frame's input, are refused
+    before any work."""
+    outputs, inputs = [], []
+    for n, job in enumerate(jobs, 1):
+        where = f" (frame {n}, {job.name})" if len(jobs) > 1 else ""
+        outputs += [(CLI_NAMES["output"] + where, job.output), (CLI_NAMES["model"] + where, job.model)]
+        inputs += [(CLI_NAMES["input"] + where, job.input), (CLI_NAMES["psf"] + where, job.psf),
+                   (CLI_NAMES["fibermap"] + where, job.fibermap)]
+    check_outputs(outputs, inputs, prefix="option ")
+
+
+def _request(options):
+    """(options dict, wavelength_given, nspec_given) of the command line's options, where
+    wavelength None and nspec None take desi_extract_spectra's PSF-dependent defaults."""
     opts = dict(options)
-    if opts.get("wavelength") is None:
-        opts["wavelength"] = (psf.wavemin, psf.wavemax, 0.8)
-    if opts.get("nspec") is None:
-        opts["nspec"] = max(1, min(500, psf.nfib - opts.get("specmin", 0)))
-    return opts
-
-
-def replace_fibermap(path, fibermap_file, specmin, nspec):
-    """Replaces the FIBERMAP HDU of a frame file by rows [specmin, specmin + nspec) of the
-    FIBERMAP of fibermap_file (desi_extract_spectra -f), through a temporary file."""
-    try:
-        from astropy.io import fits
-    except ImportError:
-        raise Error("-f/--fibermap needs astropy (Debian: python3-astropy)") from None
-    tmp = f"{path}.fibermap-tmp"
-    try:
-        with fits.open(fibermap_file) as fm, fits.open(path) as frame:
-            if "FIBERMAP" not in fm:
-                raise Error(f"fibermap file '{fibermap_file}' has no FIBERMAP HDU")
-            data = fm["FIBERMAP"].data
-            if len(data) < specmin + nspec:
-                raise Error(f"fibermap file '{fibermap_file}': FIBERMAP has {len(data)} rows, "
-                            f"fibres {specmin}-{specmin + nspec - 1} need {specmin + nspec}")
-            rows = data[specmin:specmin + nspec]
-            table = fits.BinTableHDU(data=rows, header=fm["FIBERMAP"].header, name="FIBERMAP")
-            hdus = fits.HDUList([table if h.name == "FIBERMAP" else h for h in frame])
-            hdus.writeto(tmp, checksum=True, overwrite=True)
-        os.replace(tmp, path)
-    except OSError as e:
-        raise Error(f"fibermap file '{fibermap_file}': {e}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    wavelength_given = opts.get("wavelength") is not None
+    nspec_given = opts.get("nspec") is not None
+    if not wavelength_given:
+        opts.pop("wavelength", None)
+    if not nspec_given:
+        opts.pop("nspec", None)
+    return make_options(**opts), wavelength_given, nspec_given
 
 
 def _extract_job(job, group, backend, threads, options):
@@ -311,58 +349,65 @@ def _extract_job(job, group, backend, threads, options):
     Returns None or the error message (the same on every rank of the group)."""
     rank = 0 if group is None else group.rank
     t0 = time.time()
-    pre = psf = opts = None
+    opts, wavelength_given, nspec_given = _request(options)
+    opts["model_image"] = job.model is not None
+    try:
+        if group is None or group.size == 1:
+            # perfex-extract's whole job: reads only the pixels its patches touch.
+            log.info("frame %s: extracting %s with %s", job.name, job.input, job.psf)
+            result = _perfex.extract_files(
+                job.input, job.psf, job.output, job.model or "", job.fibermap or "", opts,
+                wavelength_given, nspec_given, False, backend,
+                progress_callback(None, f"frame {job.name}"),
+                lambda w: log.warning("frame %s: %s", job.name, w))
+            for w in result["frame_warnings"]:
+                log.warning("frame %s: %s", job.name, w)
+            log.info("frame %s: %d fibres x %d wavelengths written in %.1f s", job.name,
+                     result["nspec"], result["nwave"], time.time() - t0)
+            if result["failed_patches"]:
+                return _failed_patches(job, result["failed_patches"], result["npatches"])
+            return None
+        pre = psf = None
+
+        def read():
+            nonlocal pre, psf
+            psf = read_psf(job.psf)
+            pre = read_preproc(job.input)
+            resolved, _ = _perfex.resolve_request(opts, psf, pre.pixels.shape[0],
+                                                  pre.pixels.shape[1], wavelength_given,
+                                                  nspec_given, False, True)
+            log.info("frame %s: extracting %s with %s on %d ranks", job.name, job.input, job.psf,
+                     group.size)
+            return resolved
+
+        resolved = on_root(group, read)
+        frame = extract_frame(group, pre, None, psf, backend=backend, threads=threads,
+                              **_api_options(resolved))
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
     error = None
     if rank == 0:
         try:
-            psf = read_psf(job.psf)
-            pre = read_preproc(job.input)
-            opts = psf_default_options(psf, options)
-            opts["model_image"] = job.model is not None
-            log.info("frame %s: extracting %s with %s%s", job.name, job.input, job.psf,
-                     "" if group is None else f" on {group.size} ranks")
-        except Exception as e:
-            error = f"{type(e).__name__}: {e}"
-    if group is not None:
-        error = group.bcast(error, root=0)
-    if error is not None:
-        return error
-    try:
-        frame = (
-            extract_frame(group, pre, None, psf, backend=backend, threads=threads, **(opts or {}))
-            if group is not None and group.size > 1
-            else _local_extract(pre, psf, backend, threads, opts)
-        )
-    except Exception as e:
-        return f"{type(e).__name__}: {e}"
-    if rank == 0:
-        try:
-            if job.fibermap:  # the whole frame file, or none
-                tmp = os.path.join(os.path.dirname(job.output) or ".", f".{job.name}.perfex-tmp")
-                try:
-                    write_frame(tmp, frame, job.input, job.psf)
-                    replace_fibermap(tmp, job.fibermap, frame.specmin, frame.nspec)
-                    os.replace(tmp, job.output)
-                finally:
-                    if os.path.exists(tmp):
-                        os.remove(tmp)
-            else:
-                write_frame(job.output, frame, job.input, job.psf)
+            write_frame(job.output, frame, job.input, job.psf, job.fibermap)
             if job.model:
                 write_model(job.model, frame, job.input, job.psf)
-            for w in frame.warnings:
-                log.warning("frame %s: %s", job.name, w)
             log.info("frame %s: %d fibres x %d wavelengths written in %.1f s", job.name,
                      frame.nspec, frame.nwave, time.time() - t0)
+            if frame.failed_patches:
+                error = _failed_patches(job, frame.failed_patches, frame.npatches)
         except Exception as e:
             error = f"{type(e).__name__}: {e}"
-    return error if group is None else group.bcast(error, root=0)
+    idle_barrier(group)
+    return group.bcast(error, root=0)
 
 
-def _local_extract(pre, psf, backend, threads, opts):
-    from ._core import extract_frame as extract_local
-
-    return extract_local(pre, None, psf, backend=backend, threads=threads, **opts)
+def _api_options(resolved):
+    """perfex.extract_frame keywords of a resolved options dict."""
+    opts = dict(resolved)
+    opts["wavelength"] = (opts.pop("wmin"), opts.pop("wmax"), opts.pop("dw"))
+    if opts["psferr"] < 0:
+        opts["psferr"] = None
+    return opts
 
 
 def extract_frames(jobs, comm=None, *, backend=None, threads=None, **options):
@@ -370,9 +415,12 @@ def extract_frames(jobs, comm=None, *, backend=None, threads=None, **options):
     into min(len(jobs), comm.size) groups, group g taking jobs g, g + ngroups, ... Every rank
     returns the list of (job, error message) for the frames that failed (the others were
     written). options: as perfex.extract_frame's; wavelength=None and nspec=None take the
-    PSF-dependent defaults of desi_extract_spectra (psf_default_options)."""
+    PSF-dependent defaults of desi_extract_spectra. The jobs' outputs are checked against each
+    other and every input before any work (check_jobs)."""
     jobs = list(jobs)
+    backend = check_backend(backend or default_backend())
     if comm is None or comm.size == 1:
+        check_jobs(jobs)
         initialize(threads)
         failed = []
         for job in jobs:
@@ -381,6 +429,7 @@ def extract_frames(jobs, comm=None, *, backend=None, threads=None, **options):
                 log.error("frame %s: FAILED: %s", job.name, error)
                 failed.append((job, error))
         return failed
+    on_root(comm, lambda: check_jobs(jobs))
     initialize(threads, comm=comm)
     ngroups = max(1, min(len(jobs), comm.size))
     color = comm.rank * ngroups // comm.size
@@ -393,6 +442,7 @@ def extract_frames(jobs, comm=None, *, backend=None, threads=None, **options):
                 log.error("frame %s: FAILED: %s", jobs[i].name, error)
             if error is not None:
                 mine.append((i, error))
+        idle_barrier(comm)
         failed = comm.allgather(mine if group.rank == 0 else [])
     finally:
         group.Free()

@@ -14,7 +14,8 @@ import sys
 
 import numpy as np
 
-from ._core import Error, Frame, read_frame
+from ._perfex import Error
+from .frames import Frame, read_frame
 
 # desispec specmask bits perfex sets (perfex::extract::FrameMaskBits) and the bin state drawn
 # for each, in drawing order (a later state wins).
@@ -22,6 +23,7 @@ _MASK_STATES = (
     ("SOMEBADPIX (pixmask > 0.5)", "#f2b134"),
     ("BAD2DFIT (chi2pix outlier)", "#d94f3d"),
     ("ALLBADPIX / NODATA (ivar = 0)", "#4b2a78"),
+    ("not finite (flux or ivar NaN / Inf)", "#000000"),
 )
 
 
@@ -50,15 +52,23 @@ def quicklook(frame, path, fibers=None, title=None, dpi=110):
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
+    name = "frame"
     if not isinstance(frame, Frame):
+        name = os.path.splitext(os.path.basename(os.fspath(frame)))[0]
         title = title or os.path.basename(os.fspath(frame))
         frame = read_frame(frame)
+    path = output_path(path, name)
     fibers = default_fibers(frame) if fibers is None else list(fibers)
     for f in fibers:
         if not 0 <= f < frame.nspec:
             raise ValueError(f"fibers: {f} is not an index of this frame's {frame.nspec} spectra")
-    wave, flux, ivar = frame.wave, frame.flux, frame.ivar
+    wave, flux, ivar = frame.wave, np.asarray(frame.flux), np.asarray(frame.ivar)
     states = mask_states(frame)
+    # Bins whose flux or ivar is not finite (a damaged or foreign frame) are drawn as masked.
+    nonfinite = ~(np.isfinite(flux) & np.isfinite(ivar))
+    states[nonfinite] = len(_MASK_STATES)
+    flux = np.where(nonfinite, 0.0, flux)
+    ivar = np.where(nonfinite, 0.0, ivar)
     extent = [wave[0], wave[-1], frame.specmin - 0.5, frame.specmin + frame.nspec - 0.5]
 
     fig = Figure(figsize=(11, 4.5 + 1.6 * len(fibers)), dpi=dpi, layout="constrained")
@@ -87,6 +97,7 @@ def quicklook(frame, path, fibers=None, title=None, dpi=110):
         ax.legend(loc="upper right", fontsize=8, ncol=3)
 
     chi = np.asarray(frame.chi2pix, dtype=float)
+    chi = np.where(np.isfinite(chi), chi, 0.0)
     positive = chi[chi > 0]
     lo, hi = (np.percentile(positive, [1, 99.9]) if positive.size else (0.1, 10.0))
     im = ax_chi.imshow(np.clip(chi, lo, None), aspect="auto", origin="lower", extent=extent,
@@ -120,10 +131,27 @@ def quicklook(frame, path, fibers=None, title=None, dpi=110):
     fig.suptitle(
         f"{title or 'perfex frame'}: fibres {frame.specmin}-{frame.specmin + frame.nspec - 1}, "
         f"{wave[0]:.1f}-{wave[-1]:.1f} Å, {nmasked} masked bins "
-        f"({100.0 * nmasked / max(1, states.size):.2g} %), median chi2pix {median_chi:.3g}",
+        f"({100.0 * nmasked / max(1, states.size):.2g} %), median chi2pix {median_chi:.3g}"
+        + (f", {int(nonfinite.sum())} non-finite bins" if nonfinite.any() else ""),
         fontsize=10,
     )
-    fig.savefig(os.fspath(path))
+    fig.savefig(path, format="png")
+    return path
+
+
+def nonfinite_bins(frame):
+    """Number of bins whose flux or ivar is NaN or infinite."""
+    return int((~(np.isfinite(frame.flux) & np.isfinite(frame.ivar))).sum())
+
+
+def output_path(path, name="frame"):
+    """Where quicklook writes for `path`: a folder gets NAME.png inside it, a name without the
+    .png ending gets it."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        path = os.path.join(path, name + ".png")
+    elif not path.lower().endswith(".png"):
+        path += ".png"
     return path
 
 
@@ -142,11 +170,18 @@ def main(argv=None):
         except ValueError:
             p.error(f"--fibers: expected integers, got '{args.fibers}'")
     try:
-        quicklook(args.frame, output, fibers=fibers)
+        frame = read_frame(args.frame)
+        bad = nonfinite_bins(frame)
+        if bad:
+            print(f"{p.prog}: warning: {args.frame}: {bad} bins with a NaN or infinite flux or "
+                  "ivar, drawn as masked", file=sys.stderr)
+        name = os.path.splitext(os.path.basename(args.frame))[0]
+        written = quicklook(frame, output_path(output, name), fibers=fibers,
+                            title=os.path.basename(args.frame))
     except (Error, OSError, ValueError) as e:
         print(f"{p.prog}: error: {e}", file=sys.stderr)
         return 1
-    print(output)
+    print(written)
     return 0
 
 

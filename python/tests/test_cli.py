@@ -34,9 +34,20 @@ def test_defaults_are_desi_extract_spectras():
 
 
 def test_psf_dependent_defaults(psf):
-    opts = perfex.mpi.psf_default_options(psf, dict(wavelength=None, specmin=0, nspec=None))
-    assert opts["wavelength"] == (5543.0, 7827.0, 0.8) and opts["nspec"] == 500
-    assert perfex.mpi.psf_default_options(psf, dict(wavelength="1,2,3", specmin=480, nspec=None))["nspec"] == 20
+    """No -w: the PSF's WAVEMIN,WAVEMAX with dw 0.8; no -n: 500, clipped to the PSF's fibres
+    (perfex-extract's rule, the same library call)."""
+    from perfex import _perfex
+
+    opts = perfex.make_options()
+    resolved, warnings = _perfex.resolve_request(opts, psf, psf.npix_y, psf.npix_x, False, False, False, True)
+    assert (resolved["wmin"], resolved["wmax"], resolved["dw"]) == (5543.0, 7827.0, 0.8)
+    assert resolved["nspec"] == 500 and not any("extracting" in w for w in warnings)
+    resolved, warnings = _perfex.resolve_request(dict(opts, specmin=480), psf, psf.npix_y, psf.npix_x, False,
+                                                 False, False, True)
+    assert resolved["nspec"] == 20 and any("extracting 20" in w for w in warnings)
+    with pytest.raises(perfex.RequestError, match="options -s/--specmin, -n/--nspec"):
+        _perfex.resolve_request(dict(opts, specmin=480, nspec=25), psf, psf.npix_y, psf.npix_x, False, True,
+                                False, True)
 
 
 @pytest.mark.parametrize("option", ["--barycentric-correction", "--use-specter"])
@@ -52,7 +63,7 @@ def test_unimplemented_options_stop_with_a_message(option, capsys):
     [
         (["-i", "a", "-p", "b"], "required"),
         (["-i", "a", "-i", "b", "-p", "p", "-o", "x"], "give one of each"),
-        (["-i", "a", "-i", "b", "-p", "p", "-o", "x", "-o", "x"], "same output"),
+        (["-i", "a", "-i", "b", "-p", "p", "-o", "x", "-o", "x"], "is also the -o/--output (frame 1"),
         (["-i", "a", "-p", "p", "-o", "x", "-m", "m1", "-m", "m2"], "2 -m for 1 frames"),
         (["-i", "a", "-p", "b", "-o", "c", "-n", "five"], "invalid int"),
         (["-i", "a", "-p", "b", "-o", "c", "--threads", "0"], "--threads"),

@@ -105,5 +105,5 @@ def test_bad_arguments(psf):
     with pytest.raises(perfex.Error, match="uniform grids"):
         gpu_specter.extract_frame({"image": np.zeros((4, 4)), "ivar": np.zeros((4, 4))}, psf, 25, 0, 25,
                                   wavelength=np.array([5760.0, 5761.0, 5763.0]))
-    with pytest.raises(perfex.Error, match="missing YTRACE"):
+    with pytest.raises(perfex.Error, match="has no YTRACE"):
         gpu_specter.io.psf_from_tables({"PSF": None, "XTRACE": None})

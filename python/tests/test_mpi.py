@@ -75,3 +75,39 @@ def test_exposure_groups_with_a_broken_frame(clean, masked, psf, tmp_path):
         perfex.write_frame(tmp_path / f"expected-{name}.fits", expected, pre.path, psf.source)
         assert_frames_identical(perfex.read_frame(tmp_path / f"frame-{name}.fits"),
                                 perfex.read_frame(tmp_path / f"expected-{name}.fits"))
+
+
+@pytest.mark.parametrize("nranks", [5, 16])
+def test_many_ranks_bitwise(nranks, masked, psf, small_frame, tmp_path):
+    """More ranks than the frame's three bundle pieces: every rank gets patches, the frame is
+    bitwise the one-process frame."""
+    out = tmp_path / "frame.npz"
+    r = mpirun(nranks, [os.path.join(HERE, "mpi_balance.py"), masked.path, psf.source, str(out),
+                        str(SMALL["specmin"]), str(SMALL["nspec"])], timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = np.load(out)
+    one = perfex.extract_frame(masked, psf=psf, progress=False, wavelength="5760,6160,0.8",
+                               specmin=SMALL["specmin"], nspec=SMALL["nspec"], psferr=0.01)
+    assert_frames_identical(one, got)
+    patches = got["records"][:, 0]
+    assert patches.sum() == one.npatches == int(got["npatches"]) == 165
+    assert patches.min() >= 1, patches  # dealt by their flops (test_api: test_patches_dealt_evenly)
+
+
+def test_one_bundle_on_two_ranks(masked, psf, tmp_path):
+    """A 1-bundle frame on 2 ranks: each rank solves half of its patches (55 = 28 + 27); a rank
+    that waits sleeps (its CPU time in the call stays well below the call's wall time)."""
+    out = tmp_path / "frame.npz"
+    r = mpirun(2, [os.path.join(HERE, "mpi_balance.py"), masked.path, psf.source, str(out), "0", "25"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    records = np.load(out)["records"]
+    assert list(records[:, 0]) == [28, 27] or list(records[:, 0]) == [27, 28], records
+    # Twelve ranks on one fibre's 11 patches: the ranks left without work wait without CPU.
+    r = mpirun(12, [os.path.join(HERE, "mpi_balance.py"), masked.path, psf.source, str(out), "20", "1"],
+               timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    records = np.load(out)["records"]
+    assert records[:, 0].sum() == 11 and (records[:, 0] == 0).any(), records
+    for patches, cpu, wall in records:
+        if patches == 0:
+            assert cpu < 0.5 * wall, records  # no rank spins while it waits

@@ -346,7 +346,8 @@ PERFEX_BACKEND_TEST_CASE("pixel kernels of the patch solver equal direct sums", 
                     [](const ex::PatchDesc& p) { return p.row0 == 0; }));
 }
 
-PERFEX_BACKEND_TEST_CASE("pixel kernels give the same results for every team shape", "[extract]") {
+PERFEX_BACKEND_TEST_CASE("pixel kernels give the same results for every team shape",
+                         "[extract][team]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   const auto s = make_pixel_setup<TestType>();
   const auto one = run_pixel_kernels(s, {1, 1});
@@ -373,7 +374,8 @@ PERFEX_BACKEND_TEST_CASE("pixel kernels give the same results for every team sha
   }
 }
 
-PERFEX_BACKEND_TEST_CASE("patch bandwidth for any spot geometry and team shape", "[extract]") {
+PERFEX_BACKEND_TEST_CASE("patch bandwidth for any spot geometry and team shape",
+                         "[extract][team]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   const int nf = 9, nk = 50, nwt = 30, nrow = 11, ncol = 17;
   std::mt19937 rng(5);

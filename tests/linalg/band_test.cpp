@@ -265,7 +265,7 @@ std::vector<double> band_kernels(const HostMat& band, int stride, int count, Tea
 }  // namespace
 
 PERFEX_BACKEND_TEST_CASE("linalg: band kernels give the one-thread results in every team shape",
-                         "[linalg]") {
+                         "[linalg][team]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   using Exec = TestType;
   struct Case {

@@ -517,7 +517,8 @@ std::vector<double> all_kernels(const HostMat& H, TeamShape shape) {
 }
 }  // namespace
 
-PERFEX_BACKEND_TEST_CASE("linalg: every team shape gives the one-thread results", "[linalg]") {
+PERFEX_BACKEND_TEST_CASE("linalg: every team shape gives the one-thread results",
+                         "[linalg][team]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   // The team-vector code paths (several threads, vector lanes) against the one-thread ones
   // (blocked loops; divide and conquer for the eigenvectors).

@@ -32,11 +32,12 @@ Args with_files(Args extra) {
   return a;
 }
 
-// The UsageError message for a bad command line ("" if it parses).
+// The message for a bad command line ("" if it parses): a RequestError (a UsageError, or a
+// library check such as the thread cap), which the tools report with exit status 2.
 std::string error_of(const Args& a) {
   try {
     parse_extract_args(a);
-  } catch (const UsageError& e) {
+  } catch (const perfex::RequestError& e) {
     return e.what();
   }
   return "";
@@ -108,7 +109,7 @@ TEST_CASE("cli: desi_extract_spectra options", "[cli]") {
   CHECK(d.options.nsubbundles == o.nsubbundles);
   CHECK(d.options.decorrelation == perfex::extract::Decorrelation::signal);
   CHECK_FALSE(d.options.model_image);
-  CHECK(d.backend == perfex::cli::default_backend());
+  CHECK(d.backend == perfex::default_backend());
   CHECK(d.threads == 0);
 
   // --help needs no files.
@@ -137,7 +138,7 @@ TEST_CASE("cli: a tool adds its own options to perfex-extract's", "[cli]") {
   CHECK(a.threads == 2);
   CHECK(outdir == "out");
   CHECK(seed == 3);
-  CHECK(a.backend == perfex::cli::default_backend());
+  CHECK(a.backend == perfex::default_backend());
 
   perfex::cli::ArgReader bad(Args{"--seed", "-1"});
   REQUIRE(bad.next());
@@ -246,17 +247,19 @@ TEST_CASE("cli: explicit and default options are told apart; limits", "[cli]") {
 }
 
 TEST_CASE("cli: host threads are capped at Kokkos' OpenMP pool", "[cli]") {
-  std::string warning;
-  CHECK(perfex::cli::host_threads(7, warning) == 7);
-  CHECK(warning.empty());
+  CHECK(perfex::host_threads(7).threads == 7);
+  CHECK(perfex::host_threads(7).warning.empty());
+  CHECK_THROWS_AS(perfex::host_threads(513), perfex::RequestError);
+  CHECK_THROWS_WITH(perfex::host_threads(600, "option --threads"),
+                    "option --threads: at most 512 (Kokkos' OpenMP thread pool), got 600");
 #ifdef KOKKOS_ENABLE_OPENMP
   const int before = omp_get_max_threads();
   omp_set_num_threads(1000);
-  CHECK(perfex::cli::host_threads(0, warning) == perfex::cli::kMaxThreads);
-  CHECK_THAT(warning, Catch::Contains("using 512"));
+  CHECK(perfex::host_threads(0).threads == perfex::kMaxHostThreads);
+  CHECK_THAT(perfex::host_threads(0).warning, Catch::Contains("using 512"));
   omp_set_num_threads(2);
-  CHECK(perfex::cli::host_threads(0, warning) == 0);
-  CHECK(warning.empty());
+  CHECK(perfex::host_threads(0).threads == 0);
+  CHECK(perfex::host_threads(0).warning.empty());
   omp_set_num_threads(before);
 #endif
 }
@@ -267,10 +270,16 @@ TEST_CASE("cli: options resolved against the PSF", "[cli]") {
   po.nfib = 20;
   const auto psf = perfex::psf::make_synthetic_psf(po);
   std::vector<std::string> warnings;
-  const perfex::cli::WarningCallback warn = [&](const std::string& w) { warnings.push_back(w); };
+  const perfex::io::FilesNames names;
+  auto resolve = [&](const ExtractArgs& a) {
+    const auto r = perfex::extract::resolve_request(perfex::cli::files_request(a).request, psf,
+                                                    psf.npix_y, psf.npix_x, names.parameters);
+    warnings.insert(warnings.end(), r.warnings.begin(), r.warnings.end());
+    return r.options;
+  };
 
   // desi_extract_spectra's defaults: the PSF's WAVEMIN,WAVEMAX with dw 0.8; -n 500 clipped.
-  auto o = perfex::cli::resolve_options(parse_extract_args(with_files({})), psf, warn);
+  auto o = resolve(parse_extract_args(with_files({})));
   CHECK(o.wmin == psf.wavemin);
   CHECK(o.wmax == psf.wavemax);
   CHECK(o.dw == 0.8);
@@ -281,8 +290,8 @@ TEST_CASE("cli: options resolved against the PSF", "[cli]") {
   // An explicit -n is never cut.
   auto refused = [&](const Args& a) {
     try {
-      perfex::cli::resolve_options(parse_extract_args(with_files(a)), psf, warn);
-    } catch (const UsageError& e) {
+      resolve(parse_extract_args(with_files(a)));
+    } catch (const perfex::RequestError& e) {
       return std::string(e.what());
     }
     return std::string();
@@ -295,16 +304,14 @@ TEST_CASE("cli: options resolved against the PSF", "[cli]") {
 
   // Patch sizes clamped to the grid, the defaults left alone.
   warnings.clear();
-  o = perfex::cli::resolve_options(
-      parse_extract_args(with_files({"-w", "6000,6040,0.8", "-n", "5", "--nwavestep", "1000"})),
-      psf, warn);
+  o = resolve(
+      parse_extract_args(with_files({"-w", "6000,6040,0.8", "-n", "5", "--nwavestep", "1000"})));
   CHECK(o.nwavestep == 51);
   CHECK(o.wavepad() == 12);
   REQUIRE(warnings.size() == 1);
   CHECK_THAT(warnings[0], Contains("nwavestep 1000") && Contains("using 51"));
   warnings.clear();
-  o = perfex::cli::resolve_options(
-      parse_extract_args(with_files({"-w", "6000,6008,0.8", "-n", "5"})), psf, warn);
+  o = resolve(parse_extract_args(with_files({"-w", "6000,6008,0.8", "-n", "5"})));
   CHECK(o.nwavestep == 50);
   CHECK(o.wavepad() == 12);
   CHECK(warnings.empty());
@@ -327,13 +334,16 @@ TEST_CASE("cli: outputs never replace an input or each other", "[cli]") {
   };
   auto message = [](const ExtractArgs& a) {
     try {
-      perfex::cli::check_outputs(a);
-    } catch (const UsageError& e) {
+      perfex::io::check_outputs({{"-o/--output", a.output}, {"-m/--model", a.model}},
+                                {{"-i/--input", a.input}, {"-p/--psf", a.psf}}, "option ");
+    } catch (const perfex::RequestError& e) {
       return std::string(e.what());
     }
     return std::string();
   };
   CHECK(message(args(dir + "/frame.fits", dir + "/model.fits")).empty());
+  CHECK_THAT(message(args(dir + "/frame.fits", dir + "/nofolder/model.fits")),
+             Contains("option -m/--model") && Contains("nofolder"));
   CHECK_THAT(message(args(dir + "/d/../img.fits", "")),
              Contains("-o/--output") && Contains("is the -i/--input file"));
   CHECK_THAT(message(args(dir + "/./psf.fits", "")), Contains("is the -p/--psf file"));
@@ -349,7 +359,7 @@ TEST_CASE("cli: outputs never replace an input or each other", "[cli]") {
 
 TEST_CASE("cli: allocation failures are reported with what was being done", "[cli]") {
   using Catch::Contains;
-  using perfex::cli::while_doing;
+  using perfex::io::while_doing;
   CHECK_THROWS_WITH(while_doing("extracting 5 fibres", []() -> int { throw std::bad_alloc(); }),
                     "out of memory while extracting 5 fibres");
   // Kokkos 3.4's failed View allocation.

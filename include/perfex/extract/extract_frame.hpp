@@ -1,10 +1,6 @@
 #pragma once
-// Frame extraction driver (gpu_specter's extract_frame, reshaped for a device).
-//
-// plan_frame plans a frame once: the spot corners of every fibre the requested bundles solve
-// (one launch), every patch of those bundles with its pixel window (host), every patch's band
-// (one launch), then spot groups and solver launches sized by the memory budget.
-// extract_frame then runs, per spot group, one spot launch and as few solver launches as the
+// Frame extraction driver. extract_frame runs a plan (frame_plan.hpp), or the patches
+// [first, last) of it: per spot group, one spot launch and as few solver launches as the
 // budget allows, each over patches of any bundles; the solver writes its results straight
 // into frame-shaped views, converted per Angstrom on the device and copied to the host once at
 // the end (on host backends the views are the Frame's own arrays). Between launches the host
@@ -13,10 +9,10 @@
 #include <perfex/detail/team_shape.hpp>
 #include <perfex/error.hpp>
 #include <perfex/extract/frame.hpp>
+#include <perfex/extract/frame_plan.hpp>
 #include <perfex/extract/image.hpp>
 #include <perfex/extract/options.hpp>
 #include <perfex/extract/patch_solver.hpp>
-#include <perfex/extract/plan.hpp>
 #include <perfex/extract/wavelength_grid.hpp>
 #include <perfex/psf/gauss_hermite.hpp>
 #include <perfex/psf/psf_data.hpp>
@@ -35,60 +31,7 @@ namespace extract {
 // Called on the host after each solver launch: (patches done, patches in total).
 using ProgressCallback = std::function<void(int, int)>;
 
-// A PSF resident in exec's memory space: upload once, extract many times.
-template <class ExecSpace>
-psf::GaussHermitePsf<typename ExecSpace::memory_space> upload_psf(
-    const ExecSpace& exec, const psf::GaussHermitePsfData& data) {
-  return psf::GaussHermitePsf<typename ExecSpace::memory_space>(exec, data);
-}
-
 namespace detail {
-
-// Spot corners (first column, first row) of fibres [f0, f0 + nf) at every wavelength, placed
-// as psf::compute_spots places its boxes (round the trace to a pixel, step back the half-size),
-// without the spots: all the plan needs.
-template <class MemorySpace>
-struct SpotCornersFunctor {
-  psf::detail::PsfDeviceData<MemorySpace> d;
-  int f0;
-  Kokkos::View<const double*, MemorySpace> wave;
-  Kokkos::View<int**, MemorySpace> xcorner, ycorner;
-  KOKKOS_INLINE_FUNCTION void operator()(int f, int k) const {
-    const double X = d.trace_x(f0 + f, wave(k));
-    const double Y = d.trace_y(f0 + f, wave(k));
-    xcorner(f, k) = static_cast<int>(math::floor(X - d.hx + 0.5));
-    ycorner(f, k) = static_cast<int>(math::floor(Y - d.hy + 0.5));
-  }
-};
-
-// ExtractionOptions::memory_budget's automatic value: half the device memory free now on CUDA
-// (room for another process asking at the same moment), 512 MiB on host backends.
-template <class ExecSpace>
-std::int64_t default_memory_budget() {
-#ifdef KOKKOS_ENABLE_CUDA
-  if (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
-    std::size_t free = 0, total = 0;
-    if (cudaMemGetInfo(&free, &total) == cudaSuccess) return static_cast<std::int64_t>(free / 2);
-  }
-#endif
-  return std::int64_t(512) << 20;
-}
-
-// Host backends reach host memory: there the Frame's own arrays serve as the result views.
-template <class ExecSpace>
-constexpr bool results_in_host_memory() {
-  return Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible;
-}
-
-// ExtractionOptions::batch_patches's automatic value: on host backends four patches per thread
-// (enough to balance the threads; a bundle's 130 patches in one launch allocated 270 MB of
-// scratch whose page faults and cache misses cost 16 % of the run on one core), on a device
-// none (0): as many as the memory budget allows.
-template <class ExecSpace>
-int default_batch_cap(const ExecSpace& exec) {
-  if constexpr (results_in_host_memory<ExecSpace>()) return 4 * exec.concurrency();
-  return 0;
-}
 
 template <class ExecSpace, class View, class... Extents>
 View frame_view(std::vector<double>& host, const char* label, Extents... n) {
@@ -106,138 +49,17 @@ void copy_to_frame(const ExecSpace& exec, const View& view, std::vector<double>&
 
 }  // namespace detail
 
-// A frame planned for one PSF, CCD size and set of options: everything extract_frame needs
-// besides the pixels, on the host and (the patch table, the padded grid) on the device.
-template <class MemorySpace>
-struct FramePlan {
-  ExtractionOptions options;  // as used (psferr resolved)
-  int ccd_rows = 0, ccd_cols = 0;
-  std::vector<double> wave;      // output wavelengths
-  std::vector<double> fullwave;  // the padded grid the patches index
-  // Every patch, bundle by bundle, sub-bundle by sub-bundle, wavelength step by step; fib0
-  // local to the patch's spot group.
-  std::vector<PatchDesc> patches;
-  LaunchPlan launches;
-  PatchGeometry geometry;
-  std::int64_t memory_budget = 0;  // bytes
-  double linalg_flops = 0;         // patch_flops summed over the patches
-  Kokkos::View<const PatchDesc*, MemorySpace> device_patches;
-  Kokkos::View<const double*, MemorySpace> device_fullwave;
-
-  int npatches() const { return static_cast<int>(patches.size()); }
-  // The CCD pixels the patch windows cover: what the image must hold (a reader may keep only
-  // these); empty when no window holds a pixel.
-  PixelBox pixel_box() const {
-    PixelBox box{ccd_rows, 0, ccd_cols, 0};
-    for (const PatchDesc& p : patches) {
-      if (p.row1 <= p.row0 || p.col1 <= p.col0) continue;
-      box.row0 = std::min(box.row0, p.row0);
-      box.row1 = std::max(box.row1, p.row1);
-      box.col0 = std::min(box.col0, p.col0);
-      box.col1 = std::max(box.col1, p.col1);
-    }
-    return box.empty() ? PixelBox{} : box;
-  }
-};
-
-// Plans the extraction of options' fibres and wavelengths from a ccd_rows x ccd_cols image.
-template <class ExecSpace>
-FramePlan<typename ExecSpace::memory_space> plan_frame(
-    const ExecSpace& exec, const psf::GaussHermitePsf<typename ExecSpace::memory_space>& psf,
-    int ccd_rows, int ccd_cols, const ExtractionOptions& options) {
-  using Mem = typename ExecSpace::memory_space;
-  ScopedRegion region("perfex::plan_frame");
-  options.validate();
-  FramePlan<Mem> plan;
-  plan.options = options;
-  if (plan.options.psferr < 0) plan.options.psferr = psf.psferr();
-  const ExtractionOptions& opt = plan.options;
-  plan.ccd_rows = ccd_rows;
-  plan.ccd_cols = ccd_cols;
-  const int nx = psf.nx(), ny = psf.ny(), ndiag = psf.hsizey();
-  plan.geometry = patch_geometry(opt, ny, nx, ndiag);
-  PatchGeometry& g = plan.geometry;
-  if (g.wavepad < ndiag)
-    throw Error("extraction option wavepad (" + std::to_string(g.wavepad) +
-                ") must be >= the PSF's HSIZEY (" + std::to_string(ndiag) +
-                ") to store the resolution band");
-
-  plan.wave = make_wavelength_grid(opt.wmin, opt.wmax, opt.dw);
-  const int nwave = static_cast<int>(plan.wave.size());
-  plan.fullwave = make_padded_grid(plan.wave, opt.dw, g.wavepad, opt.nwavestep);
-  const int nk = static_cast<int>(plan.fullwave.size());
-  Kokkos::View<double*, Mem> fullwave(uninitialized("perfex::fullwave"), nk);
-  Kokkos::deep_copy(exec, fullwave,
-                    Kokkos::View<const double*, Kokkos::HostSpace>(plan.fullwave.data(), nk));
-  plan.device_fullwave = fullwave;
-
-  // Corners of every fibre the requested bundles solve, in one launch.
-  const std::vector<BundlePlan> bundles = plan_bundles(opt, psf.nfib());
-  const int frame_lo = spot_fibres(bundles.front()).lo, frame_hi = spot_fibres(bundles.back()).hi;
-  Kokkos::View<int**, Mem> xcorner(uninitialized("perfex::plan_xcorner"), frame_hi - frame_lo, nk),
-      ycorner(uninitialized("perfex::plan_ycorner"), frame_hi - frame_lo, nk);
-  Kokkos::parallel_for("perfex::extract::spot_corners",
-                       Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>, Kokkos::IndexType<int>>(
-                           exec, {0, 0}, {frame_hi - frame_lo, nk}),
-                       detail::SpotCornersFunctor<Mem>{psf.data(), frame_lo, plan.device_fullwave,
-                                                       xcorner, ycorner});
-  auto hx = Kokkos::create_mirror_view(xcorner);
-  auto hy = Kokkos::create_mirror_view(ycorner);
-  Kokkos::deep_copy(exec, hx, xcorner);
-  Kokkos::deep_copy(exec, hy, ycorner);
-  exec.fence();
-
-  // Every patch with its window, then every patch's band in one launch.
-  plan.patches = plan_frame_patches(
-      bundles, opt, nwave, nx, ny, ccd_cols, ccd_rows, [&](int f, int k) { return hx(f, k); },
-      [&](int f, int k) { return hy(f, k); });
-  const int npatch = plan.npatches();
-  Kokkos::View<PatchDesc*, Mem> device_patches(uninitialized("perfex::patches"), npatch);
-  const Kokkos::View<PatchDesc*, Kokkos::HostSpace> host_patches(plan.patches.data(), npatch);
-  Kokkos::deep_copy(exec, device_patches, host_patches);
-  measure_bandwidths(exec, Kokkos::View<const int**, Mem>(xcorner),
-                     Kokkos::View<const int**, Mem>(ycorner), device_patches, g.nwt, ny, nx,
-                     perfex::detail::TeamShape{opt.team_size, opt.vector_length});
-  Kokkos::deep_copy(exec, host_patches, device_patches);
-  exec.fence();
-  for (const PatchDesc& p : plan.patches) {
-    g.nfib = std::max(g.nfib, p.nfib);
-    g.band = std::max(g.band, p.band);
-    g.maxpix = std::max(g.maxpix, (p.row1 - p.row0) * (p.col1 - p.col0));
-    plan.linalg_flops += patch_flops(p, g.nwt, g.ndiag, opt.decorrelation);
-  }
-
-  // Spot groups and launches within the budget; then fibre indices local to each group.
-  plan.memory_budget =
-      opt.memory_budget > 0 ? opt.memory_budget : detail::default_memory_budget<ExecSpace>();
-  const double spot_bytes_per_fibre =
-      double(nk) * (double(nx) * ny * sizeof(double) + 2 * sizeof(int));
-  const int patches_per_subbundle = (nwave + opt.nwavestep - 1) / opt.nwavestep;
-  plan.launches =
-      plan_launches(subbundle_spans(bundles, patches_per_subbundle), spot_bytes_per_fibre,
-                    double(PatchWorkspace<Mem>::bytes_per_patch(g)), double(plan.memory_budget),
-                    opt.batch_patches);
-  // On host backends the same spot groups, fewer patches per launch.
-  const int host_cap = detail::default_batch_cap(exec);
-  if (opt.batch_patches == 0 && host_cap > 0 && host_cap < plan.launches.batch)
-    set_batch(plan.launches, host_cap, spot_bytes_per_fibre,
-              double(PatchWorkspace<Mem>::bytes_per_patch(g)));
-  for (const SpotGroup& group : plan.launches.groups)
-    for (int i = group.patch_lo; i < group.patch_hi; ++i)
-      plan.patches[static_cast<std::size_t>(i)].fib0 += frame_lo - group.fibre_lo;
-  Kokkos::deep_copy(exec, device_patches, host_patches);
-  exec.fence();
-  plan.device_patches = device_patches;
-  return plan;
-}
-
 // Extracts a planned frame from an image and a PSF already in exec's memory (upload_image,
 // upload_psf): repeated extractions upload nothing but the small patch table of their plan.
+// With a range, only those patches are solved (spots only of the groups they need; the image
+// need only hold their windows): the frame's other bins stay 0, and npatches, linalg_flops and
+// failed_bins count the range alone. Processes that share a plan's patches this way produce,
+// bin for bin, the values of one extraction of the whole plan.
 template <class ExecSpace>
 Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::memory_space>& plan,
                     const psf::GaussHermitePsf<typename ExecSpace::memory_space>& psf,
                     const DeviceImage<typename ExecSpace::memory_space>& image,
-                    const ProgressCallback& progress = {}) {
+                    const ProgressCallback& progress = {}, PatchRange range = {}) {
   using Mem = typename ExecSpace::memory_space;
   using Bins = typename PatchResults<Mem>::Bins;
   using Diagonals = typename PatchResults<Mem>::Diagonals;
@@ -254,7 +76,11 @@ Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::m
       image.ivar.extent(1) != image.pixels.extent(1) ||
       image.ivar.stride_0() != image.pixels.stride_0())
     throw Error("image: pixel and ivar arrays differ in shape");
-  const auto box = plan.pixel_box();
+  if (range.last < 0) range.last = plan.npatches();
+  if (range.first < 0 || range.first > range.last || range.last > plan.npatches())
+    throw Error("patches " + std::to_string(range.first) + "-" + std::to_string(range.last) +
+                " requested of a plan of " + std::to_string(plan.npatches()));
+  const auto box = plan.pixel_box(range.first, range.last);
   if (!image.holds(box))
     throw Error("image: the stored pixels do not cover rows " + std::to_string(box.row0) + "-" +
                 std::to_string(box.row1 - 1) + ", columns " + std::to_string(box.col0) + "-" +
@@ -308,18 +134,21 @@ Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::m
   solver.model = model;
   const perfex::detail::TeamShape shape{opt.team_size, opt.vector_length};
   int done = 0;
+  const int total = range.last - range.first;
   for (const SpotGroup& group : plan.launches.groups) {
+    const int lo = std::max(group.patch_lo, range.first), hi = std::min(group.patch_hi, range.last);
+    if (lo >= hi) continue;
     psf::compute_spots(exec, psf, group.fibre_lo, group.fibre_hi - group.fibre_lo,
                        plan.device_fullwave, spots, xcorner, ycorner);
     ++frame.spot_launches;
-    for (int first = group.patch_lo; first < group.patch_hi; first += plan.launches.batch) {
-      const int count = std::min(plan.launches.batch, group.patch_hi - first);
+    for (int first = lo; first < hi; first += plan.launches.batch) {
+      const int count = std::min(plan.launches.batch, hi - first);
       solve_patches(exec, solver, plan.device_patches, first, count, shape);
       ++frame.solver_launches;
       done += count;
       if (progress) {
         exec.fence();
-        progress(done, plan.npatches());
+        progress(done, total);
       }
     }
   }
@@ -348,15 +177,21 @@ Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::m
   Kokkos::deep_copy(exec, hstatus, status);
   exec.fence();
 
-  frame.npatches = plan.npatches();
+  frame.npatches = total;
   frame.linalg_flops = plan.linalg_flops;
+  if (total < plan.npatches()) {
+    frame.linalg_flops = 0;
+    for (int i = range.first; i < range.last; ++i)
+      frame.linalg_flops +=
+          patch_flops(plan.patches[static_cast<std::size_t>(i)], g.nwt, g.ndiag, opt.decorrelation);
+  }
   frame.max_band = g.band;
   frame.scratch_bytes = plan.launches.bytes;
   frame.nonfinite_pixels = image.nonfinite_pixels;
   if (image.nonfinite_pixels > 0)
     frame.warnings.push_back(std::to_string(image.nonfinite_pixels) +
                              " NaN/Inf image or ivar pixels treated as masked");
-  for (int i = 0; i < plan.npatches(); ++i) {
+  for (int i = range.first; i < range.last; ++i) {
     if (hstatus(i) == linalg::ok) continue;
     const PatchDesc& p = plan.patches[static_cast<std::size_t>(i)];
     ++frame.failed_patches;

@@ -1,11 +1,17 @@
 #pragma once
 #include <perfex/error.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
 namespace perfex {
 namespace extract {
+
+// wavepad_frac's upper bound: 10 + int(10 x 10) = 110 bins of padding on each side, about ten
+// spot heights (desispec uses 0.2). The cost of a patch grows with the cube of its
+// wavelengths, so larger values only make a run endless.
+constexpr double kMaxWavepadFrac = 10.0;
 
 // How the flux covariance is decorrelated (Bolton & Schlegel's resolution matrix R = Q / rowsum):
 // per-fibre blocks of H^-1 (gpu_specter's and DESI's choice) or the full H^(1/2).
@@ -26,7 +32,7 @@ struct ExtractionOptions {
   double wavepad_frac = 0.2;
   double pixpad_frac = 0.8;
   double regularize = 0.0;
-  double psferr = -1.0;  // < 0: the PSF file's PSFERR (0.01 when absent)
+  double psferr = -1.0;  // -1: the PSF file's PSFERR (0.01 when absent); else finite, >= 0
   Decorrelation decorrelation = Decorrelation::signal;
   double eigen_clip = 1e-14;  // eigenvalues clipped at eigen_clip * max (gpu_specter GPU)
   bool model_image = false;   // also accumulate the model image (A times the reconvolved flux)
@@ -55,9 +61,13 @@ struct ExtractionOptions {
     if (nsubbundles < 1) fail("nsubbundles must be >= 1");
     if (nwavestep < 1) fail("nwavestep must be >= 1");
     if (wavepad0 < 0) fail("wavepad must be >= 0");
-    if (!(wavepad_frac >= 0)) fail("wavepad_frac must be >= 0");
+    if (!(wavepad_frac >= 0 && wavepad_frac <= kMaxWavepadFrac))
+      fail("wavepad_frac must be in [0, 10]");
     if (!(pixpad_frac >= 0 && pixpad_frac <= 1)) fail("pixpad_frac must be in [0, 1]");
-    if (!(regularize >= 0)) fail("regularize must be >= 0");
+    if (!(regularize >= 0) || !std::isfinite(regularize))
+      fail("regularize must be finite and >= 0");
+    if (!(std::isfinite(psferr) && (psferr >= 0 || psferr == -1.0)))
+      fail("psferr must be finite and >= 0 (or -1: the PSF's PSFERR)");
     if (!(eigen_clip >= 0 && eigen_clip < 1)) fail("eigen_clip must be in [0, 1)");
     if (memory_budget < 0) fail("memory_budget must be >= 0 (0 = automatic)");
     if (batch_patches < 0) fail("batch_patches must be >= 0");

@@ -59,10 +59,13 @@ struct BundlePlan {
 
 inline std::vector<BundlePlan> plan_bundles(const ExtractionOptions& opt, int psf_nfib) {
   std::vector<BundlePlan> plans;
+  if (opt.specmin < 0 || opt.nspec < 1 ||
+      opt.specmin + static_cast<long long>(opt.nspec) > psf_nfib)
+    throw RequestError("fibres [" + std::to_string(opt.specmin) + ", " +
+                       std::to_string(opt.specmin + static_cast<long long>(opt.nspec)) +
+                       ") outside the PSF's " + std::to_string(psf_nfib) +
+                       " fibres (specmin/nspec)");
   const int lo = opt.specmin, hi = opt.specmin + opt.nspec;
-  if (lo < 0 || hi > psf_nfib)
-    throw Error("fibres [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                ") outside the PSF's " + std::to_string(psf_nfib) + " fibres (specmin/nspec)");
   for (int b0 = (lo / opt.bundlesize) * opt.bundlesize; b0 < hi; b0 += opt.bundlesize) {
     BundlePlan p;
     p.bundle_lo = b0;

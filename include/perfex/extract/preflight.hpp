@@ -10,7 +10,14 @@
 //   check_psf_over_grid     the PSF's widths stay valid where the padded grid extrapolates
 //   check_image_size        the image is the PSF's CCD (not transposed, not cut)
 //   estimate_run_size       the memory the extraction will use, to compare with what is free
+//   available_host_memory   what this process may still allocate
 //   preflight               all of them (the image size only when asked)
+//   resolve_request         what every front end (perfex-extract, the Python API, command
+//                           line and drop-in) calls: the PSF's defaults filled in, every check
+//                           above, refusals as RequestError naming the front end's parameter
+//
+// Refusals of a request (fibres, grid, sizes) are RequestError; an image that is not the PSF's
+// CCD is an Error (invalid input).
 #include <perfex/error.hpp>
 #include <perfex/extract/options.hpp>
 #include <perfex/psf/psf_data.hpp>
@@ -18,8 +25,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
+
+#include <sys/resource.h>
 
 namespace perfex {
 namespace extract {
@@ -60,11 +71,11 @@ inline double wavelength_grid_length(double wmin, double wmax, double dw) {
 inline void check_fibres(const ExtractionOptions& o, const psf::GaussHermitePsfData& psf) {
   if (o.specmin >= 0 && o.nspec >= 1 && o.specmin + static_cast<long long>(o.nspec) <= psf.nfib)
     return;
-  throw Error("fibres " + std::to_string(o.specmin) + "-" +
-              std::to_string(o.specmin + static_cast<long long>(o.nspec) - 1) + " (specmin " +
-              std::to_string(o.specmin) + ", nspec " + std::to_string(o.nspec) +
-              ") requested, but the PSF has " + std::to_string(psf.nfib) + " fibres (0-" +
-              std::to_string(psf.nfib - 1) + ")");
+  throw RequestError("fibres " + std::to_string(o.specmin) + "-" +
+                     std::to_string(o.specmin + static_cast<long long>(o.nspec) - 1) +
+                     " (specmin " + std::to_string(o.specmin) + ", nspec " +
+                     std::to_string(o.nspec) + ") requested, but the PSF has " +
+                     std::to_string(psf.nfib) + " fibres (0-" + std::to_string(psf.nfib - 1) + ")");
 }
 
 // Throws unless the grid wmin,wmax,dw has 1 to kMaxGridLength bins and at least one inside
@@ -75,16 +86,16 @@ inline std::string check_wavelength_grid(const ExtractionOptions& o,
   using namespace preflight_detail;
   const double n = wavelength_grid_length(o.wmin, o.wmax, o.dw);
   if (!(o.dw > 0) || !std::isfinite(o.wmin) || !std::isfinite(o.wmax) || !(o.wmax >= o.wmin))
-    throw Error("wavelength grid " + grid_text(o) + ": need finite wmin <= wmax and dw > 0");
+    throw RequestError("wavelength grid " + grid_text(o) + ": need finite wmin <= wmax and dw > 0");
   if (!(n <= kMaxGridLength))
-    throw Error("wavelength grid " + grid_text(o) + " has " + number(n) + " wavelengths (at most " +
-                number(kMaxGridLength) + " supported)");
+    throw RequestError("wavelength grid " + grid_text(o) + " has " + number(n) +
+                       " wavelengths (at most " + number(kMaxGridLength) + " supported)");
   const double lo = domain_lo(psf), hi = domain_hi(psf);
   const double last = o.wmin + (n - 1) * o.dw;
   if (last < lo || o.wmin > hi)
-    throw Error("wavelength grid " + grid_text(o) + " (" + number(o.wmin) + "-" + number(last) +
-                " A) lies entirely outside the PSF's domain " + number(lo) + "-" + number(hi) +
-                " A");
+    throw RequestError("wavelength grid " + grid_text(o) + " (" + number(o.wmin) + "-" +
+                       number(last) + " A) lies entirely outside the PSF's domain " + number(lo) +
+                       "-" + number(hi) + " A");
   const double below = o.wmin < lo ? std::ceil((lo - o.wmin) / o.dw) : 0.0;
   const double above = last > hi ? std::ceil((last - hi) / o.dw) : 0.0;
   if (below + above == 0) return "";
@@ -96,8 +107,9 @@ inline std::string check_wavelength_grid(const ExtractionOptions& o,
 // A patch needs at most the grid's own wavelengths as core and as padding: nwavestep is
 // clamped to the larger of the grid length and the DESI default (50), the padding on each side
 // (wavepad0 + int(wavepad0 * wavepad_frac)) to the larger of the grid length and the default
-// padding (wavepad_frac 0.2). Larger values only add unknowns (the time grows with their cube)
-// for the same frame; the defaults are never changed, so small grids still match gpu_specter.
+// padding (12 bins: wavepad0 10, wavepad_frac 0.2), through wavepad_frac or, when wavepad0
+// alone exceeds it, through wavepad0. Larger values only add unknowns (the time grows with their
+// cube) for the same frame; the defaults are never changed, so small grids still match gpu_specter.
 // Returns one warning per change; the options then say what is used (for the frame header).
 inline std::vector<std::string> fit_patches_to_grid(ExtractionOptions& o) {
   std::vector<std::string> warnings;
@@ -111,20 +123,26 @@ inline std::vector<std::string> fit_patches_to_grid(ExtractionOptions& o) {
                        std::to_string(nwave) + " wavelengths: using " + std::to_string(max_step));
     o.nwavestep = max_step;
   }
-  const int limit = std::max(nwave, o.wavepad0 + static_cast<int>(o.wavepad0 * desi.wavepad_frac));
+  const int limit = std::max(nwave, desi.wavepad());
   if (o.wavepad() > limit) {
-    const int requested = o.wavepad();
+    const int requested = o.wavepad(), requested_pad0 = o.wavepad0;
     const double requested_frac = o.wavepad_frac;
-    // The smallest wavepad_frac giving exactly `limit` bins (wavepad() truncates).
-    double frac = o.wavepad0 > 0 ? static_cast<double>(limit - o.wavepad0) / o.wavepad0 : 0.0;
-    while (o.wavepad0 > 0 && o.wavepad0 + static_cast<int>(o.wavepad0 * frac) < limit)
-      frac = std::nextafter(frac, HUGE_VAL);
-    o.wavepad_frac = frac;
+    if (o.wavepad0 > limit) {
+      o.wavepad0 = limit;
+      o.wavepad_frac = 0;
+    } else {
+      // The smallest wavepad_frac giving exactly `limit` bins (wavepad() truncates).
+      double frac = o.wavepad0 > 0 ? static_cast<double>(limit - o.wavepad0) / o.wavepad0 : 0.0;
+      while (o.wavepad0 > 0 && o.wavepad0 + static_cast<int>(o.wavepad0 * frac) < limit)
+        frac = std::nextafter(frac, HUGE_VAL);
+      o.wavepad_frac = frac;
+    }
     warnings.push_back("wavelength padding of " + std::to_string(requested) +
-                       " bins per side (wavepad_frac " + preflight_detail::number(requested_frac) +
+                       " bins per side (wavepad " + std::to_string(requested_pad0) +
+                       ", wavepad_frac " + preflight_detail::number(requested_frac) +
                        ") exceeds the grid's " + std::to_string(nwave) + " wavelengths: using " +
-                       std::to_string(o.wavepad()) + " (wavepad_frac " +
-                       preflight_detail::number(frac) + ")");
+                       std::to_string(o.wavepad()) + " (wavepad " + std::to_string(o.wavepad0) +
+                       ", wavepad_frac " + preflight_detail::number(o.wavepad_frac) + ")");
   }
   return warnings;
 }
@@ -216,6 +234,30 @@ inline std::string describe(const RunSize& s, bool device) {
          human_bytes(s.spots + s.scratch) + ")";
 }
 
+// Bytes of host memory this process may still allocate: MemAvailable (/proc/meminfo) capped by
+// RLIMIT_AS and RLIMIT_DATA; infinity when unknown.
+inline double available_host_memory() {
+  double bytes = std::numeric_limits<double>::infinity();
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key, unit;
+  double kb = 0;
+  while (meminfo >> key >> kb >> unit)
+    if (key == "MemAvailable:") bytes = kb * 1024;
+  for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
+    struct rlimit lim;
+    if (getrlimit(resource, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
+      bytes = std::min(bytes, static_cast<double>(lim.rlim_cur));
+  }
+  return bytes;
+}
+
+// Throws RequestError unless the run's host memory fits in `available` bytes.
+inline void check_host_memory(const RunSize& size, double available) {
+  if (size.host_bytes() > available)
+    throw RequestError("the run needs " + describe(size, false) + "; " + human_bytes(available) +
+                       " are available");
+}
+
 // Every check above for a library caller: throws perfex::Error for a request that cannot
 // work, adapts what can be adapted and returns the warnings. The image size is checked when
 // ccd_rows and ccd_cols are given (> 0).
@@ -230,6 +272,98 @@ inline std::vector<std::string> preflight(ExtractionOptions& o, const psf::Gauss
   check_psf_over_grid(o, psf);
   if (ccd_rows > 0 && ccd_cols > 0) check_image_size(psf, ccd_rows, ccd_cols);
   return warnings;
+}
+
+// An extraction as a front end was asked for it, before the PSF is known.
+struct Request {
+  ExtractionOptions options;
+  bool wavelength_given = true;  // else the PSF's WAVEMIN,WAVEMAX with dw 0.8 (PSF HDU)
+  bool nspec_given = true;       // else options.nspec (500) is clipped to the PSF's fibres
+  bool allow_image_size_mismatch = false;  // an image that is not the PSF's CCD: warn only
+};
+
+// How a front end names the request's parameters in its messages (the defaults: the Python
+// API's keyword names).
+struct ParameterNames {
+  std::string fibres = "specmin, nspec";  // fibres refused, nspec given
+  std::string specmin = "specmin";        // fibres refused, nspec defaulted
+  std::string grid = "wavelength";        // the grid refused, given
+  std::string patches = "nwavestep / wavepad_frac";
+  std::string image = "image";  // the image (CLI: "image FILE")
+  std::string allow_mismatch = "allow_image_size_mismatch=True";
+};
+
+struct ResolvedRequest {
+  ExtractionOptions options;          // the options to extract with
+  std::vector<std::string> warnings;  // what was adapted or noticed, for the frame header
+  RunSize size;                       // memory estimate (host; device parts for a device)
+};
+
+// What every front end does before it extracts: fills in desi_extract_spectra's PSF-dependent
+// defaults (the grid from WAVEMIN,WAVEMAX with dw 0.8, the default nspec clipped to the PSF's
+// fibres, with a warning), validates the options, checks the fibres, the grid, the PSF over the
+// padded grid, clamps the patch sizes to the grid (warnings), checks the image's size against
+// the PSF's CCD and the host memory the run needs against what is available. Throws
+// RequestError for a refused request (its message starting with the parameter's name) and Error
+// for an image that is not the PSF's CCD (unless allowed: then a warning).
+inline ResolvedRequest resolve_request(const Request& request, const psf::GaussHermitePsfData& psf,
+                                       int ccd_rows, int ccd_cols, const ParameterNames& names = {},
+                                       double available = available_host_memory()) {
+  ResolvedRequest r;
+  ExtractionOptions& o = r.options;
+  o = request.options;
+  if (!request.wavelength_given) {
+    o.wmin = psf.wavemin;
+    o.wmax = psf.wavemax;
+    o.dw = 0.8;
+  }
+  try {
+    o.validate();
+  } catch (const Error& e) {
+    throw RequestError(e.what());
+  }
+  const std::string fibre_names = request.nspec_given ? names.fibres : names.specmin;
+  if (!request.nspec_given && o.specmin >= 0 && o.specmin < psf.nfib &&
+      o.specmin + static_cast<long long>(o.nspec) > psf.nfib) {
+    r.warnings.push_back("the PSF has " + std::to_string(psf.nfib) + " fibres: extracting " +
+                         std::to_string(psf.nfib - o.specmin) + " (fibres " +
+                         std::to_string(o.specmin) + "-" + std::to_string(psf.nfib - 1) +
+                         ") instead of the default " + std::to_string(o.nspec));
+    o.nspec = psf.nfib - o.specmin;
+  }
+  const std::string grid_name = request.wavelength_given ? names.grid : "the PSF's default grid";
+  auto refuse = [](const std::string& name, const std::string& what) {
+    throw RequestError(name + ": " + what);
+  };
+  try {
+    check_fibres(o, psf);
+  } catch (const Error& e) {
+    refuse(fibre_names, e.what());
+  }
+  try {
+    const std::string outside = check_wavelength_grid(o, psf);
+    if (!outside.empty()) r.warnings.push_back(outside);
+  } catch (const Error& e) {
+    refuse(grid_name, e.what());
+  }
+  for (const std::string& w : fit_patches_to_grid(o))
+    r.warnings.push_back(names.patches + ": " + w);
+  try {
+    check_psf_over_grid(o, psf);
+  } catch (const Error& e) {
+    refuse(grid_name, std::string("beyond the PSF's domain: ") + e.what());
+  }
+  try {
+    check_image_size(psf, ccd_rows, ccd_cols);
+  } catch (const Error& e) {
+    if (!request.allow_image_size_mismatch)
+      throw Error(names.image + ": " + e.what() + "; " + names.allow_mismatch +
+                  " extracts it anyway");
+    r.warnings.push_back(names.image + ": " + e.what());
+  }
+  r.size = estimate_run_size(o, psf, ccd_rows, ccd_cols);
+  check_host_memory(r.size, available);
+  return r;
 }
 
 }  // namespace extract

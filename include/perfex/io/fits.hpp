@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
@@ -92,6 +93,24 @@ template <>
 struct FitsType<long long> {
   static constexpr int datatype = TLONGLONG, bitpix = LONGLONG_IMG;
 };
+
+// ": no space left on device" and the like for the errno of a failed write or create, when it
+// is one of the reasons a write fails for ("" for any other value, which may be stale).
+inline std::string system_reason(int error) {
+  switch (error) {
+    case ENOSPC:
+    case EDQUOT:
+    case EFBIG:
+    case EIO:
+    case EROFS:
+    case EACCES:
+    case EMFILE:
+    case ENFILE:
+      return std::string(" (") + std::strerror(error) + ")";
+    default:
+      return "";
+  }
+}
 
 inline std::string status_text(int status) {
   char text[FLEN_STATUS] = {0};
@@ -747,10 +766,14 @@ class FitsFile {
 
   // Throws a perfex::Error naming this file, the current HDU and `what`.
   [[noreturn]] void fail(int status, const std::string& what) const {
+    const int saved_errno = errno;
     std::string msg = "FITS file '" + path_ + "'";
     if (fptr_) msg += ", " + hdu_label();
     msg += ": " + what;
     if (status) msg += ": " + detail::status_text(status);
+    // CFITSIO says only "error writing to FITS file"; the system's reason is what to act on.
+    if (status == WRITE_ERROR || status == FILE_NOT_CREATED || status == FILE_NOT_OPENED)
+      msg += detail::system_reason(saved_errno);
     throw Error(msg);
   }
 

@@ -9,7 +9,8 @@
 //   3 WAVELENGTH  float64 [K]                    Angstrom
 //   4 RESOLUTION  float32 [nspec][2nd+1][K]      DIA band, RESOLUTION[f][d][k] = R_f[k-nd+d][k]
 //   5 FIBERMAP    table                          the input image's FIBERMAP restricted to the
-//                                                extracted fibres, or a minimal FIBER table
+//                                                extracted fibres (or the rows of a fibermap
+//                                                file), or a minimal FIBER table
 //   6 CHI2PIX     float32 [nspec][K]
 //   7 PIXMASK_FRACTION float32 [nspec][K]
 // write_model writes one float64 image HDU MODEL (the full CCD).
@@ -28,6 +29,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace perfex {
@@ -36,6 +38,9 @@ namespace io {
 struct FrameProvenance {
   std::string input_image;  // preproc image the frame was extracted from ("" = unknown)
   std::string input_psf;    // PSF file used
+  // A fibermap file (desi_extract_spectra -f) whose FIBERMAP rows specmin .. specmin + nspec - 1
+  // become the frame's FIBERMAP, instead of the image's ("" = the image's).
+  std::string fibermap;
   // What the caller adapted or noticed (clamped options, image warnings): recorded in the
   // FLUX header with the frame's own warnings.
   std::vector<std::string> notes;
@@ -65,6 +70,18 @@ inline void check_frame(const extract::Frame& fr, const std::string& path) {
   if (fr.resolution.size() != nres) bad("resolution has the wrong size");
   if (fr.chi2pix.size() != n) bad("chi2pix has the wrong size");
   if (fr.pixmask_fraction.size() != n) bad("pixmask_fraction has the wrong size");
+}
+
+// Refuses to write `path` over any of the files the frame was made from (the last line of
+// defence: the front ends refuse such requests before any work).
+inline void check_not_an_input(const std::string& path, const FrameProvenance& prov) {
+  const FileIdentity out = file_identity(path);
+  const std::pair<const char*, const std::string*> inputs[] = {
+      {"input image", &prov.input_image}, {"PSF", &prov.input_psf}, {"fibermap", &prov.fibermap}};
+  for (const auto& [what, input] : inputs)
+    if (!input->empty() && same_file(out, file_identity(*input)))
+      throw RequestError("perfex: cannot write " + path + ": it is the " + what + " " + *input +
+                         "; perfex never writes over its inputs");
 }
 
 inline const char* decorrelation_name(extract::Decorrelation d) {
@@ -99,6 +116,23 @@ struct FibermapRows {
   std::vector<long> row_of;
   std::vector<int> missing;  // extracted fibres without a row
 };
+
+// A fibermap file's rows are taken by position, as desi_extract_spectra -f takes them: rows
+// specmin .. specmin + nspec - 1 (1-based row specmin + i + 1 for fibre i).
+inline FibermapRows fibermap_file_rows(const extract::Frame& fr, FitsFile& in) {
+  if (!in.has_hdu("FIBERMAP")) in.fail(0, "no FIBERMAP HDU (fibermap file)");
+  in.move_to("FIBERMAP");
+  if (in.hdu_type() != HduType::binary_table) in.fail(0, "FIBERMAP is not a binary table");
+  const long nrows = in.num_rows();
+  if (nrows < static_cast<long>(fr.specmin) + fr.nspec)
+    in.fail(0, "FIBERMAP has " + std::to_string(nrows) + " rows, fibres " +
+                   std::to_string(fr.specmin) + "-" + std::to_string(fr.specmin + fr.nspec - 1) +
+                   " need " + std::to_string(fr.specmin + fr.nspec));
+  FibermapRows m;
+  m.matched = true;
+  for (int i = 0; i < fr.nspec; ++i) m.row_of.push_back(static_cast<long>(fr.specmin) + i + 1);
+  return m;
+}
 
 inline FibermapRows match_fibermap(const extract::Frame& fr, FitsFile* in) {
   FibermapRows m;
@@ -183,10 +217,16 @@ inline void write_warnings(FitsFile& out, const std::vector<std::string>& notes,
 inline std::vector<std::string> write_frame(const std::string& path, const extract::Frame& frame,
                                             const FrameProvenance& prov) {
   detail::check_frame(frame, path);
+  detail::check_not_an_input(path, prov);
   std::vector<std::string> warnings;
   io::write_atomically(path, [&](const std::string& tmp) {
     std::unique_ptr<FitsFile> in = detail::open_input_image(prov.input_image);
-    const detail::FibermapRows fibermap = detail::match_fibermap(frame, in.get());
+    std::unique_ptr<FitsFile> fibermap_file;
+    if (!prov.fibermap.empty())
+      fibermap_file = std::make_unique<FitsFile>(prov.fibermap, FitsFile::Mode::read);
+    const detail::FibermapRows fibermap = fibermap_file
+                                              ? detail::fibermap_file_rows(frame, *fibermap_file)
+                                              : detail::match_fibermap(frame, in.get());
     warnings.clear();
     if (!fibermap.missing.empty())
       warnings.push_back("the FIBERMAP of " + prov.input_image + " has no row for fibre(s) " +
@@ -257,7 +297,7 @@ inline std::vector<std::string> write_frame(const std::string& path, const extra
     out.write_key("NDIAG", frame.ndiag, "RESOLUTION[f][d][k] = R_f[k-NDIAG+d][k]");
     out.write_checksum();
 
-    detail::write_fibermap(out, frame, in.get(), fibermap);
+    detail::write_fibermap(out, frame, fibermap_file ? fibermap_file.get() : in.get(), fibermap);
     out.write_checksum();
 
     out.write_image("CHI2PIX", {K, nspec}, detail::to_f4(frame.chi2pix));
@@ -272,6 +312,7 @@ inline std::vector<std::string> write_frame(const std::string& path, const extra
 
 inline void write_model(const std::string& path, const extract::Frame& frame,
                         const FrameProvenance& prov) {
+  detail::check_not_an_input(path, prov);
   if (frame.model_rows <= 0 || frame.model_cols <= 0 ||
       frame.model.size() != static_cast<std::size_t>(frame.model_rows) * frame.model_cols)
     throw Error("perfex: cannot write model '" + path +

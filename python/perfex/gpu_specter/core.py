@@ -5,9 +5,9 @@ import time
 
 import numpy as np
 
-from .. import _runtime
-from .._core import Error, as_psf
-from .._core import extract_frame as perfex_extract_frame
+import perfex
+import perfex.mpi
+from perfex import Error, as_psf
 
 log = logging.getLogger("perfex")
 _LEVELS = dict(DEBUG=logging.DEBUG, INFO=logging.INFO, WARN=logging.WARNING,
@@ -31,12 +31,8 @@ def _grid(wavelength, psf):
             raise Error("wavelength: perfex extracts on uniform grids (numpy.arange(wmin, "
                         "wmax + dw/2, dw)); this grid is not one")
         return wmin, wmax, dw
-    if isinstance(wavelength, str):
-        wmin, wmax, dw = map(float, wavelength.split(","))
-        return wmin, wmax, dw
-    if isinstance(wavelength, tuple):
-        wmin, wmax, dw = wavelength
-        return float(wmin), float(wmax), float(dw)
+    if isinstance(wavelength, (str, tuple)):
+        return perfex.options.parse_wavelength(wavelength)
     if wavelength is None:
         return psf.wavemin, psf.wavemax, 0.8
     raise Error(f"wavelength: expected None, 'wmin,wmax,dw', a tuple or an array, got {wavelength!r}")
@@ -66,16 +62,21 @@ def extract_frame(img, psf, bundlesize, specmin, nspec, wavelength=None, nwavest
     stamps = timing if isinstance(timing, dict) else {}
     stamps["init-mpi-comm"] = time.time()
     rank = 0 if comm is None else comm.rank
-    backend = _runtime.default_backend(gpu=bool(gpu))
+    backend = perfex.default_backend(gpu=bool(gpu))
     if gpu and backend != "cuda" and rank == 0:
         log.warning("gpu=%r: this perfex build has no CUDA backend; extracting on %s", gpu, backend)
-    image = ivar = grid = None
-    if rank == 0:
-        if img is None or "image" not in img or "ivar" not in img:
+    image = ivar = None
+
+    def prepare():
+        nonlocal image, ivar, psf
+        if not isinstance(img, dict) or "image" not in img or "ivar" not in img:
             raise Error("img: a dict with 'image' and 'ivar' is required (on rank 0)")
         image, ivar = img["image"], img["ivar"]
         psf = as_psf(psf)
-        grid = _grid(wavelength, psf)
+        return _grid(wavelength, psf)
+
+    # Under MPI every rank learns of a bad argument on rank 0 (none waits in a collective).
+    grid = prepare() if comm is None or comm.size == 1 else perfex.mpi.on_root(comm, prepare)
     options = dict(
         wavelength=grid, bundlesize=bundlesize, specmin=specmin, nspec=nspec,
         nwavestep=nwavestep, nsubbundles=nsubbundles, model_image=bool(model),
@@ -83,12 +84,11 @@ def extract_frame(img, psf, bundlesize, specmin, nspec, wavelength=None, nwavest
         wavepad_frac=wavepad_frac,
     )
     if comm is not None and comm.size > 1:
-        from .. import mpi
-
-        frame = mpi.extract_frame(comm, image, ivar, psf, backend=backend, timing=stamps, **options)
+        frame = perfex.mpi.extract_frame(comm, image, ivar, psf, backend=backend, timing=stamps,
+                                         **options)
     else:
         stamps["init-mpi-bcast"] = stamps["host-to-device"] = time.time()
-        frame = perfex_extract_frame(image, ivar, psf, backend=backend, **options)
+        frame = perfex.extract_frame(image, ivar, psf, backend=backend, **options)
         stamps["extracted-bundles"] = stamps["staged-bundles"] = time.time()
         stamps["merged-bundles"] = stamps["assembled-frame"] = time.time()
     if frame is None:

@@ -1,4 +1,9 @@
-"""The Kokkos runtime of the process: started once (threads chosen here), finalized at exit."""
+"""The Kokkos runtime of the process: started once (threads chosen here), finalized at exit.
+
+A process forked after the runtime started (os.fork, multiprocessing's 'fork' start method)
+cannot use it: the runtime's threads exist only in the parent. There every perfex call raises
+perfex.Error saying so, and the child exits normally.
+"""
 
 import atexit
 import logging
@@ -12,6 +17,8 @@ log = logging.getLogger("perfex")
 
 _threads = None  # host threads the runtime was started with
 
+MAX_HOST_THREADS = _perfex.MAX_HOST_THREADS
+
 
 def backends():
     """Execution spaces of this build, the preferred (default) one first."""
@@ -21,15 +28,12 @@ def backends():
 def default_backend(gpu=True):
     """The first backend of this build (CUDA where built, else OpenMP, else Serial);
     gpu=False skips CUDA."""
-    for name in backends():
-        if gpu or name != "cuda":
-            return name
-    raise _perfex.Error("perfex: this build has no host backend")
+    return _perfex.default_backend(gpu)
 
 
-def check_backend(name):
-    if name not in backends():
-        raise _perfex.Error(f"backend '{name}' is not one of this build's: {', '.join(backends())}")
+def check_backend(name, what="backend"):
+    """name, unless it is not one of this build's backends (perfex.RequestError)."""
+    _perfex.check_backend(name, what)
     return name
 
 
@@ -52,27 +56,31 @@ def _local_ranks(comm):
 
 
 def rank_threads(comm=None):
-    """Host threads for one process: OMP_NUM_THREADS when set, else its share of the node's
-    cores among the node's MPI ranks (never more than the cores it may run on), else None
-    (Kokkos' default: every core)."""
+    """Host threads for one process: OMP_NUM_THREADS when set (capped by the runtime), else its
+    share of the node's cores among the node's MPI ranks (never more than the cores it may run
+    on), else None (Kokkos' default: every core, at most MAX_HOST_THREADS)."""
     if os.environ.get("OMP_NUM_THREADS", "").isdigit():
-        return max(1, int(os.environ["OMP_NUM_THREADS"]))
+        return None  # the runtime reads it, and caps it with a warning
     local = _local_ranks(comm)
     if local <= 1:
         return None
     allowed = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(allowed, (os.cpu_count() or 1) // local))
+    return max(1, min(allowed, MAX_HOST_THREADS, (os.cpu_count() or 1) // local))
 
 
 def initialize(threads=None, comm=None):
     """Starts the perfex (Kokkos) runtime once per process and returns its host thread count.
 
-    threads: host threads (OpenMP); None chooses (see rank_threads). Later calls return the
-    running count; asking then for another count warns (Kokkos cannot change it). comm: the
-    MPI communicator the process extracts in, to count the node's ranks (optional).
+    threads: host threads (OpenMP), at most MAX_HOST_THREADS (512: Kokkos' OpenMP thread table;
+    more is a perfex.RequestError); None chooses (see rank_threads; an OMP_NUM_THREADS above
+    512 is capped, with a warning). Later calls return the running count; asking then for
+    another count warns (Kokkos cannot change it). comm: the MPI communicator the process
+    extracts in, to count the node's ranks (optional).
     """
     global _threads
     if _perfex.is_initialized():
+        if _perfex.is_forked_child():
+            _perfex.initialize(0)  # raises: the runtime's threads are in the parent
         if threads is not None and threads != _threads:
             warnings.warn(
                 f"perfex: the runtime already runs {_threads} host threads; threads={threads} "
@@ -80,13 +88,14 @@ def initialize(threads=None, comm=None):
                 stacklevel=3,
             )
         return _threads
-    if threads is not None and (not isinstance(threads, int) or threads < 1):
-        raise _perfex.Error(f"threads must be a positive integer, got {threads!r}")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise _perfex.RequestError(f"threads must be a positive integer, got {threads!r}")
     if threads is None:
         threads = rank_threads(comm)
-    # Unset OMP_PROC_BIND means "false" to OpenMP; saying so silences Kokkos' start-up warning.
-    os.environ.setdefault("OMP_PROC_BIND", "false")
-    _perfex.initialize(threads or 0)
+    capped = _perfex.initialize(threads or 0)
+    if capped:
+        log.warning("%s", capped)
+        warnings.warn(f"perfex: {capped}", stacklevel=3)
     atexit.register(_perfex.finalize)
     host = [b for b in backends() if b != "cuda"]
     _threads = _perfex.concurrency(host[0]) if host else 1

@@ -1,0 +1,185 @@
+"""Inputs: CCD images (numpy, used in place or converted once), preproc files, PSFs (files,
+perfex.Psf, or gpu_specter's dict of astropy Tables)."""
+
+import logging
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _perfex
+from ._perfex import Error, Psf
+from .runtime import initialize
+
+log = logging.getLogger("perfex")
+
+
+def _as_float64(array, name):
+    """(array, converted): the array itself when C-contiguous, aligned, native float64; else
+    one explicit converted copy."""
+    if (
+        isinstance(array, np.ndarray)
+        and array.dtype == np.float64
+        and array.dtype.isnative
+        and array.flags.c_contiguous
+        and array.flags.aligned
+    ):
+        return array, False
+    if array is None:
+        raise TypeError(f"{name}: an array is required")
+    try:
+        a = np.asarray(array)
+    except Exception as e:  # numpy refuses ragged nesting and the like
+        raise TypeError(f"{name}: not an array ({e})") from None
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{name}: expected a real numeric array, got dtype {a.dtype}")
+    if a.ndim != 2:
+        raise Error(f"image: {name} must be a 2-D [nrows][ncols] array, got shape {a.shape}")
+    log.debug("%s: converting %s %s array to C-contiguous float64 (one copy)", name,
+              "C-contiguous" if a.flags.c_contiguous else "non-contiguous", a.dtype)
+    return np.ascontiguousarray(a, dtype=np.float64), True
+
+
+class Image:
+    """A CCD image (pixels and inverse variances, ivar 0 = masked) ready for extraction.
+
+    C-contiguous native float64 arrays are used in place (no copy) when every value is finite
+    and every ivar >= 0; other dtypes and layouts (e.g. the float32 of preproc files) are
+    converted once here; NaN/Inf pixels are masked (counted in nonfinite_pixels), a negative
+    ivar is a perfex.Error. Arrays used in place are checked again at each extraction, so
+    changing them later is seen. Build one to extract the same image several times.
+    """
+
+    def __init__(self, pixels, ivar):
+        initialize()
+        p, converted_p = _as_float64(pixels, "pixels")
+        w, converted_w = _as_float64(ivar, "ivar")
+        self.converted = converted_p or converted_w
+        self._handle = _perfex.HostImage(p, w)
+
+    @property
+    def shape(self):
+        return tuple(self._handle.shape)
+
+    @property
+    def pixels(self):
+        """The float64 pixel array the image was built from (the caller's unless converted)."""
+        return self._handle.pixels
+
+    @property
+    def ivar(self):
+        return self._handle.ivar
+
+    @property
+    def nonfinite_pixels(self):
+        return self._handle.nonfinite_pixels
+
+    @property
+    def in_place(self):
+        """True when the extraction reads the caller's own arrays (no copy at all)."""
+        return self._handle.in_place and not self.converted
+
+    @property
+    def data_pointer(self):
+        """Address of the pixel values the extraction reads."""
+        return self._handle.pixels_address
+
+    def __repr__(self):
+        how = "in place" if self.in_place else "copied"
+        return f"<perfex.Image {self.shape[0]}x{self.shape[1]}, {how}>"
+
+
+@dataclass(eq=False)
+class PreprocImage:
+    """A DESI preproc image as read by read_preproc (ivar 0 where MASK & mask_bits)."""
+
+    path: str
+    pixels: np.ndarray
+    ivar: np.ndarray
+    masked_pixels: int = 0
+    nonfinite_pixels: int = 0
+    has_fibermap: bool = False
+
+
+def read_preproc(path, mask_bits=0x2FF):
+    """Reads a preproc image (HDUs IMAGE, IVAR, MASK): float64 arrays, ivar := 0 where
+    (MASK & mask_bits) != 0 (DESI's rule: bits 0-7 and 9), NaN/Inf pixels masked."""
+    return PreprocImage(**_perfex.read_preproc(os.fspath(path), mask_bits))
+
+
+def as_image(image, ivar=None):
+    """An Image from an Image, a PreprocImage, or (pixels, ivar) arrays."""
+    if isinstance(image, (Image, PreprocImage)):
+        if ivar is not None:
+            raise TypeError("ivar must not be given with a perfex.Image or PreprocImage")
+        return image if isinstance(image, Image) else Image(image.pixels, image.ivar)
+    if ivar is None:
+        raise TypeError("ivar: required with a pixel array")
+    return Image(image, ivar)
+
+
+def read_psf(path):
+    """Reads a specex GaussHermite PSF file (PSFVER 3)."""
+    return _perfex.read_psf(os.fspath(path))
+
+
+def psf_from_tables(psfdata, source=""):
+    """A perfex.Psf from gpu_specter's PSF dict (gpu_specter.io.read_psf: astropy Tables keyed
+    PSF, XTRACE, YTRACE)."""
+    def need(mapping, key, what):
+        try:
+            return mapping[key]
+        except (KeyError, TypeError, ValueError):
+            raise Error(f"PSF dict: {what} has no {key}") from None
+
+    if not isinstance(psfdata, dict):
+        raise TypeError(f"psf: expected gpu_specter's PSF dict, got {type(psfdata).__name__}")
+    table = need(psfdata, "PSF", "the dict")
+    xtrace = need(psfdata, "XTRACE", "the dict")
+    ytrace = need(psfdata, "YTRACE", "the dict")
+    meta = {str(k).upper(): v for k, v in getattr(table, "meta", {}).items()}
+
+    def key(name, default=None):
+        if name in meta:
+            return meta[name]
+        if default is None:
+            raise Error(f"PSF dict: the PSF table's meta has no {name}")
+        return default
+
+    names = [n.decode() if isinstance(n, bytes) else str(n) for n in need(table, "PARAM", "the PSF table")]
+    fields = dict(
+        source=source,
+        fibermin=int(key("FIBERMIN", 0)),
+        hsizex=int(key("HSIZEX")),
+        hsizey=int(key("HSIZEY")),
+        ghdegx=int(key("GHDEGX")),
+        ghdegy=int(key("GHDEGY")),
+        legdeg=int(key("LEGDEG")),
+        npix_x=int(key("NPIX_X")),
+        npix_y=int(key("NPIX_Y")),
+        psferr=float(key("PSFERR", 0.01)),
+        wavemin=float(key("WAVEMIN")),
+        wavemax=float(key("WAVEMAX")),
+        xtrace=np.asarray(need(xtrace, "X", "the XTRACE table"), dtype=np.float64),
+        xtrace_wavemin=float(need(getattr(xtrace, "meta", {}), "WAVEMIN", "the XTRACE table's meta")),
+        xtrace_wavemax=float(need(getattr(xtrace, "meta", {}), "WAVEMAX", "the XTRACE table's meta")),
+        ytrace=np.asarray(need(ytrace, "Y", "the YTRACE table"), dtype=np.float64),
+        ytrace_wavemin=float(need(getattr(ytrace, "meta", {}), "WAVEMIN", "the YTRACE table's meta")),
+        ytrace_wavemax=float(need(getattr(ytrace, "meta", {}), "WAVEMAX", "the YTRACE table's meta")),
+        param_names=[n.rstrip() for n in names],
+        coeff=np.asarray(need(table, "COEFF", "the PSF table"), dtype=np.float64),
+    )
+    return Psf.from_dict(fields)
+
+
+def as_psf(psf):
+    """A perfex.Psf from a Psf, a file path, or gpu_specter's dict of astropy Tables."""
+    if isinstance(psf, Psf):
+        return psf
+    if isinstance(psf, (str, bytes, os.PathLike)):
+        return read_psf(os.fsdecode(psf))
+    if isinstance(psf, dict):
+        return psf_from_tables(psf)
+    raise TypeError(
+        f"psf: expected a perfex.Psf, a PSF file name or gpu_specter's PSF dict, got {type(psf).__name__}"
+    )

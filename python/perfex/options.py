@@ -1,0 +1,73 @@
+"""Extraction options by name, with the DESI / gpu_specter defaults."""
+
+import math
+
+from . import _perfex
+from ._perfex import RequestError
+
+_OPTION_DEFAULTS = _perfex.options_to_dict(_perfex.ExtractionOptions())
+
+
+def option_defaults():
+    """The extraction options by name with their (DESI / gpu_specter) defaults."""
+    return dict(_OPTION_DEFAULTS)
+
+
+def parse_wavelength(wavelength):
+    """(wmin, wmax, dw) from "wmin,wmax,dw" or a 3-sequence."""
+    if isinstance(wavelength, str):
+        parts = wavelength.split(",")
+    else:
+        try:
+            parts = list(wavelength)
+        except TypeError:
+            parts = []
+    try:
+        if len(parts) != 3:
+            raise ValueError
+        return tuple(float(p) for p in parts)
+    except (TypeError, ValueError):
+        raise RequestError(f"wavelength: expected 'wmin,wmax,dw', got {wavelength!r}") from None
+
+
+def make_options(**options):
+    """The complete options dict from keyword options: the C++ ExtractionOptions names
+    (option_defaults()), plus wavelength="wmin,wmax,dw" (or a tuple) and psferr=None (the
+    PSF's PSFERR) or a finite value >= 0. An unknown name is a TypeError."""
+    opts = option_defaults()
+    wavelength = options.pop("wavelength", None)
+    if wavelength is not None:
+        opts["wmin"], opts["wmax"], opts["dw"] = parse_wavelength(wavelength)
+    unknown = sorted(set(options) - set(opts))
+    if unknown:
+        raise TypeError(
+            f"unknown extraction option(s) {', '.join(unknown)}; known: wavelength, "
+            + ", ".join(sorted(opts))
+        )
+    psferr = options.pop("psferr", None)
+    if psferr is None:
+        psferr = -1.0  # the PSF's
+    else:
+        try:
+            ok = math.isfinite(psferr) and psferr >= 0
+        except TypeError:
+            ok = False
+        if not ok:
+            raise RequestError(f"psferr: must be None (the PSF's PSFERR) or a finite value >= 0, "
+                               f"got {psferr!r}")
+    opts.update(options)
+    opts["psferr"] = psferr
+    return opts
+
+
+def cxx_options(opts):
+    """The validated C++ ExtractionOptions of an options dict (perfex.RequestError names the bad
+    one)."""
+    o = _perfex.options_from_dict(opts)
+    o.validate()
+    return o
+
+
+def bundle_ranges(opts, nfib):
+    """[lo, hi) fibre range of each bundle the options extract."""
+    return [tuple(r) for r in _perfex.bundle_ranges(opts, nfib)]

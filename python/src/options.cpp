@@ -1,0 +1,164 @@
+// Extraction options as dicts and objects, and the request checks every Python entry point
+// shares with perfex-extract (perfex::extract::resolve_request).
+#include <perfex/extract/plan.hpp>
+#include <perfex/io/extract_files.hpp>
+
+#include <limits>
+#include <set>
+#include <type_traits>
+
+#include "bindings.hpp"
+
+namespace perfex_py {
+
+using perfex::extract::ExtractionOptions;
+
+namespace {
+
+// Every numeric field of ExtractionOptions by its C++ name (decorrelation is a string in
+// Python: "signal" or "noise").
+template <class F>
+void for_each_option(F&& f) {
+  f("wmin", &ExtractionOptions::wmin);
+  f("wmax", &ExtractionOptions::wmax);
+  f("dw", &ExtractionOptions::dw);
+  f("specmin", &ExtractionOptions::specmin);
+  f("nspec", &ExtractionOptions::nspec);
+  f("bundlesize", &ExtractionOptions::bundlesize);
+  f("nsubbundles", &ExtractionOptions::nsubbundles);
+  f("nwavestep", &ExtractionOptions::nwavestep);
+  f("wavepad0", &ExtractionOptions::wavepad0);
+  f("wavepad_frac", &ExtractionOptions::wavepad_frac);
+  f("pixpad_frac", &ExtractionOptions::pixpad_frac);
+  f("regularize", &ExtractionOptions::regularize);
+  f("psferr", &ExtractionOptions::psferr);
+  f("eigen_clip", &ExtractionOptions::eigen_clip);
+  f("model_image", &ExtractionOptions::model_image);
+  f("memory_budget", &ExtractionOptions::memory_budget);
+  f("batch_patches", &ExtractionOptions::batch_patches);
+}
+
+std::string decorrelation_name(perfex::extract::Decorrelation d) {
+  return d == perfex::extract::Decorrelation::noise ? "noise" : "signal";
+}
+
+perfex::extract::Decorrelation parse_decorrelation(const std::string& name) {
+  if (name == "signal") return perfex::extract::Decorrelation::signal;
+  if (name == "noise") return perfex::extract::Decorrelation::noise;
+  throw RequestError("extraction option decorrelation must be 'signal' or 'noise', got '" + name +
+                     "'");
+}
+
+[[noreturn]] void throw_out_of_range(const char* name, const std::string& value) {
+  throw RequestError(std::string("extraction option ") + name + ": " + value + " is out of range");
+}
+
+}  // namespace
+
+py::dict options_to_dict(const ExtractionOptions& o) {
+  py::dict d;
+  for_each_option([&](const char* name, auto member) { d[name] = o.*member; });
+  d["decorrelation"] = decorrelation_name(o.decorrelation);
+  return d;
+}
+
+// Unknown keys are an error naming them (a typo must not silently keep a default); so is a
+// value that does not convert exactly (2**31 for an int, 0.5 for an int, "x" for a number).
+ExtractionOptions options_from_dict(const py::dict& d) {
+  ExtractionOptions o;
+  std::set<std::string> known{"decorrelation"};
+  for_each_option([&](const char* name, auto member) {
+    known.insert(name);
+    if (!d.contains(name)) return;
+    using T = std::remove_reference_t<decltype(o.*member)>;
+    const py::object value = d[name];
+    try {
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        // pybind11 would wrap 2**32 + 5 into 5 for an int; a float would truncate.
+        if (py::isinstance<py::bool_>(value)) throw py::cast_error();
+        PyObject* index = PyNumber_Index(value.ptr());  // ints and numpy ints, not floats
+        if (!index) {
+          PyErr_Clear();
+          throw py::cast_error();
+        }
+        const py::object as_int = py::reinterpret_steal<py::object>(index);
+        int overflow = 0;
+        const long long v = PyLong_AsLongLongAndOverflow(as_int.ptr(), &overflow);
+        if (overflow) throw_out_of_range(name, py::str(as_int));
+        if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max())
+          throw_out_of_range(name, std::to_string(v));
+        o.*member = static_cast<T>(v);
+      } else {
+        o.*member = value.template cast<T>();
+      }
+    } catch (const py::cast_error&) {
+      throw RequestError(std::string("extraction option ") + name + ": cannot convert '" +
+                         py::str(value).cast<std::string>() + "'");
+    }
+  });
+  if (d.contains("decorrelation"))
+    o.decorrelation = parse_decorrelation(py::str(d["decorrelation"]).cast<std::string>());
+  for (const auto& item : d) {
+    const std::string key = py::str(item.first);
+    if (!known.count(key)) throw RequestError("unknown extraction option '" + key + "'");
+  }
+  return o;
+}
+
+perfex::extract::ParameterNames parameter_names(bool cli) {
+  return cli ? perfex::io::FilesNames().parameters : perfex::extract::ParameterNames();
+}
+
+void register_options(py::module_& m) {
+  py::class_<ExtractionOptions> options(m, "ExtractionOptions");
+  options.def(py::init<>());
+  for_each_option([&](const char* name, auto member) { options.def_readwrite(name, member); });
+  options.def_property(
+      "decorrelation",
+      [](const ExtractionOptions& o) { return decorrelation_name(o.decorrelation); },
+      [](ExtractionOptions& o, const std::string& v) { o.decorrelation = parse_decorrelation(v); });
+  options.def("validate", [](const ExtractionOptions& o) {
+    try {
+      o.validate();
+    } catch (const RequestError&) {
+      throw;
+    } catch (const Error& e) {
+      throw RequestError(e.what());
+    }
+  });
+  options.def("wavepad", &ExtractionOptions::wavepad);
+  m.def("options_to_dict", &options_to_dict);
+  m.def("options_from_dict", &options_from_dict);
+  m.def(
+      "resolve_request",
+      [](const py::dict& options, const perfex::psf::GaussHermitePsfData& psf, int ccd_rows,
+         int ccd_cols, bool wavelength_given, bool nspec_given, bool allow_image_size_mismatch,
+         bool cli) {
+        perfex::extract::Request request;
+        request.options = options_from_dict(options);
+        request.wavelength_given = wavelength_given;
+        request.nspec_given = nspec_given;
+        request.allow_image_size_mismatch = allow_image_size_mismatch;
+        const auto r = perfex::extract::resolve_request(request, psf, ccd_rows, ccd_cols,
+                                                        parameter_names(cli));
+        return py::make_tuple(options_to_dict(r.options), r.warnings);
+      },
+      py::arg("options"), py::arg("psf"), py::arg("ccd_rows"), py::arg("ccd_cols"),
+      py::arg("wavelength_given") = true, py::arg("nspec_given") = true,
+      py::arg("allow_image_size_mismatch") = false, py::arg("cli") = false,
+      "perfex::extract::resolve_request: (options dict to extract with, warnings); raises "
+      "RequestError for a refused request, Error for an image that is not the PSF's CCD.");
+  m.def(
+      "bundle_ranges",
+      [](const py::dict& options, int nfib) {
+        const ExtractionOptions o = options_from_dict(options);
+        o.validate();
+        std::vector<std::pair<int, int>> ranges;
+        for (const auto& b : perfex::extract::plan_bundles(o, nfib))
+          ranges.emplace_back(b.req_lo, b.req_hi);
+        return ranges;
+      },
+      "The requested fibres of each bundle, [lo, hi), in order.");
+}
+
+}  // namespace perfex_py

@@ -1,0 +1,40 @@
+"""Run under mpirun by test_mpi.py: one frame on every rank of COMM_WORLD, each rank recording
+the patches it solved and its CPU and wall time inside the call. Rank 0 saves the frame and the
+per-rank records to OUT.npz."""
+
+import resource
+import sys
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+import perfex
+
+comm = MPI.COMM_WORLD
+image_path, psf_path, out, specmin, nspec = sys.argv[1:6]
+pre = psf = None
+if comm.rank == 0:
+    pre = perfex.read_preproc(image_path)
+    psf = perfex.read_psf(psf_path)
+perfex.initialize(1)
+
+
+def cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+comm.Barrier()
+wall0, cpu0 = time.perf_counter(), cpu()
+timing = {}
+frame = perfex.mpi.extract_frame(comm, pre, None, psf, progress=False, timing=timing,
+                                 wavelength="5760,6160,0.8", specmin=int(specmin), nspec=int(nspec),
+                                 psferr=0.01)
+record = (timing["patches"], cpu() - cpu0, time.perf_counter() - wall0)
+records = comm.gather(record, root=0)
+if comm.rank == 0:
+    np.savez(out, flux=frame.flux, ivar=frame.ivar, mask=frame.mask, wave=frame.wave,
+             resolution=frame.resolution, chi2pix=frame.chi2pix,
+             pixmask_fraction=frame.pixmask_fraction, npatches=frame.npatches,
+             records=np.array(records, dtype=np.float64))

@@ -1,0 +1,416 @@
+"""Every Python entry point keeps perfex-extract's promises: the same refusals (before any work,
+with the parameter named), no input ever overwritten, no crash, no hang, nothing left behind,
+clear messages. The command line's exit statuses are perfex-extract's: 0 done, 1 failed, 2
+refused, 3 written with failed patches."""
+
+import hashlib
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import perfex
+import perfex.extract as cli
+from perfex import gpu_specter
+
+from conftest import data_path, mpirun, python_env, run_python
+
+QUICK = dict(wavelength="5760,5800,0.8", specmin=0, nspec=5, psferr=0.01)
+QUICK_ARGS = ["-w", "5760,5800,0.8", "-s", "0", "-n", "5", "--psferr", "0.01"]
+
+
+def digest(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+@pytest.fixture
+def inputs(tmp_path, masked, psf_path):
+    """Copies of an image and the PSF that a test may see destroyed (it must not)."""
+    image, psf = tmp_path / "i.fits", tmp_path / "p.fits"
+    image.write_bytes(open(masked.path, "rb").read())
+    psf.write_bytes(open(psf_path, "rb").read())
+    return image, psf
+
+
+def run_cli(args, **env):
+    return run_python(["-m", "perfex.extract"] + [str(a) for a in args], timeout=300, **env)
+
+
+# ---- 1. inputs are never overwritten -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("outputs", [
+    ("-o", "p.fits"), ("-o", "i.fits"), ("-o", "f.fits", "-m", "i.fits"),
+    ("-o", "a.fits", "-m", "a.fits"), ("-o", "d/../p.fits"), ("-o", "hard.fits"), ("-o", "sym.fits"),
+])
+def test_command_line_never_writes_over_an_input(outputs, inputs, tmp_path):
+    image, psf = inputs
+    (tmp_path / "d").mkdir()
+    os.link(psf, tmp_path / "hard.fits")
+    os.symlink(image, tmp_path / "sym.fits")
+    before = digest(image), digest(psf)
+    t0 = time.time()
+    r = run_cli(["-i", image, "-p", psf] + [tmp_path / o if o.endswith(".fits") else o for o in outputs]
+                + QUICK_ARGS)
+    assert r.returncode == 2, r.stderr
+    assert "perfex never writes over its inputs" in r.stderr or "is also the" in r.stderr, r.stderr
+    assert (digest(image), digest(psf)) == before
+    assert not (tmp_path / "a.fits").exists() and not (tmp_path / "f.fits").exists()
+    assert time.time() - t0 < 60  # refused before any extraction
+
+
+def test_frames_list_outputs_are_checked_across_lines(inputs, tmp_path):
+    image, psf = inputs
+    (tmp_path / "d").mkdir()
+    cases = {
+        "a model that is another line's output": f"{image} {psf} {tmp_path}/a.fits\n"
+                                                  f"{image} {psf} {tmp_path}/b.fits {tmp_path}/a.fits\n",
+        "d/a.fits and d/./a.fits": f"{image} {psf} {tmp_path}/d/a.fits\n{image} {psf} {tmp_path}/d/./a.fits\n",
+        "an output that is another line's input": f"{image} {psf} {tmp_path}/a.fits\n"
+                                                   f"{tmp_path}/a.fits {psf} {tmp_path}/b.fits\n",
+    }
+    for what, text in cases.items():
+        listing = tmp_path / "frames.txt"
+        listing.write_text(text)
+        r = run_cli(["--frames", listing] + QUICK_ARGS)
+        assert r.returncode == 2, (what, r.stderr)
+        assert "frame 2" in r.stderr, (what, r.stderr)
+        assert not (tmp_path / "a.fits").exists() and not (tmp_path / "d" / "a.fits").exists(), what
+
+
+def test_write_frame_never_writes_over_its_inputs(small_frame, inputs, tmp_path):
+    image, psf = inputs
+    before = digest(image), digest(psf)
+    for target in (psf, image, tmp_path / "." / "p.fits"):
+        with pytest.raises(perfex.RequestError, match="never writes over its inputs"):
+            perfex.write_frame(target, small_frame, image, psf)
+    with pytest.raises(perfex.RequestError, match="never writes over its inputs"):
+        perfex.write_model(image, small_frame, image, psf)
+    assert (digest(image), digest(psf)) == before
+
+
+def test_check_outputs_by_identity(tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "in.fits").write_text("x")
+    perfex.check_outputs([("out", tmp_path / "d" / "a.fits")], [("in", tmp_path / "in.fits")])
+    with pytest.raises(perfex.RequestError, match="is also the first file"):
+        perfex.check_outputs([("first", tmp_path / "d" / "a.fits"), ("second", tmp_path / "d" / "." / "a.fits")], [])
+    with pytest.raises(perfex.RequestError, match="folder"):
+        perfex.check_outputs([("out", tmp_path / "missing" / "a.fits")], [])
+    with pytest.raises(perfex.RequestError, match="is a directory"):
+        perfex.check_outputs([("out", tmp_path / "d")], [])
+
+
+# ---- 2. no input crashes the interpreter -------------------------------------------------------
+
+
+@pytest.mark.parametrize("specmin, nspec", [(1, 2**31 - 1), (2**31 - 1, 1), (0, 2**31), (-1, 5), (0, 0)])
+def test_fibre_ranges_beyond_the_psf_are_refused(masked, psf, specmin, nspec):
+    with pytest.raises(perfex.RequestError, match="specmin|nspec"):
+        perfex.extract_frame(masked, psf=psf, progress=False, wavelength="5760,5800,0.8",
+                             specmin=specmin, nspec=nspec)
+
+
+def test_fibre_ranges_on_the_command_line(inputs, tmp_path):
+    image, psf = inputs
+    r = run_cli(["-i", image, "-p", psf, "-o", tmp_path / "f.fits", "-w", "5760,5800,0.8", "-s", "1",
+                 "-n", "2147483647"])
+    assert r.returncode == 2 and "fibres 1-2147483647" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("how", ["initialize", "env"])
+def test_more_than_512_threads(how):
+    code = "import perfex; perfex.initialize(600)" if how == "initialize" else \
+        "import perfex, warnings; warnings.simplefilter('ignore'); print(perfex.initialize())"
+    env = {"OMP_NUM_THREADS": "600"} if how == "env" else {"OMP_NUM_THREADS": "1"}
+    r = run_python(["-c", code], timeout=120, **env)
+    assert r.returncode in (0, 1) and r.returncode != -signal.SIGSEGV, r.stderr
+    if how == "initialize":
+        assert r.returncode == 1 and "at most 512" in r.stderr and "RequestError" in r.stderr
+    else:
+        assert r.returncode == 0 and r.stdout.strip() == "512", r.stdout + r.stderr
+        assert "exceeds the 512 threads" in r.stderr
+
+
+def test_threads_600_on_the_command_line(inputs, tmp_path):
+    image, psf = inputs
+    r = run_cli(["-i", image, "-p", psf, "-o", tmp_path / "f.fits", "--threads", "600"] + QUICK_ARGS)
+    assert r.returncode == 2 and "--threads" in r.stderr and "512" in r.stderr
+
+
+# ---- 3. no hang ----------------------------------------------------------------------------------
+
+
+def test_fork_after_the_runtime_started():
+    """The child of a fork cannot use the parent's runtime: a clear error, and it exits."""
+    code = """
+import os, sys, perfex
+perfex.initialize(1)
+pid = os.fork()
+if pid == 0:
+    try:
+        perfex.Image([[1.0]], [[1.0]])
+        print("no error")
+    except perfex.Error as e:
+        print("child:", e)
+    sys.exit(7)
+_, status = os.waitpid(pid, 0)
+print("child status", os.waitstatus_to_exitcode(status))
+"""
+    r = run_python(["-c", code], timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "child: perfex: this process was forked after the perfex runtime started" in r.stdout
+    assert "child status 7" in r.stdout
+
+
+def _extract_in_worker(args):
+    image, psf = args
+    try:
+        perfex.extract_frame(perfex.read_preproc(image), psf=psf, progress=False, **QUICK)
+        return "extracted"
+    except perfex.Error as e:
+        return str(e)
+
+
+def test_multiprocessing_fork_workers_get_an_error(masked, psf_path):
+    perfex.initialize()
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(2) as pool:
+        results = pool.map_async(_extract_in_worker, [(masked.path, psf_path)] * 2).get(timeout=120)
+    assert all("forked after the perfex runtime started" in r for r in results), results
+
+
+@pytest.mark.parametrize("extra, expect", [
+    (["--nwavestep", "100000"], "nwavestep 100000 exceeds the grid's 51 wavelengths"),
+    (["--wavepad-frac", "1e6"], "--wavepad-frac"),
+    (["-w", "5760,6760,1e-6"], "1000000001 wavelengths"),
+])
+def test_command_line_preflight(inputs, tmp_path, extra, expect):
+    image, psf = inputs
+    args = ["-i", image, "-p", psf, "-o", tmp_path / "f.fits", "-s", "0", "-n", "5", "--psferr", "0.01"]
+    if "-w" not in extra:
+        args += ["-w", "5760,5800,0.8"]
+    t0 = time.time()
+    r = run_cli(args + extra)
+    assert time.time() - t0 < 120
+    assert expect in r.stderr, r.stderr
+    assert r.returncode == (0 if "--nwavestep" in extra else 2), r.stderr
+
+
+def test_drop_in_wavepad_is_clamped(masked, psf, caplog):
+    img = {"image": masked.pixels, "ivar": masked.ivar}
+    t0 = time.time()
+    out = gpu_specter.extract_frame(img, psf, 25, 0, 5, "5760,5800,0.8", wavepad=100000, psferr=0.01)
+    assert time.time() - t0 < 60
+    assert out["specflux"].shape == (5, 51)
+    assert any("wavelength padding of 120000 bins" in r.message for r in caplog.records)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("bad", ["wavelength", "ivar", "xtrace"])
+def test_drop_in_bad_arguments_on_rank_0_stop_every_rank(bad, masked, psf_path, tmp_path):
+    script = tmp_path / "bad.py"
+    script.write_text(f"""
+import sys
+from mpi4py import MPI
+import perfex
+from perfex import gpu_specter
+comm = MPI.COMM_WORLD
+img = psf = None
+wavelength = "5760,5800,0.8"
+if comm.rank == 0:
+    pre = perfex.read_preproc({masked.path!r})
+    img = {{"image": pre.pixels, "ivar": pre.ivar}}
+    psf = gpu_specter.io.read_psf({psf_path!r})
+    if {bad!r} == "wavelength":
+        wavelength = "5760,5800"
+    elif {bad!r} == "ivar":
+        del img["ivar"]
+    else:
+        del psf["XTRACE"]
+try:
+    gpu_specter.extract_frame(img, psf, 25, 0, 5, wavelength, psferr=0.01, comm=comm)
+    result = "no error"
+except Exception as e:
+    result = f"error: {{type(e).__name__}}: {{e}}"
+open({str(tmp_path)!r} + f"/rank-{{comm.rank}}.txt", "w").write(result)
+""")
+    r = mpirun(3, [str(script)], timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    results = [(tmp_path / f"rank-{rank}.txt").read_text() for rank in range(3)]
+    assert all(x.startswith("error: ") for x in results), results
+    assert len(set(results)) == 1, results  # the same error on every rank
+    expected = {"wavelength": "wavelength: expected 'wmin,wmax,dw'", "ivar": "'image' and 'ivar'",
+                "xtrace": "has no XTRACE"}[bad]
+    assert expected in results[0], results
+
+
+# ---- 4. no silently wrong result -------------------------------------------------------------
+
+
+def test_two_runs_with_one_fibermap_at_once(inputs, tmp_path):
+    """-f writes the frame in one atomic step: two runs sharing a fibermap file never mix."""
+    fits = pytest.importorskip("astropy.io.fits")
+    image, psf = inputs
+    fibermap = tmp_path / "fibermap.fits"
+    with fits.open(image) as img:
+        table = img["FIBERMAP"].copy()
+        table.data["TARGETID"] = np.arange(len(table.data)) + 1000
+        table.writeto(fibermap)
+    runs = []
+    for specmin in (0, 10):
+        args = [sys.executable, "-m", "perfex.extract", "-i", image, "-p", psf, "-f", fibermap,
+                "-o", tmp_path / f"f{specmin}.fits", "-w", "5760,5800,0.8", "-s", str(specmin),
+                "-n", "5", "--threads", "1"]
+        runs.append(subprocess.Popen([str(a) for a in args], env=python_env(), stderr=subprocess.PIPE))
+    for run in runs:
+        assert run.wait(timeout=300) == 0, run.stderr.read()
+    for specmin in (0, 10):
+        with fits.open(tmp_path / f"f{specmin}.fits") as f:
+            assert list(f["FIBERMAP"].data["TARGETID"]) == list(range(1000 + specmin, 1005 + specmin))
+    assert sorted(os.listdir(tmp_path)) == ["f0.fits", "f10.fits", "fibermap.fits", "i.fits", "p.fits"]
+
+
+def test_image_not_the_psfs_ccd(masked, psf):
+    with pytest.raises(perfex.Error, match="transposed") as e:
+        perfex.extract_frame(masked.pixels.T.copy(), masked.ivar.T.copy(), psf, progress=False, **QUICK)
+    assert "allow_image_size_mismatch=True" in str(e.value)
+    small = perfex.extract_frame(masked.pixels[:3000], masked.ivar[:3000], psf, progress=False,
+                                 allow_image_size_mismatch=True, **QUICK)
+    assert any("NPIX_Y = 4128" in w for w in small.warnings)
+
+
+def test_grid_outside_the_psf_is_refused(masked, psf):
+    with pytest.raises(perfex.RequestError, match="wavelength: .*entirely outside"):
+        perfex.extract_frame(masked, psf=psf, progress=False, wavelength="1000,2000,0.8", nspec=5)
+
+
+@pytest.mark.parametrize("psferr", [float("nan"), float("inf"), -0.5, "x"])
+def test_bad_psferr_is_refused(masked, psf, psferr):
+    with pytest.raises(perfex.RequestError, match="psferr"):
+        perfex.extract_frame(masked, psf=psf, progress=False, wavelength="5760,5800,0.8", nspec=5,
+                             psferr=psferr)
+
+
+@pytest.mark.parametrize("value", ["nan", "-0.5"])
+def test_bad_psferr_on_the_command_line(inputs, tmp_path, value):
+    image, psf = inputs
+    r = run_cli(["-i", image, "-p", psf, "-o", tmp_path / "f.fits", "-w", "5760,5800,0.8", "-n", "5",
+                 "--psferr", value])
+    assert r.returncode == 2 and "psferr" in r.stderr, r.stderr
+
+
+# ---- 5. nothing left behind, failures found first ---------------------------------------------
+
+
+def test_sigterm_while_writing_the_model(inputs, tmp_path):
+    image, psf = inputs
+    out = tmp_path / "out"
+    out.mkdir()
+    args = [sys.executable, "-m", "perfex.extract", "-i", image, "-p", psf, "-o", out / "f.fits",
+            "-m", out / "m.fits"] + QUICK_ARGS
+    proc = subprocess.Popen([str(a) for a in args], env=python_env(OMP_NUM_THREADS="1"),
+                            stderr=subprocess.PIPE)
+    deadline = time.time() + 300
+    seen = False
+    while time.time() < deadline and proc.poll() is None and not seen:
+        seen = any(n.startswith(".m.fits.tmp-") or n.startswith(".f.fits.tmp-") for n in os.listdir(out))
+        if not seen:
+            time.sleep(0.0002)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+    assert seen, "the run ended before a temporary appeared"
+    assert proc.returncode == -signal.SIGTERM
+    assert [n for n in os.listdir(out) if n.startswith(".")] == []
+
+
+def test_missing_output_folder_is_found_first(inputs, tmp_path):
+    image, psf = inputs
+    t0 = time.time()
+    r = run_cli(["-i", image, "-p", psf, "-o", tmp_path / "f.fits", "-m", tmp_path / "no" / "m.fits"]
+                + QUICK_ARGS)
+    assert r.returncode == 2 and "-m/--model" in r.stderr and "no" in r.stderr, r.stderr
+    assert "extracting" not in r.stderr
+    assert not (tmp_path / "f.fits").exists()
+    assert time.time() - t0 < 60
+
+
+def test_failed_patches_exit_status_3(inputs, tmp_path):
+    image, psf = inputs
+    r = run_cli(["-i", image, "-p", psf, "-o", tmp_path / "f.fits", "-r", "1e300"] + QUICK_ARGS)
+    assert r.returncode == 3, r.stderr
+    assert "patches failed" in r.stderr and (tmp_path / "f.fits").exists()
+
+
+# ---- 6. messages ----------------------------------------------------------------------------------
+
+
+def test_disk_full_names_the_reason(small_frame, tmp_path):
+    """A write that the system refuses (here a file size limit, as a full disk or quota would)
+    says why, in the system's words."""
+    code = f"""
+import pickle, resource, signal, perfex
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+frame = pickle.load(open({str(tmp_path / 'frame.pkl')!r}, "rb"))
+resource.setrlimit(resource.RLIMIT_FSIZE, (200000, 200000))
+try:
+    perfex.write_frame({str(tmp_path / 'f.fits')!r}, frame)
+except perfex.Error as e:
+    print("error:", e)
+"""
+    import pickle
+
+    pickle.dump(small_frame, open(tmp_path / "frame.pkl", "wb"))
+    r = run_python(["-c", code], timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "error:" in r.stdout and "File too large" in r.stdout, r.stdout
+    assert not (tmp_path / "f.fits").exists()
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".")] == []
+
+
+def test_image_arrays_changed_after_construction_are_checked(masked, psf):
+    pixels, ivar = masked.pixels.copy(), masked.ivar.copy()
+    image = perfex.Image(pixels, ivar)
+    assert image.in_place
+    ivar[100, 30] = -1.0
+    with pytest.raises(perfex.Error, match="negative inverse variance .* row 100, column 30"):
+        perfex.extract_frame(image, psf=psf, progress=False, **QUICK)
+    ivar[100, 30] = 1.0
+    pixels[150, 20] = np.nan
+    frame = perfex.extract_frame(image, psf=psf, progress=False, **QUICK)
+    assert frame.nonfinite_pixels == 1
+
+
+def test_drop_in_psf_dict_missing_a_column(psf_path, masked):
+    pytest.importorskip("astropy")
+    img = {"image": masked.pixels, "ivar": masked.ivar}
+    for table, column in (("PSF", "COEFF"), ("PSF", "PARAM"), ("XTRACE", "X")):
+        psf = gpu_specter.io.read_psf(psf_path)
+        psf[table].remove_column(column)
+        with pytest.raises(perfex.Error, match=column):
+            gpu_specter.extract_frame(img, psf, 25, 0, 5, "5760,5800,0.8")
+
+
+@pytest.mark.parametrize("mask", [0.7, -1, 2**32])
+def test_write_frame_mask_values(small_frame, tmp_path, mask):
+    frame = perfex.Frame(**{**small_frame.__dict__, "mask": np.full(small_frame.flux.shape, mask)})
+    with pytest.raises(perfex.Error, match="mask"):
+        perfex.write_frame(tmp_path / "f.fits", frame)
+    assert not (tmp_path / "f.fits").exists()
+
+
+def test_exposure_with_many_failures_has_a_short_summary(inputs, tmp_path):
+    image, psf = inputs
+    listing = tmp_path / "frames.txt"
+    listing.write_text("".join(f"{tmp_path}/missing-{n}.fits {psf} {tmp_path}/f{n}.fits\n"
+                               for n in range(300)))
+    r = run_cli(["--frames", listing] + QUICK_ARGS)
+    assert r.returncode == 1
+    summary = [line for line in r.stderr.splitlines() if "frames failed" in line]
+    assert len(summary) == 1 and "300 of 300 frames failed" in summary[0] and len(summary[0]) < 400
+    assert "and 295 more" in summary[0]

@@ -1,0 +1,74 @@
+"""Builds perfex._perfex with the project's CMake for `pip install --no-build-isolation .`.
+
+Kokkos: Kokkos_ROOT when set, else the one scripts/install-deps.sh builds
+(PERFEX_DEPS_DIR, default ~/.cache/perfex). CMAKE_ARGS adds CMake options; PERFEX_BUILD_JOBS
+sets the parallel jobs (default: the cores). The build folder is build-pip/ in the source tree.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def version():
+    text = open(os.path.join(HERE, "CMakeLists.txt")).read()
+    return re.search(r"project\(perfex VERSION ([0-9.]+)", text).group(1)
+
+
+def kokkos_root():
+    root = os.environ.get("Kokkos_ROOT")
+    if root:
+        return root
+    deps = os.environ.get("PERFEX_DEPS_DIR", os.path.expanduser("~/.cache/perfex"))
+    root = os.path.join(deps, "kokkos-3.4.1-openmp")
+    if not os.path.exists(os.path.join(root, ".perfex-complete")):
+        sys.exit(f"perfex: no Kokkos found (looked for {root}): run scripts/install-deps.sh "
+                 "first, or set Kokkos_ROOT to a Kokkos install with Kokkos Kernels")
+    return root
+
+
+class CMakeExtension(Extension):
+    def __init__(self, name):
+        super().__init__(name, sources=[])
+
+
+class CMakeBuild(build_ext):
+    """Configures the project with only the Python package enabled and builds its module."""
+
+    def build_extension(self, ext):
+        build = os.path.join(HERE, "build-pip")
+        args = [
+            "-DCMAKE_BUILD_TYPE=Release",
+            f"-DKokkos_ROOT={kokkos_root()}",
+            f"-DPython3_EXECUTABLE={sys.executable}",
+            "-DPERFEX_ENABLE_PYTHON=ON",
+            "-DPERFEX_ENABLE_TESTS=OFF",
+            "-DPERFEX_ENABLE_TOOLS=OFF",
+            "-DPERFEX_ENABLE_BENCHMARKS=OFF",
+            "-DPERFEX_ENABLE_CONSUMER_TESTS=OFF",
+            "-DPERFEX_ENABLE_HEADER_CHECK=OFF",
+        ] + os.environ.get("CMAKE_ARGS", "").split()
+        jobs = os.environ.get("PERFEX_BUILD_JOBS", str(os.cpu_count() or 1))
+        subprocess.run(["cmake", "-S", HERE, "-B", build] + args, check=True)
+        subprocess.run(["cmake", "--build", build, "--target", "perfex_python", "-j", jobs],
+                       check=True)
+        built = os.path.join(build, "python", "perfex")
+        module = next(f for f in os.listdir(built) if f.startswith("_perfex") and f.endswith(".so"))
+        target = self.get_ext_fullpath(ext.name)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(os.path.join(built, module), target)
+
+
+setup(
+    version=version(),
+    ext_modules=[CMakeExtension("perfex._perfex")],
+    cmdclass={"build_ext": CMakeBuild},
+    options={"build": {"build_base": os.path.join("build-pip", "setuptools")}},
+)
