@@ -32,3 +32,35 @@ def test_command_line(small_frame, tmp_path):
     assert (tmp_path / "frame.png").stat().st_size > 20000
     r = run_python(["-m", "perfex.plot", str(tmp_path / "missing.fits")])
     assert r.returncode == 1 and "missing.fits" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_nonfinite_values_are_drawn_as_masked(small_frame, tmp_path):
+    """A frame with NaN/Inf flux or ivar (a damaged or foreign file) still gets its picture,
+    with those bins counted; the command line says so."""
+    bad = perfex.Frame(**small_frame.__dict__)
+    bad.flux = small_frame.flux.copy()
+    bad.ivar = small_frame.ivar.copy()
+    bad.flux[3, 10:20] = float("nan")
+    bad.flux[7, 5] = float("inf")
+    bad.ivar[9, 1] = float("nan")
+    assert perfex.plot.nonfinite_bins(bad) == 12
+    path = perfex.plot.quicklook(bad, tmp_path / "bad.png")
+    assert open(path, "rb").read()[:8] == b"\x89PNG\r\n\x1a\n"
+    perfex.write_frame(tmp_path / "bad.fits", bad)
+    r = run_python(["-m", "perfex.plot", str(tmp_path / "bad.fits")])
+    assert r.returncode == 0, r.stderr
+    assert "12 bins with a NaN or infinite flux or ivar" in r.stderr
+
+
+def test_output_names(small_frame, tmp_path):
+    """-o FOLDER writes FOLDER/NAME.png, -o NAME without .png writes NAME.png; the command line
+    prints the file it wrote."""
+    perfex.write_frame(tmp_path / "frame.fits", small_frame)
+    (tmp_path / "pictures").mkdir()
+    r = run_python(["-m", "perfex.plot", str(tmp_path / "frame.fits"), "-o", str(tmp_path / "pictures")])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == str(tmp_path / "pictures" / "frame.png")
+    assert (tmp_path / "pictures" / "frame.png").stat().st_size > 20000
+    r = run_python(["-m", "perfex.plot", str(tmp_path / "frame.fits"), "-o", str(tmp_path / "quick")])
+    assert r.returncode == 0 and r.stdout.strip() == str(tmp_path / "quick.png")
+    assert (tmp_path / "quick.png").exists()

@@ -1,4 +1,5 @@
-// Tests of the symmetric eigensolver's two paths (tag [linalg]): divide and conquer (one-thread
+// Tests of the symmetric eigensolver (tag [linalg]): batched_syev on random and large matrices,
+// the matrix square roots, and its two paths: divide and conquer (one-thread
 // teams, n > dc_leaf) and explicit Q + QL (every other team shape), on spectra that stress
 // them - clusters, repeated and graded eigenvalues, Wilkinson matrices, near-singular and
 // rank-one matrices - and C^-1/2's eigenvalue clip. Oracles: LAPACK dsyevd and KokkosBatched's
@@ -8,8 +9,9 @@
 #include <KokkosBatched_Gemm_Decl.hpp>
 #include <KokkosBatched_Gemm_Serial_Impl.hpp>
 #include <perfex/config.hpp>
+#include <perfex/linalg/batched.hpp>
 #include <perfex/linalg/eigen.hpp>
-#include <perfex/linalg/lapack.hpp>
+#include <perfex/linalg/reference/lapack.hpp>
 
 #include <string>
 
@@ -207,4 +209,197 @@ PERFEX_BACKEND_TEST_CASE("linalg: C^-1/2 keeps the eigenvalue clip on near-singu
 #else
   SUCCEED("built without LAPACK: no oracle");
 #endif
+}
+
+namespace {
+
+struct EigenCheck {
+  double residual = 0;       // ||H V - V L||_F / ||H||_F / n
+  double orthogonality = 0;  // ||V^T V - I||_F / n
+  double eig_vs_lapack = 0;  // max |l - l_lapack| / max(|l|, 1e-3 max|l|)   (see the test)
+  int status = -1;
+};
+
+// One matrix through batched_syev; compared with dsyevd when LAPACK is there.
+template <class ExecSpace>
+EigenCheck eigen_check(const Dense& Hm) {
+  const int n = Hm.n;
+  ExecSpace exec;
+  HostMat H("H", n, n, 1);
+  store(H, 0, Hm);
+  auto A = to_device<ExecSpace>(H);
+  DevVecs<ExecSpace> w("w", n, 1);
+  DevStatus<ExecSpace> st("st", 1);
+  pl::batched_syev(exec, A, w, st);
+  exec.fence();
+  auto Vh = to_host(A);
+  auto wh = to_host(w);
+  EigenCheck r;
+  r.status = to_host(st)(0);
+  if (r.status != pl::ok) return r;
+  const Dense V = load(Vh, 0, n);
+  Dense R(n), O(n);
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < n; ++i) {
+      double s = -V(i, j) * wh(j, 0), o = (i == j) ? -1.0 : 0.0;
+      for (int k = 0; k < n; ++k) {
+        s += Hm(i, k) * V(k, j);
+        o += V(k, i) * V(k, j);
+      }
+      R(i, j) = s;
+      O(i, j) = o;
+    }
+  const double hn = norm_fro(Hm);
+  r.residual = hn > 0 ? norm_fro(R) / hn / n : norm_fro(R);
+  r.orthogonality = norm_fro(O) / n;
+  for (int i = 0; i + 1 < n; ++i) REQUIRE(wh(i, 0) <= wh(i + 1, 0));
+#if PERFEX_HAVE_LAPACK
+  Dense L = Hm;
+  std::vector<double> wl(n);
+  REQUIRE(pl::lapack::syevd(n, L.a.data(), n, wl.data()) == 0);
+  const double lmax = max_abs(wl);
+  for (int i = 0; i < n; ++i) {
+    const double scale = std::max(std::abs(wl[i]), 1e-3 * lmax);
+    if (scale > 0) r.eig_vs_lapack = std::max(r.eig_vs_lapack, std::abs(wh(i, 0) - wl[i]) / scale);
+  }
+#endif
+  return r;
+}
+
+}  // namespace
+
+PERFEX_BACKEND_TEST_CASE("linalg: symmetric eigendecomposition", "[linalg]") {
+  PERFEX_ONLY_SELECTED_BACKEND();
+  auto check = [](const Dense& Hm, double eig_tol) {
+    const EigenCheck r = eigen_check<TestType>(Hm);
+    REQUIRE(r.status == pl::ok);
+    CHECK(r.residual <= 1e-13);
+    CHECK(r.orthogonality <= 1e-13);
+    CHECK(r.eig_vs_lapack <= eig_tol);
+  };
+  // Random SPD over sizes and condition numbers. Eigenvalues compared with dsyevd relative to
+  // max(|l|, 1e-3 l_max): both solvers are only backward stable (absolute error ~ eps ||H||), so
+  // eigenvalues far below l_max are not comparable to 1e-12 relative.
+  for (int n : {1, 2, 3, 7, 31, 64, 74, 100}) {
+    for (double kappa : {1.0, 1e3, 1e6, 1e12}) {
+      CAPTURE(n, kappa);
+      check(random_spd(n, kappa, 2000u + n), 1e-12);
+    }
+  }
+  SECTION("repeated eigenvalues") {
+    for (int n : {6, 40, 74}) {
+      CAPTURE(n);
+      std::vector<double> lam(n);
+      for (int i = 0; i < n; ++i) lam[i] = 1.0 + (i % 3);  // each value n/3 times
+      check(symmetric_with_spectrum(lam, 77u), 1e-12);
+      std::vector<double> ones(n, 2.5);
+      check(symmetric_with_spectrum(ones, 78u), 1e-12);
+    }
+  }
+  SECTION("diagonal, zero and indefinite matrices") {
+    Dense D(9);
+    const double diag[9] = {3, -1, 7, 0, 2, 2, -5, 1e-3, 4};
+    for (int i = 0; i < 9; ++i) D(i, i) = diag[i];
+    check(D, 1e-12);
+    check(Dense(5), 1e-12);
+    Dense one(1);
+    one(0, 0) = -4.25;
+    check(one, 1e-12);
+    std::vector<double> lam(50);
+    for (int i = 0; i < 50; ++i) lam[i] = std::sin(3.0 * i) * 100;
+    check(symmetric_with_spectrum(lam, 5u), 1e-12);
+  }
+  SECTION("huge and tiny scales") {
+    // QL (n 20) and divide and conquer (n 74); in the last case the largest entry is only the
+    // last diagonal one, so a scan for the scale that missed it would overflow.
+    for (int n : {20, 74}) {
+      CAPTURE(n);
+      const Dense H = random_spd(n, 1e3, 12u);
+      Dense huge = H, tiny = H, tiny_but_last = H;
+      for (double& x : huge.a) x *= 1e200;
+      for (double& x : tiny.a) x *= 1e-200;
+      for (double& x : tiny_but_last.a) x *= 1e-200;
+      tiny_but_last(n - 1, n - 1) = 1e200;
+      const std::pair<const char*, const Dense*> cases[] = {
+          {"huge", &huge}, {"tiny", &tiny}, {"tiny but the last", &tiny_but_last}};
+      for (const auto& [name, M] : cases) {
+        CAPTURE(name);
+        const EigenCheck r = eigen_check<TestType>(*M);
+        REQUIRE(r.status == pl::ok);
+        CHECK(r.orthogonality <= 1e-13);
+        CHECK(r.eig_vs_lapack <= 1e-12);
+      }
+    }
+  }
+  SECTION("tridiagonal with tiny off-diagonals (graded)") {
+    const int n = 30;
+    Dense T(n);
+    for (int i = 0; i < n; ++i) T(i, i) = std::pow(10.0, -i * 0.4);
+    for (int i = 0; i + 1 < n; ++i) T(i + 1, i) = T(i, i + 1) = 1e-3 * std::pow(10.0, -i * 0.4);
+    check(T, 1e-12);
+  }
+}
+
+PERFEX_BACKEND_TEST_CASE("linalg: eigendecomposition of a large matrix", "[linalg][slow]") {
+  PERFEX_ONLY_SELECTED_BACKEND();
+  const EigenCheck r = eigen_check<TestType>(random_spd(300, 1e6, 42u));
+  REQUIRE(r.status == pl::ok);
+  CHECK(r.residual <= 1e-13);
+  CHECK(r.orthogonality <= 1e-13);
+  CHECK(r.eig_vs_lapack <= 1e-12);
+}
+
+PERFEX_BACKEND_TEST_CASE("linalg: inverse square root and square root", "[linalg]") {
+  PERFEX_ONLY_SELECTED_BACKEND();
+  for (int n : {1, 5, 74}) {
+    CAPTURE(n);
+    const int nb = 3;
+    HostMat H("H", n, n, nb);
+    std::vector<Dense> orig;
+    for (int b = 0; b < nb; ++b) {
+      orig.push_back(random_spd(n, 1e3, 900u + b));
+      store(H, b, orig.back());
+    }
+    std::vector<int> s1, s2;
+    const HostMat X = matrix_root<TestType>(H, true, s1);
+    const HostMat S = matrix_root<TestType>(H, false, s2);
+    for (int b = 0; b < nb; ++b) {
+      REQUIRE(s1[b] == pl::ok);
+      REQUIRE(s2[b] == pl::ok);
+      double e1 = 0, e2 = 0;
+      const Dense Xd = load(X, b, n), Sd = load(S, b, n);
+      Dense XA(n);
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) {
+          double s = 0, ss = 0;
+          for (int k = 0; k < n; ++k) {
+            s += Xd(i, k) * orig[b](k, j);
+            ss += Sd(i, k) * Sd(k, j);
+          }
+          XA(i, j) = s;
+          e2 = std::max(e2, std::abs(ss - orig[b](i, j)));
+          CHECK(Xd(i, j) == Xd(j, i));
+        }
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) {
+          double s = (i == j) ? -1.0 : 0.0;
+          for (int k = 0; k < n; ++k) s += XA(i, k) * Xd(k, j);
+          e1 = std::max(e1, std::abs(s));
+        }
+      CHECK(e1 <= 1e-10);                          // kappa 1e3: error ~ n eps kappa
+      CHECK(e2 <= 1e-13 * n * norm_inf(orig[b]));  // S S = A
+    }
+  }
+  SECTION("eigenvalue guard keeps singular input finite") {
+    const int n = 20;
+    std::vector<double> lam = geometric_spectrum(n, 1e3);
+    lam[0] = 0.0;
+    lam[1] = -1e-20;
+    HostMat H("H", n, n, 1);
+    store(H, 0, symmetric_with_spectrum(lam, 11u));
+    std::vector<int> s;
+    const HostMat X = matrix_root<TestType>(H, true, s);
+    REQUIRE(s[0] == pl::ok);
+    CHECK(all_finite(X));
+  }
 }

@@ -199,4 +199,27 @@ inline bool all_finite(const HostMat& M) {
   return true;
 }
 
+// X <- A^{-1/2} (or A^{1/2}) for every matrix of a batch, one team each.
+template <class Exec>
+inline HostMat matrix_root(const HostMat& H, bool inverse, std::vector<int>& status,
+                           int team_size = 0) {
+  const int n = int(H.extent(0)), nb = int(H.extent(2));
+  auto A = to_device<Exec>(H);
+  DevMat<Exec> V("V", n, n, nb);
+  DevVecs<Exec> w("w", n, nb), work("work", perfex::linalg::syev_work_size(n), nb);
+  DevStatus<Exec> st("st", nb);
+  const EigenKernel<Exec> kernel{A,    V,  w,
+                                 work, st, inverse ? MatrixOp::inverse_sqrt : MatrixOp::sqrt};
+  if (team_size > 0)
+    Kokkos::parallel_for("perfex::test::matrix_root",
+                         Kokkos::TeamPolicy<Exec>(Exec(), nb, team_size), kernel);
+  else
+    Kokkos::parallel_for("perfex::test::matrix_root",
+                         Kokkos::TeamPolicy<Exec>(Exec(), nb, Kokkos::AUTO), kernel);
+  Exec().fence();
+  auto sh = to_host(st);
+  status.assign(sh.data(), sh.data() + nb);
+  return to_host(A);
+}
+
 }  // namespace linalg_test

@@ -16,7 +16,6 @@
 // threads, or a device team with vector lanes) splits the work over threads and vector lanes:
 // trailing columns or right-hand sides over TeamThreadRange, rows over ThreadVectorRange.
 #include <perfex/detail/kokkos_compat.hpp>
-#include <perfex/linalg/cholesky.hpp>
 #include <perfex/linalg/matref.hpp>
 #include <perfex/linalg/status.hpp>
 

@@ -16,9 +16,9 @@
 #include <perfex/detail/team_shape.hpp>
 #include <perfex/error.hpp>
 #include <perfex/linalg/band_cholesky.hpp>
-#include <perfex/linalg/cholesky.hpp>
 #include <perfex/linalg/eigen.hpp>
-#include <perfex/linalg/lapack.hpp>
+#include <perfex/linalg/reference/cholesky.hpp>
+#include <perfex/linalg/reference/lapack.hpp>
 #include <perfex/linalg/status.hpp>
 
 #include <string>

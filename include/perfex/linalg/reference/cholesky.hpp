@@ -1,5 +1,7 @@
 #pragma once
-// Team-level dense Cholesky factorisation, solve and diagonal blocks of the inverse.
+// Team-level dense Cholesky factorisation, solve and diagonal blocks of the inverse. A
+// reference: the extraction factors band matrices (band_cholesky.hpp); the tests use these as
+// the dense formulation the band one must reproduce, the benchmarks as its baseline.
 //
 // All kernels are called inside a Kokkos TeamPolicy functor, by every thread of the team, with
 // the same arguments; one team works on one matrix. Matrices are any rank-2 Kokkos views (usually
@@ -11,8 +13,8 @@
 // register-blocked kernel on a one-thread host team, else a trailing column per thread and its
 // rows over vector lanes.
 #include <perfex/detail/kokkos_compat.hpp>
-#include <perfex/linalg/kokkos_kernels.hpp>
 #include <perfex/linalg/matref.hpp>
+#include <perfex/linalg/reference/kokkos_kernels.hpp>
 #include <perfex/linalg/status.hpp>
 
 namespace perfex {
@@ -21,9 +23,6 @@ namespace linalg {
 constexpr int cholesky_block = 32;
 
 namespace detail {
-
-// Pivot test shared by all threads (each reads the same value): > 0 and finite.
-KOKKOS_INLINE_FUNCTION bool good_pivot(double a) { return a > 0 && perfex::math::isfinite(a); }
 
 // A(j0.., j0..j0+nc) lower part -= A(j0.., k0..k0+kb) * A(j0..j0+nc, k0..k0+kb)^T.
 template <bool Unit>

@@ -1,0 +1,70 @@
+"""The package's layers import one way: extension -> runtime -> the numpy API (options, images,
+frames, extraction) -> mpi -> {command line, gpu_specter drop-in, plot, the package's front};
+no module imports one of a later layer, not even inside a function, so there is no import
+cycle."""
+
+import ast
+import os
+
+import perfex
+
+PACKAGE = os.path.dirname(perfex.__file__)
+LAYERS = [
+    {"_perfex"},
+    {"runtime"},
+    {"options"},
+    {"images", "frames"},
+    {"extraction"},
+    {"mpi"},
+    {"extract", "plot", "gpu_specter", "gpu_specter.core", "gpu_specter.io", "gpu_specter.mpi", ""},
+]
+LAYER = {name: n for n, names in enumerate(LAYERS) for name in names}  # "": perfex/__init__.py
+
+
+def modules():
+    """(module name relative to perfex, is a package's __init__, path) of every .py file."""
+    for root, _, files in os.walk(PACKAGE):
+        for f in sorted(files):
+            if f.endswith(".py"):
+                parts = os.path.relpath(os.path.join(root, f), PACKAGE)[:-3].split(os.sep)
+                package = parts[-1] == "__init__"
+                yield ".".join(parts[:-1] if package else parts), package, os.path.join(root, f)
+
+
+def imports(module, package, path):
+    """The perfex modules a module imports (every import statement, in functions too)."""
+    here = module.split(".") if module else []
+    if not package:
+        here = here[:-1]
+    for node in ast.walk(ast.parse(open(path).read())):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name == "perfex" or a.name.startswith("perfex."):
+                    yield a.name[len("perfex."):] if "." in a.name else ""
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = here[: len(here) - (node.level - 1)] + (node.module.split(".") if node.module else [])
+            elif node.module and (node.module == "perfex" or node.module.startswith("perfex.")):
+                parts = node.module.split(".")[1:]
+            else:
+                continue
+            base = ".".join(parts)
+            for a in node.names:
+                sub = f"{base}.{a.name}" if base else a.name
+                yield sub if sub in LAYER else base
+
+
+def test_every_module_is_in_a_layer():
+    found = {m for m, _, _ in modules()}
+    assert found <= set(LAYER), found - set(LAYER)
+
+
+def test_imports_go_one_way():
+    for module, package, path in modules():
+        for target in imports(module, package, path):
+            if target == module:
+                continue
+            assert target in LAYER, f"perfex.{module} imports unknown perfex.{target}"
+            assert LAYER[target] <= LAYER[module], \
+                f"perfex.{module or '__init__'} (layer {LAYER[module]}) imports perfex.{target or '__init__'} " \
+                f"(layer {LAYER[target]})"
