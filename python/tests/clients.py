@@ -19,6 +19,7 @@ A missing client module exits with status 77 and a line "missing module NAME".
 
 import importlib
 import importlib.util
+import inspect
 import io
 import os
 import sys
@@ -365,6 +366,18 @@ def compare_io(preproc, folder):
             print(f"{reader}({os.path.basename(target)}): OSError from both; perfex: {errors[1]}", flush=True)
     big = np.arange(4, dtype=">f8")
     assert np.array_equal(theirs.native_endian(big), ours.native_endian(big))
+    import gpu_specter.core
+    import gpu_specter.util
+
+    import perfex.gpu_specter
+
+    for module, names in (("io", ("read_psf", "read_img", "write_frame", "write_model", "read_frame",
+                                  "native_endian")), ("core", ("extract_frame",)), ("util", ("get_logger",))):
+        for name in names:
+            a = inspect.signature(getattr(getattr(gpu_specter, module), name))
+            b = inspect.signature(getattr(getattr(perfex.gpu_specter, module), name))
+            assert str(a) == str(b), (module, name, a, b)
+    print("io, core.extract_frame, util.get_logger: gpu_specter's signatures", flush=True)
     assert ours.native_endian(big).dtype.isnative and ours.native_endian(big.astype("f8")).dtype.isnative
 
 

@@ -80,6 +80,7 @@ def test_desispec_test_extract():
 def desi_preproc(tmp_path_factory):
     """The clean reference image with the cards desispec needs (RDNOISE for read_image,
     FLAVOR for write_frame), as desispec's own test images have."""
+    need("desispec", "desiutil", "desitarget", "specter")
     fits = pytest.importorskip("astropy.io.fits", reason="desispec reads images with astropy")
     path = str(tmp_path_factory.mktemp("desi") / "preproc-r0.fits")
     with fits.open(data_path(CLEAN)) as hdus:
@@ -99,7 +100,6 @@ def perfex_production(desi_preproc, psf):
 
 @pytest.mark.parametrize("nranks", [1, pytest.param(2, marks=pytest.mark.mpi)])
 def test_desi_extract_spectra(nranks, desi_preproc, psf_path, perfex_production, tmp_path):
-    need("desispec", "desiutil", "desitarget", "specter")
     fits = pytest.importorskip("astropy.io.fits")
     out = str(tmp_path / "frame-r0.fits")
     args = [CLIENTS_PY, "desi-extract", "-i", desi_preproc, "-p", psf_path, "-o", out] + PRODUCTION
@@ -152,3 +152,4 @@ def test_io_matches_gpu_specter(tmp_path):
     assert "read_img: same arrays and header cards" in output
     assert "write_frame / write_model / read_frame: the same files and dicts" in output
     assert len(re.findall(r"OSError from both", output)) == 4, output
+    assert "io, core.extract_frame, util.get_logger: gpu_specter's signatures" in output
