@@ -1,5 +1,6 @@
 """Extracted frames: the Frame dataclass, its files (desispec's data model) and its mask."""
 
+import contextlib
 import logging
 import os
 from dataclasses import dataclass, field
@@ -101,3 +102,18 @@ def check_outputs(outputs, inputs, prefix=""):
     by folder and name before it exists (so d/a.fits and d/./a.fits are one file)."""
     _perfex.check_outputs([(n, _path(p)) for n, p in outputs if p],
                           [(n, _path(p)) for n, p in inputs if p], prefix)
+
+
+@contextlib.contextmanager
+def atomic_output(path):
+    """An open binary file to write path's new content into: a hidden temporary next to the
+    target, renamed over it when the block ends without an exception, removed otherwise (and by
+    a signal that ends the process, as the C++ writers' temporaries). The same output checks as
+    write_frame (perfex.RequestError: a directory, a device, a missing folder)."""
+    out = _perfex.AtomicOutput(os.fspath(path))
+    try:
+        with open(out.path, "r+b") as f:  # the temporary exists: never re-created by name
+            yield f
+        out.commit()
+    finally:
+        del out  # uncommitted: removed

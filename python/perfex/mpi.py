@@ -131,11 +131,13 @@ _BIN_ARRAYS = ("flux", "ivar", "chi2pix", "pixmask_fraction")
 
 
 def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=None,
-                  progress=None, timing=None, allow_image_size_mismatch=False, **options):
+                  progress=None, timing=None, work=None, allow_image_size_mismatch=False,
+                  **options):
     """perfex.extract_frame over the ranks of comm. Every rank calls it; only rank 0's image,
     ivar, psf and options are used (the others may pass None). Rank 0 returns the Frame, the
     other ranks None. timing: a dict that receives time stamps of the stages (gpu_specter's
-    keys) and, as "patches", the number of patches this rank solved."""
+    keys); work: a dict that receives this rank's share ("patches": the patches it solved,
+    "first": the first of them)."""
     from mpi4py import MPI
 
     start = time.time()
@@ -167,7 +169,8 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
     header = on_root(comm, prepare)
     shape, opts, starts = header["shape"], header["options"], header["starts"]
     first, last = starts[rank], starts[rank + 1]
-    stamps["patches"] = last - first  # this rank's share
+    if isinstance(work, dict):
+        work.update(patches=last - first, first=first)
 
     # The pixels: each rank gets from rank 0 the rectangle its patches read (single-copy
     # transfers) and holds an image of just that rectangle, placed on the CCD. Rank 0 checks its

@@ -173,6 +173,23 @@ void register_frames(py::module_& m) {
         return std::vector<std::string>{};
       },
       py::arg("path"), py::arg("frame"), py::arg("image_path") = "", py::arg("psf_path") = "");
+  // A registered temporary for the Python writers (astropy): written through an open file
+  // object, committed by a rename, removed when dropped or when a signal ends the process.
+  py::class_<perfex::io::AtomicOutput>(m, "AtomicOutput")
+      .def(py::init([](const std::string& path) {
+             perfex::io::remove_temp_files_on_signals();
+             try {
+               return new perfex::io::AtomicOutput(path);
+             } catch (const RequestError&) {
+               throw;
+             } catch (const Error& e) {
+               throw RequestError(e.what());
+             }
+           }),
+           py::arg("path"))
+      .def_property_readonly("path", &perfex::io::AtomicOutput::path)
+      .def_property_readonly("target", &perfex::io::AtomicOutput::target)
+      .def("commit", &perfex::io::AtomicOutput::commit);
   m.def(
       "read_frame",
       [](const std::string& path) {

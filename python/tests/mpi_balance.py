@@ -27,11 +27,11 @@ def cpu():
 
 comm.Barrier()
 wall0, cpu0 = time.perf_counter(), cpu()
-timing = {}
-frame = perfex.mpi.extract_frame(comm, pre, None, psf, progress=False, timing=timing,
+work = {}
+frame = perfex.mpi.extract_frame(comm, pre, None, psf, progress=False, work=work,
                                  wavelength="5760,6160,0.8", specmin=int(specmin), nspec=int(nspec),
                                  psferr=0.01)
-record = (timing["patches"], cpu() - cpu0, time.perf_counter() - wall0)
+record = (work["patches"], cpu() - cpu0, time.perf_counter() - wall0)
 records = comm.gather(record, root=0)
 if comm.rank == 0:
     np.savez(out, flux=frame.flux, ivar=frame.ivar, mask=frame.mask, wave=frame.wave,

@@ -21,9 +21,14 @@ if comm.rank == 0:
     psf = perfex.read_psf(psf_path)
     img = {"image": pre.pixels, "ivar": pre.ivar}
 frame = perfex.extract_frame(pre, None, psf, comm=comm, progress=False, **SMALL)
+timing = {}
 drop_in = perfex.gpu_specter.extract_frame(img, psf, 25, SMALL["specmin"], SMALL["nspec"],
                                            SMALL["wavelength"] if comm.rank == 0 else None,
-                                           nsubbundles=5, psferr=0.01, comm=comm)
+                                           nsubbundles=5, psferr=0.01, comm=comm, timing=timing)
+# gpu_specter's time stamps on every rank, in the order of its stages.
+stages = ["init-mpi-comm", "init-mpi-bcast", "host-to-device", "extracted-bundles", "staged-bundles",
+          "merged-bundles", "assembled-frame"]
+assert list(timing) == stages and all(timing[a] <= timing[b] for a, b in zip(stages, stages[1:])), timing
 nan = failed = None
 if sys.argv[4:] == ["nan"]:
     pixels = None

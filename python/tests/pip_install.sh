@@ -22,6 +22,6 @@ if not psf or not os.path.exists(psf):
 pre = perfex.read_preproc(image)
 frame = perfex.extract_frame(pre.pixels, pre.ivar, perfex.read_psf(psf), wavelength="5760,5800,0.8",
                              specmin=0, nspec=5, psferr=0.01, progress=False)
-assert frame.npatches == 5 and frame.failed_patches == 0, frame
+assert frame.npatches == 10 and frame.failed_patches == 0, frame
 print(f"pip_install: perfex {perfex.__version__} from {venv} extracted {frame}")
 PY

@@ -6,7 +6,8 @@
 //   file (a directory, /dev/full or any device, a FIFO, a socket) is refused.
 // * write_atomically writes a hidden temporary ".NAME.tmp-XXXXXX" in the target's folder and
 //   renames it over the target only once complete: a failure leaves the old file as it was.
-//   A name ending in ".gz" is written gzip-compressed.
+//   A name ending in ".gz" is written gzip-compressed. AtomicOutput is the same temporary for
+//   a writer of its own (the Python package's astropy writers).
 // * remove_temp_files_on_signals(): SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGXCPU and SIGXFSZ
 //   remove the temporaries being written before the process ends (async-signal-safe: a
 //   fixed table of names, unlink(2), then the default action). A temporary's name is in that
@@ -330,19 +331,35 @@ inline bool same_file(const FileIdentity& a, const FileIdentity& b) {
 // Runs body(temporary path) and renames the temporary over output_target(path) once body
 // returns; on any failure the temporary is removed and the exception propagates. A `path`
 // ending in ".gz" receives the body's file gzip-compressed.
+// An output being written: a registered hidden temporary next to output_target(path) (see
+// write_atomically) that commit() renames over the target; destroyed uncommitted, it is
+// removed. For writers that open the file themselves: they must write into the existing
+// temporary (open it for writing without creating or removing it), so that a signal's cleanup
+// cannot miss it.
+class AtomicOutput {
+ public:
+  explicit AtomicOutput(const std::string& path, const std::string& what = "output")
+      : target_((check_output_path(path, what), output_target(path))), tmp_(target_, "tmp") {}
+  const std::string& path() const { return tmp_.path(); }
+  const std::string& target() const { return target_; }
+  void commit() { tmp_.rename_to(target_); }
+
+ private:
+  std::string target_;
+  output_detail::TempFile tmp_;
+};
+
 template <class Body>
 void write_atomically(const std::string& path, Body&& body) {
-  check_output_path(path);
-  const std::string target = output_target(path);
-  output_detail::TempFile tmp(target, "tmp");
-  if (output_detail::ends_with(target, ".gz")) {
-    output_detail::TempFile raw(target, "raw");
+  AtomicOutput out(path);
+  if (output_detail::ends_with(out.target(), ".gz")) {
+    output_detail::TempFile raw(out.target(), "raw");
     body(raw.path());
-    output_detail::gzip_file(raw.path(), tmp.path(), target);
+    output_detail::gzip_file(raw.path(), out.path(), out.target());
   } else {
-    body(tmp.path());
+    body(out.path());
   }
-  tmp.rename_to(target);
+  out.commit();
 }
 
 // Makes the signals that end a run (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGXCPU, SIGXFSZ)

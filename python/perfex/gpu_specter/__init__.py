@@ -1,16 +1,54 @@
 """Drop-in for gpu_specter (desihub/gpu_specter) on perfex.
 
-The modules a desispec-like pipeline uses, with gpu_specter's names, arguments and results:
-core.extract_frame (also here as extract_frame), io.read_psf, mpi's IO coordinators and
-__version__. A pipeline switches by changing its import:
+The modules a desispec pipeline uses, with gpu_specter's names, arguments and results:
+core.extract_frame (also here as extract_frame), io (read_psf, read_img, write_frame,
+write_model, read_frame, native_endian), mpi's IO coordinators, util.get_logger / Timer, and
+test/data/psf-r0-00051060.fits (the PSF desispec's tests find through
+importlib.resources.files('gpu_specter')).
+
+A pipeline switches either by changing its import,
 
     import gpu_specter.core        ->   from perfex import gpu_specter
-    gpu_specter.core.extract_frame(img, psf, bundlesize, specmin, nspec, ...)   # unchanged
+
+or unchanged, by aliasing gpu_specter to this package before anything imports it:
+
+    import perfex.gpu_specter
+    perfex.gpu_specter.install_alias()
+    import desispec.scripts.extract     # its `import gpu_specter.core` is now perfex's
+
+__version__ names perfex ("perfex X.Y.Z"): desispec writes it as the frame's SPECTER keyword
+and desiutil.depend as the gpu_specter dependency, so frames made by perfex say so.
 """
 
-from .. import __version__
-from . import core, io, mpi
+import sys
+
+import perfex
+
+from . import core, io, mpi, util
 from .core import extract_frame
 from .io import read_psf
 
-__all__ = ["__version__", "core", "extract_frame", "io", "mpi", "read_psf"]
+__version__ = f"perfex {perfex.__version__}"
+
+_SUBMODULES = ("core", "io", "mpi", "util")
+
+
+def install_alias():
+    """Makes `import gpu_specter` and `import gpu_specter.core` (.io, .mpi, .util) give this
+    package and its modules, by putting them into sys.modules; call it before anything
+    imports gpu_specter (again: no effect). Other gpu_specter submodules (extract, linalg, ...)
+    then fail to import. Raises perfex.Error when another gpu_specter is already imported.
+    Returns the module names installed."""
+    package = sys.modules[__name__]
+    present = sys.modules.get("gpu_specter")
+    if present is not None and present is not package:
+        where = getattr(present, "__file__", None) or repr(present)
+        raise perfex.Error(f"install_alias: gpu_specter is already imported (from {where}); alias it "
+                           "before anything imports gpu_specter")
+    aliases = {"gpu_specter": package}
+    aliases.update({f"gpu_specter.{name}": getattr(package, name) for name in _SUBMODULES})
+    sys.modules.update(aliases)
+    return sorted(aliases)
+
+
+__all__ = ["__version__", "core", "extract_frame", "install_alias", "io", "mpi", "read_psf", "util"]

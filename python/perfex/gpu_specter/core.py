@@ -1,18 +1,14 @@
-"""gpu_specter.core.extract_frame on perfex: same arguments, same returned dict."""
+"""gpu_specter.core.extract_frame on perfex: same arguments, same returned dict, same timing
+keys, and gpu_specter's INFO lines on its loggers (gpu_specter.util.get_logger)."""
 
-import logging
 import time
 
 import numpy as np
 
 import perfex
 import perfex.mpi
-from perfex import Error, as_psf
 
-log = logging.getLogger("perfex")
-_LEVELS = dict(DEBUG=logging.DEBUG, INFO=logging.INFO, WARN=logging.WARNING,
-               WARNING=logging.WARNING, ERROR=logging.ERROR, FATAL=logging.CRITICAL,
-               CRITICAL=logging.CRITICAL)
+from .util import Timer, get_logger
 
 
 def _grid(wavelength, psf):
@@ -22,20 +18,20 @@ def _grid(wavelength, psf):
     if isinstance(wavelength, np.ndarray):
         wave = np.asarray(wavelength, dtype=np.float64)
         if wave.ndim != 1 or wave.size < 2:
-            raise Error("wavelength: a grid needs at least two wavelengths")
+            raise perfex.Error("wavelength: a grid needs at least two wavelengths")
         # gpu_specter pads the grid with dw = gradient(wave)[0] (0.8000000000001819 for
         # numpy.arange(5760, ..., 0.8)): so does perfex, which regenerates the grid from it.
         wmin, wmax, dw = float(wave[0]), float(wave[-1]), float(np.gradient(wave)[0])
         regular = np.arange(wmin, wmax + 0.5 * dw, dw)
         if regular.shape != wave.shape or not np.allclose(regular, wave, rtol=0, atol=1e-6 * dw):
-            raise Error("wavelength: perfex extracts on uniform grids (numpy.arange(wmin, "
-                        "wmax + dw/2, dw)); this grid is not one")
+            raise perfex.Error("wavelength: perfex extracts on uniform grids (numpy.arange(wmin, "
+                               "wmax + dw/2, dw)); this grid is not one")
         return wmin, wmax, dw
     if isinstance(wavelength, (str, tuple)):
         return perfex.options.parse_wavelength(wavelength)
     if wavelength is None:
         return psf.wavemin, psf.wavemax, 0.8
-    raise Error(f"wavelength: expected None, 'wmin,wmax,dw', a tuple or an array, got {wavelength!r}")
+    raise perfex.Error(f"wavelength: expected None, 'wmin,wmax,dw', a tuple or an array, got {wavelength!r}")
 
 
 def extract_frame(img, psf, bundlesize, specmin, nspec, wavelength=None, nwavestep=50,
@@ -47,59 +43,91 @@ def extract_frame(img, psf, bundlesize, specmin, nspec, wavelength=None, nwavest
     img: dict with 'image' and 'ivar' (the ivar already mask-applied; other keys ignored);
     psf: gpu_specter's PSF dict (io.read_psf), a PSF file name or a perfex.Psf. With comm,
     every rank calls it, rank 0's img, psf and wavelength are used (the others may pass None),
-    and rank 0 returns the frame, the others None. gpu: True uses perfex's CUDA backend where
-    built (else the host one, with a warning). batch_subbundle and ranks_per_bundle (GPU
-    batching knobs of gpu_specter) are accepted and ignored.
+    the bundles are dealt over the ranks, and rank 0 returns the frame, the others None.
+    gpu: True uses perfex's CUDA backend where built (else the host one, with a warning).
+    batch_subbundle and ranks_per_bundle (GPU batching knobs of gpu_specter) are accepted and
+    ignored. loglevel: gpu_specter's (get_logger); rank 0 logs gpu_specter's INFO lines and
+    timing splits. timing: a dict that receives gpu_specter's time stamps (every rank).
+    NaN/Inf pixels are masked with a warning (gpu_specter stops with a ValueError).
 
     Returns dict(specflux, specivar, specmask, wave, Rdiags, pixmask_fraction, chi2pix,
     modelimage): flux per Angstrom [nspec][nwave], its ivar, specmask = (specivar == 0) as
     int, the resolution band [nspec][2*HSIZEY+1][nwave], the full model image or None.
     """
-    if loglevel is not None:
-        if str(loglevel).upper() not in _LEVELS:
-            raise ValueError(f"Unknown log level {loglevel}; should be DEBUG/INFO/WARNING/ERROR/CRITICAL")
-        log.setLevel(_LEVELS[str(loglevel).upper()])
-    stamps = timing if isinstance(timing, dict) else {}
-    stamps["init-mpi-comm"] = time.time()
-    rank = 0 if comm is None else comm.rank
+    timer = Timer()
+    log = get_logger(loglevel)
+    rank, size = (0, 1) if comm is None else (comm.rank, comm.size)
+    distributed = comm is not None and size > 1
     backend = perfex.default_backend(gpu=bool(gpu))
-    if gpu and backend != "cuda" and rank == 0:
-        log.warning("gpu=%r: this perfex build has no CUDA backend; extracting on %s", gpu, backend)
+    if rank == 0:
+        log.info(f"Extracting with perfex {perfex.__version__} on its {backend} backend")
+        if gpu and backend != "cuda":
+            log.warning(f"gpu={gpu!r}: this perfex build has no CUDA backend; extracting on {backend}")
+        log.info(f"Using GPU: {backend == 'cuda'}")
+        # perfex deals patches over the ranks: a frame communicator of every rank.
+        log.info(f"Size of frame MPI comm: {size}")
+        log.info("Size of bundle MPI comm: 1")
+    stamps = {"init-mpi-comm": time.time()}
+    timer.split("init-mpi-comm", stamps["init-mpi-comm"])
+
     image = ivar = None
 
     def prepare():
         nonlocal image, ivar, psf
         if not isinstance(img, dict) or "image" not in img or "ivar" not in img:
-            raise Error("img: a dict with 'image' and 'ivar' is required (on rank 0)")
+            raise perfex.Error("img: a dict with 'image' and 'ivar' is required (on rank 0)")
         image, ivar = img["image"], img["ivar"]
-        psf = as_psf(psf)
+        psf = perfex.as_psf(psf)
         return _grid(wavelength, psf)
 
     # Under MPI every rank learns of a bad argument on rank 0 (none waits in a collective).
-    grid = prepare() if comm is None or comm.size == 1 else perfex.mpi.on_root(comm, prepare)
+    grid = perfex.mpi.on_root(comm, prepare) if distributed else prepare()
+    if rank == 0:
+        log.info(f"Extracting wavelengths {grid[0]},{grid[1]},{grid[2]}")
+        log.info(f"Padding patches with {wavepad + int(wavepad * wavepad_frac)} wave bins on both ends")
+        if distributed:
+            log.info("Sending inputs to other MPI ranks (each the pixels of its patches)")
     options = dict(
         wavelength=grid, bundlesize=bundlesize, specmin=specmin, nspec=nspec,
         nwavestep=nwavestep, nsubbundles=nsubbundles, model_image=bool(model),
         regularize=regularize, psferr=psferr, wavepad0=wavepad, pixpad_frac=pixpad_frac,
         wavepad_frac=wavepad_frac,
     )
-    if comm is not None and comm.size > 1:
+    if distributed:
         frame = perfex.mpi.extract_frame(comm, image, ivar, psf, backend=backend, timing=stamps,
-                                         **options)
+                                         progress=False, **options)
     else:
         stamps["init-mpi-bcast"] = stamps["host-to-device"] = time.time()
-        frame = perfex.extract_frame(image, ivar, psf, backend=backend, **options)
+        frame = perfex.extract_frame(image, ivar, psf, backend=backend, progress=False, **options)
         stamps["extracted-bundles"] = stamps["staged-bundles"] = time.time()
-        stamps["merged-bundles"] = stamps["assembled-frame"] = time.time()
-    if frame is None:
-        return None
-    return dict(
-        specflux=frame.flux,
-        specivar=frame.ivar,
-        specmask=(frame.ivar == 0).astype(int),
-        wave=frame.wave,
-        Rdiags=frame.resolution,
-        pixmask_fraction=frame.pixmask_fraction,
-        chi2pix=frame.chi2pix,
-        modelimage=frame.model,
-    )
+        stamps["merged-bundles"] = time.time()
+
+    result = None
+    if frame is not None:
+        if frame.nonfinite_pixels:
+            log.warning(f"{frame.nonfinite_pixels} NaN/Inf image or ivar pixels masked (ivar 0); "
+                        "gpu_specter stops with a ValueError on such pixels with ivar > 0")
+        for warning in frame.warnings:
+            if "NaN/Inf" not in warning:
+                log.warning(warning)
+        result = dict(
+            specflux=frame.flux,
+            specivar=frame.ivar,
+            specmask=(frame.ivar == 0).astype(int),
+            wave=frame.wave,
+            Rdiags=frame.resolution,
+            pixmask_fraction=frame.pixmask_fraction,
+            chi2pix=frame.chi2pix,
+            modelimage=frame.model,
+        )
+    # The ranks without the frame stamp these when done, as gpu_specter's do.
+    stamps.setdefault("merged-bundles", time.time())
+    stamps["assembled-frame"] = time.time()
+    if rank == 0:
+        for name in ("init-mpi-bcast", "extracted-bundles", "staged-bundles", "merged-bundles",
+                     "assembled-frame"):
+            timer.split("mpi-bcast-raw" if name == "init-mpi-bcast" else name, stamps[name])
+        timer.log_splits(log)
+    if isinstance(timing, dict):
+        timing.update(stamps)
+    return result

@@ -1,8 +1,58 @@
-"""gpu_specter.io's PSF reader and the conversion of its result to a perfex.Psf."""
+"""gpu_specter.io on perfex: read_psf, read_img, write_frame, write_model, read_frame and
+native_endian with gpu_specter's arguments, returned dicts and files (astropy underneath where
+gpu_specter uses fitsio), and the conversion of its PSF dict to a perfex.Psf.
+
+Differences from gpu_specter, by design: headers read are astropy Headers (gpu_specter's are
+fitsio FITSHDRs; both are dict-like, and the writers take either); table columns come back in
+native byte order; a missing HDU is an OSError naming the file and HDU (fitsio's is an OSError
+naming the HDU); the writers' temporary is a unique name next to the output (gpu_specter's is
+FILENAME.tmp), removed when writing fails or is interrupted, and by a signal that ends the
+process.
+"""
+
+import os
+import re
 
 import numpy as np
 
+import perfex
 from perfex import psf_from_tables  # noqa: F401 (the conversion of read_psf's dict)
+
+from .util import get_logger
+
+# Keywords the writer derives from the data (fitsio's FITSHDR.clean drops the same), plus the
+# scaling keywords: the arrays written are never scaled.
+_STRUCTURAL = re.compile(
+    r"(SIMPLE|EXTEND|XTENSION|BITPIX|NAXIS\d*|PCOUNT|GCOUNT|THEAP|EXTNAME|CHECKSUM|DATASUM"
+    r"|BSCALE|BZERO|BLANK|ZIMAGE|ZSIMPLE|ZTENSION|ZBITPIX|ZNAXIS\d*|ZTILE\d+|ZNAME\d+|ZVAL\d+"
+    r"|ZCMPTYPE|ZQUANTIZ|ZDITHER0|ZPCOUNT|ZGCOUNT|ZEXTEND)$")
+_TABLE = re.compile(r"(TFIELDS|BUNIT|(TFORM|TTYPE|TDIM|TUNIT|TSCAL|TZERO|TNULL|TDISP|TDMIN|TDMAX"
+                    r"|TDESC|TROTA|TRPIX|TRVAL|TDELT|TCUNI)\d+)$")
+
+
+def native_endian(data):
+    """data itself when in native byte order, else a byte-swapped copy viewed as native (as
+    gpu_specter.io.native_endian)."""
+    if data.dtype.isnative:
+        return data
+    data = data.byteswap()
+    return data.view(data.dtype.newbyteorder())
+
+
+def _hdu(hdus, filename, extname):
+    try:
+        return hdus[extname]
+    except KeyError:
+        raise OSError(f"{filename}: extension not found: {extname}") from None
+
+
+def _table_array(hdu):
+    """A binary table HDU's rows as a numpy structured array (values scaled, as fitsio reads)."""
+    from astropy.table import Table
+
+    if hdu.data is None:
+        return None
+    return np.ma.getdata(Table(hdu.data).as_array())
 
 
 def read_psf(filename):
@@ -14,12 +64,150 @@ def read_psf(filename):
     from astropy.table import Table
 
     psfdata = {"PSF": Table.read(filename, "PSF")}
-    psfdata["PSF"].meta.setdefault("PSFERR", 0.01)
+    if "PSFERR" not in psfdata["PSF"].meta:
+        get_logger().debug("PSFERR not found in PSF meta. Setting to 0.01")
+        psfdata["PSF"].meta["PSFERR"] = 0.01
     with fits.open(filename) as hdus:
         for extname in ("XTRACE", "YTRACE"):
+            hdu = _hdu(hdus, filename, extname)
             table = Table()
-            table[extname[0]] = np.asarray(hdus[extname].data, dtype=np.float64)
+            table[extname[0]] = native_endian(np.asarray(hdu.data))
             for key in ("WAVEMIN", "WAVEMAX"):
-                table.meta[key] = hdus[extname].header[key]
+                if key not in hdu.header:
+                    raise KeyError(f"{filename}: HDU {extname} has no keyword {key}")
+                table.meta[key] = hdu.header[key]
             psfdata[extname] = table
     return psfdata
+
+
+def read_img(filename):
+    """A preproc image as gpu_specter.io.read_img returns it: dict image and ivar (native
+    float64; ivar 0 wherever MASK != 0), imagehdr (the IMAGE header), mask (the MASK HDU's
+    array), fibermap (the FIBERMAP rows) and fibermaphdr. HDUs IMAGE, IVAR, MASK and FIBERMAP
+    are required."""
+    from astropy.io import fits
+
+    with fits.open(filename, memmap=False) as hdus:
+        image = _hdu(hdus, filename, "IMAGE")
+        ivar = _hdu(hdus, filename, "IVAR")
+        mask = _hdu(hdus, filename, "MASK")
+        fibermap = _hdu(hdus, filename, "FIBERMAP")
+        imgdata = dict(
+            image=native_endian(np.asarray(image.data).astype("f8")),
+            ivar=native_endian(np.asarray(ivar.data).astype("f8")),
+            imagehdr=image.header.copy(),
+            mask=native_endian(np.array(mask.data)),
+        )
+        if imgdata["mask"].shape != imgdata["ivar"].shape:
+            raise ValueError(f"{filename}: MASK has shape {imgdata['mask'].shape}, IVAR "
+                             f"{imgdata['ivar'].shape}")
+        imgdata["ivar"][imgdata["mask"] != 0] = 0.0
+        imgdata["fibermap"] = _table_array(fibermap)
+        imgdata["fibermaphdr"] = fibermap.header.copy()
+    return imgdata
+
+
+def _header(cards, table=False):
+    """An astropy Header of the cards of an astropy Header, a fitsio FITSHDR, a dict or None,
+    without the keywords the writer derives from the data."""
+    from astropy.io import fits
+
+    if cards is None:
+        records = []
+    elif isinstance(cards, fits.Header):
+        records = [(card.keyword, card.value, card.comment) for card in cards.cards]
+    elif hasattr(cards, "records"):  # fitsio.FITSHDR
+        records = [(r["name"], r.get("value"), r.get("comment", "")) for r in cards.records()]
+    else:
+        records = [(key, value, "") for key, value in dict(cards).items()]
+    header = fits.Header()
+    for key, value, comment in records:
+        key = str(key).upper()
+        if _STRUCTURAL.match(key) or (table and _TABLE.match(key)):
+            continue
+        header.append((key, value, comment), bottom=True)  # bottom: the cards keep their order
+    return header
+
+
+def _write_atomically(filename, hdus):
+    """Writes the HDUs to a temporary file next to filename, then renames it over filename:
+    a reader sees the old file or the complete new one; the temporary is removed on any
+    failure, interruption or signal (perfex.frames.atomic_output)."""
+    from astropy.io import fits
+
+    with perfex.frames.atomic_output(filename) as f:
+        fits.HDUList(hdus).writeto(f, checksum=True)
+
+
+def _image(data, extname, header=None, primary=False):
+    from astropy.io import fits
+
+    kind = fits.PrimaryHDU if primary else fits.ImageHDU
+    hdu = kind(data=None if data is None else np.asarray(data), header=_header(header))
+    hdu.header["EXTNAME"] = extname
+    return hdu
+
+
+def _item(frame, key, dtype=None):
+    """frame[key] (a KeyError naming the key when absent), as an array of dtype when given."""
+    if key not in frame:
+        raise KeyError(f"frame: missing '{key}'")
+    value = frame[key]
+    if dtype is None or value is None:
+        return value
+    return np.asarray(value).astype(dtype)
+
+
+def write_frame(filename, frame, dtype=np.float32):
+    """Writes a frame dict (gpu_specter.core.extract_frame's, plus imagehdr, fibermap and
+    fibermaphdr) as gpu_specter.io.write_frame: HDUs FLUX (primary, with imagehdr's cards),
+    IVAR, MASK, WAVELENGTH, RESOLUTION, FIBERMAP (a table with fibermaphdr's cards, empty when
+    fibermap is None) and CHI2PIX; FLUX, IVAR, RESOLUTION and CHI2PIX as dtype, MASK and
+    WAVELENGTH as given. Atomic: written to a temporary, then renamed."""
+    from astropy.io import fits
+
+    fibermap = _item(frame, "fibermap")
+    if fibermap is None:
+        table = _image(None, "FIBERMAP", _item(frame, "fibermaphdr"))
+    else:
+        table = fits.BinTableHDU(data=fibermap, header=_header(_item(frame, "fibermaphdr"), table=True))
+        table.header["EXTNAME"] = "FIBERMAP"
+    _write_atomically(filename, [
+        _image(_item(frame, "specflux", dtype), "FLUX", _item(frame, "imagehdr"), primary=True),
+        _image(_item(frame, "specivar", dtype), "IVAR"),
+        _image(_item(frame, "specmask"), "MASK"),
+        _image(_item(frame, "wave"), "WAVELENGTH"),
+        _image(_item(frame, "Rdiags", dtype), "RESOLUTION"),
+        table,
+        _image(_item(frame, "chi2pix", dtype), "CHI2PIX"),
+    ])
+
+
+def write_model(filename, frame):
+    """Writes frame['modelimage'] as the primary HDU MODEL with frame['imagehdr']'s cards (as
+    gpu_specter.io.write_model). Atomic: written to a temporary, then renamed."""
+    _write_atomically(filename, [_image(_item(frame, "modelimage"), "MODEL", _item(frame, "imagehdr"),
+                                        primary=True)])
+
+
+def read_frame(filename):
+    """A frame file's arrays as gpu_specter.io.read_frame returns them: dict flux, ivar, wave,
+    mask, resolution, fibermap (the FIBERMAP rows) and chi2pix, in the file's dtypes (native
+    byte order)."""
+    from astropy.io import fits
+
+    with fits.open(filename, memmap=False) as hdus:
+        def image(extname):
+            data = _hdu(hdus, filename, extname).data
+            return None if data is None else native_endian(np.array(data))
+
+        fibermap = _hdu(hdus, filename, "FIBERMAP")
+        return dict(
+            flux=image("FLUX"),
+            ivar=image("IVAR"),
+            wave=image("WAVELENGTH"),
+            mask=image("MASK"),
+            resolution=image("RESOLUTION"),
+            fibermap=_table_array(fibermap) if isinstance(fibermap, fits.BinTableHDU) else None,
+            chi2pix=image("CHI2PIX"),
+        )

@@ -1,0 +1,155 @@
+"""The clients' own code on perfex (gpu_specter aliased to perfex.gpu_specter): gpu_specter's
+test_core.py and desispec's test_extract.py unchanged, desispec's desi_extract_spectra on the
+reference image, gpu_specter's IO coordinators and io module side by side with perfex's.
+Each runs `clients.py COMMAND` in a fresh process (under mpirun for several ranks) and skips
+with a message when a client checkout ($PERFEX_CLIENTS, default ../clients) or a module it
+needs is missing."""
+
+import importlib.util
+import os
+import re
+
+import numpy as np
+import pytest
+
+import perfex
+
+import clients
+from conftest import CLEAN, MASKED, data_path, mpirun, run_python
+
+CLIENTS_PY = os.path.join(clients.HERE, "clients.py")
+# desi_extract_spectra as production runs it (fibres 0-24 of the reference image).
+PRODUCTION = ["-w", "5760,7620,0.8", "--psferr", "0.01", "--nsubbundles", "5", "--nwavestep", "50",
+              "--no-gpu", "-s", "0", "-n", "25"]
+# perfex's frame mask differs from desispec's (desispec.scripts.extract.get_spectrum_mask) in
+# two documented ways: NODATA where ivar is 0, and ALLBADPIX for any pixmask_fraction >= 1 -
+# 1e-9 (a spot's pixels sum to 1 to rounding; desispec requires exactly 1.0).
+ALLBADPIX, NODATA = 1 << 1, 1 << 8
+
+
+def need(*names):
+    missing = clients.missing_clients(*names)
+    if missing:
+        pytest.skip(f"client checkout(s) {', '.join(missing)} not found in {clients.clients_root()} "
+                    "(set PERFEX_CLIENTS to the folder holding them)")
+
+
+def check(result, what):
+    """The run's combined output; skips when it reported a missing module."""
+    output = result.stdout + result.stderr
+    if result.returncode == clients.MISSING:
+        pytest.skip(f"{what}: " + re.search(r"missing module .*", output).group(0))
+    assert result.returncode == 0, output
+    return output
+
+
+def specter_runs():
+    """specter imports (its checkout plus numba and scipy), so test_core compares with it."""
+    return clients.client_py("specter") is not None and all(
+        importlib.util.find_spec(m) is not None for m in ("numba", "scipy"))
+
+
+@pytest.fixture(scope="module")
+def preproc_67784(tmp_path_factory):
+    need("gpu_specter")
+    pytest.importorskip("astropy", reason="the simulated preproc is written with astropy")
+    psf = os.path.join(os.path.dirname(clients.client_py("gpu_specter")), clients.PSF_67784)
+    return clients.simulate_preproc(psf, str(tmp_path_factory.mktemp("sim") / "preproc-r0-00067784.fits"))
+
+
+@pytest.mark.parametrize("nranks", [1, pytest.param(2, marks=pytest.mark.mpi)])
+def test_gpu_specter_test_core(nranks, preproc_67784):
+    args = [CLIENTS_PY, "test-core", preproc_67784]
+    output = check(run_python(args) if nranks == 1 else mpirun(nranks, args), "gpu_specter test_core")
+    expected = {"test_extract_frame": "ok", "test_compare_specter": "ok" if specter_runs() else "skipped",
+                "test_compare_gpu": "skipped", "test_gpu_batch_subbundle": "skipped"}
+    for name, outcome in expected.items():
+        got = re.findall(rf"^{name} \(.*\) \.\.\. (\w+)", output, re.M)
+        assert got == [outcome] * nranks, (name, got, output)
+
+
+def test_desispec_test_extract():
+    need("desispec", "desiutil", "desitarget", "specter")
+    output = check(run_python([CLIENTS_PY, "test-extract"]), "desispec test_extract")
+    assert re.search(r"^Ran 5 tests", output, re.M) and re.search(r"^OK$", output, re.M), output
+    assert "skipped" not in output, output
+    assert re.search(r"extract:  psf = \S*perfex/gpu_specter/test/data/psf-r0-00051060\.fits$", output, re.M)
+
+
+@pytest.fixture(scope="module")
+def desi_preproc(tmp_path_factory):
+    """The clean reference image with the cards desispec needs (RDNOISE for read_image,
+    FLAVOR for write_frame), as desispec's own test images have."""
+    need("desispec", "desiutil", "desitarget", "specter")
+    fits = pytest.importorskip("astropy.io.fits", reason="desispec reads images with astropy")
+    path = str(tmp_path_factory.mktemp("desi") / "preproc-r0.fits")
+    with fits.open(data_path(CLEAN)) as hdus:
+        hdus["IMAGE"].header["RDNOISE"] = (3.0, "[electron] read noise of the simulation")
+        hdus["IMAGE"].header["FLAVOR"] = "science"
+        hdus.writeto(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def perfex_production(desi_preproc, psf):
+    """perfex's own API with desi_extract_spectra's production settings."""
+    return perfex.extract_frame(perfex.read_preproc(desi_preproc), psf=psf, wavelength="5760,7620,0.8",
+                                specmin=0, nspec=25, nsubbundles=5, nwavestep=50, psferr=0.01,
+                                progress=False)
+
+
+@pytest.mark.parametrize("nranks", [1, pytest.param(2, marks=pytest.mark.mpi)])
+def test_desi_extract_spectra(nranks, desi_preproc, psf_path, perfex_production, tmp_path):
+    fits = pytest.importorskip("astropy.io.fits")
+    out = str(tmp_path / "frame-r0.fits")
+    args = [CLIENTS_PY, "desi-extract", "-i", desi_preproc, "-p", psf_path, "-o", out] + PRODUCTION
+    if nranks > 1:
+        output = check(mpirun(nranks, args + ["--mpi"]), "desi_extract_spectra")
+    else:
+        output = check(run_python(args), "desi_extract_spectra")
+    # gpu_specter's INFO lines and timing splits, in its format, in desispec's log (rank 0's).
+    version = f"perfex {perfex.__version__}"
+    assert re.search(rf"INFO:core\.py:\d+:extract_frame:Extracting with {version} on", output), output
+    assert f"Size of frame MPI comm: {nranks}" in output
+    for split in ("init-mpi-comm", "extracted-bundles", "assembled-frame", "total"):
+        assert re.search(rf"INFO:util\.py:\d+:log_splits: *{split}: +\d+\.\d\d\b", output), split
+    with fits.open(out) as hdus:
+        header = hdus["FLUX"].header
+        names = {header[k]: k.replace("DEPNAM", "DEPVER") for k in header if k.startswith("DEPNAM")}
+        assert header["SPECTER"] == version and header[names["gpu_specter"]] == version
+        frame = {h: np.asarray(hdus[h].data) for h in ("FLUX", "IVAR", "MASK", "CHI2PIX", "RESOLUTION")}
+        assert np.array_equal(hdus["WAVELENGTH"].data, perfex_production.wave)
+    p = perfex_production
+    for name, ours in (("FLUX", p.flux), ("IVAR", p.ivar), ("CHI2PIX", p.chi2pix),
+                       ("RESOLUTION", p.resolution)):
+        assert np.array_equal(frame[name], ours.astype(np.float32)), name
+    assert np.count_nonzero(p.ivar > 0) > 25 * 1000 and np.count_nonzero(p.ivar == 0) > 0  # beyond the image
+    expected = p.mask & ~np.uint32(NODATA)
+    rounded = (p.pixmask_fraction != 1.0) & (p.mask & ALLBADPIX != 0)
+    expected[rounded] &= ~np.uint32(ALLBADPIX)
+    assert np.array_equal(frame["MASK"], expected)
+    assert np.count_nonzero(frame["MASK"] & ALLBADPIX) > 0 and np.count_nonzero(rounded) > 0
+
+
+@pytest.mark.parametrize("nranks", [1, pytest.param(3, marks=pytest.mark.mpi)])
+def test_io_coordinators_match_gpu_specter(nranks):
+    need("gpu_specter")
+    args = [CLIENTS_PY, "coordinators"]
+    output = check(run_python(args) if nranks == 1 else mpirun(nranks, args), "IO coordinators")
+    classes = ["NoMPIIOCoordinator", "SerialIOCoordinator"] + ["ParallelIOCoordinator"] * (nranks >= 3)
+    for name in classes:
+        assert len(re.findall(rf"^rank \d+ {name}: same results", output, re.M)) == nranks, output
+    if nranks >= 3:  # the worker root returns the writer's payload, the writer what it wrote
+        parallel = "ParallelIOCoordinator: same results"
+        assert f"rank 2 {parallel} (('read', 0), ('processed', 2, 0), ('payload', 1))" in output
+        written = "('written', 1, ('payload', 2))"
+        assert f"rank 1 {parallel} (('dummy-read', 1), ('dummy-process', 1), {written})" in output
+
+
+def test_io_matches_gpu_specter(tmp_path):
+    need("gpu_specter")
+    output = check(run_python([CLIENTS_PY, "io", data_path(MASKED), str(tmp_path)]), "gpu_specter.io")
+    assert "read_img: same arrays and header cards" in output
+    assert "write_frame / write_model / read_frame: the same files and dicts" in output
+    assert len(re.findall(r"OSError from both", output)) == 4, output
+    assert "io, core.extract_frame, util.get_logger: gpu_specter's signatures" in output
