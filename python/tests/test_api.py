@@ -369,3 +369,21 @@ def test_patches_dealt_evenly(psf):
         assert loads.max() <= 1.1 * loads.mean(), (size, loads.max() / loads.mean())
     starts = perfex.mpi.deal([1.0, 1.0], 5)  # more ranks than patches: some get none
     assert starts[0] == 0 and starts[-1] == 2 and sorted(starts) == starts
+
+
+def test_model_image_is_gpu_specters(clean, psf):
+    """The model image of the reference extraction is gpu_specter's to rounding, the red end
+    included: the grid's 1251 bins are not a multiple of nwavestep, and gpu_specter's last patch
+    of each sub-bundle models its whole 50-bin core, 49 bins beyond the grid."""
+    fits = pytest.importorskip("astropy.io.fits", reason="astropy reads the reference files")
+    with fits.open(data_path("ref-gpuspecter-sim-r0-b0-1-model.fits")) as hdus:
+        hdu = next(h for h in hdus if h.data is not None)
+        cut = np.asarray(hdu.data, dtype=np.float64)
+        y0, x0 = int(hdu.header["Y0"]), int(hdu.header["X0"])
+    ref = np.zeros((psf.npix_y, psf.npix_x))  # the cutout on the CCD, zero outside
+    ref[y0:y0 + cut.shape[0], x0:x0 + cut.shape[1]] = cut
+    frame = perfex.extract_frame(clean, psf=psf, progress=False, model_image=True, **REFERENCE)
+    assert frame.model.shape == ref.shape
+    diff = np.abs(frame.model - ref)
+    assert diff.max() <= 1e-9 * ref.max(), (diff.max(), np.unravel_index(diff.argmax(), diff.shape))
+    assert ref[2179:2284, :300].max() > 50  # the red end, where the extra core bins land

@@ -433,6 +433,18 @@ struct PatchSolver {
         out.rdiags(ip, f, d, jcore) = math::isfinite(rr) ? rr : 0.0;
       }
     });
+    // The last patch of a sub-bundle solves a whole core of nwavestep bins, some beyond the
+    // frame's grid; gpu_specter's model image has their spots too (its last patch keeps only
+    // the frame's bins of everything else).
+    const int nwavestep = nwt - 2 * wavepad;
+    if (model.extent(0) > 0 && p.nkeep < nwavestep)
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, p.nkeep, nwavestep), [&](int jcore) {
+        const int i = jcore + wavepad;
+        const double s = rowsum(i), fl = rowflux(i);
+        const bool constrained =
+            omega(unknowns(i)) > 1e-8 && math::isfinite(s) && math::isfinite(fl);
+        add_spot(member, p, p.fib0 + p.keep0 + f, p.kf0 + i, constrained ? fl / s : 0.0);
+      });
   }
 
   // Model A·φ on the window, chi2 per pixel, then chi2pix and pixmask_fraction of the kept
@@ -519,21 +531,26 @@ struct PatchSolver {
   // order the patches run in (flux, ivar, chi2pix and the rest do not).
   KOKKOS_INLINE_FUNCTION void add_model(const Member& member, const PatchDesc& p) const {
     const int ip = member.league_rank();
-    const int nrow = static_cast<int>(spots.extent(2)), ncol = static_cast<int>(spots.extent(3));
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, p.nkeepfib * p.nkeep), [&](int idx) {
       const int f = idx / p.nkeep, jcore = idx % p.nkeep;
-      const int fl = p.fib0 + p.keep0 + f, k = p.kf0 + wavepad + jcore;
-      const int c0 = xcorner(fl, k), r0 = ycorner(fl, k);
-      const int rlo = math::max(0, p.row0 - r0), rhi = math::min(nrow, p.row1 - r0);
-      const double a = out.flux(ip, f, jcore);
-      const double* spot = &spots(fl, k, 0, 0);
-      const int clo = math::max(0, p.col0 - c0), chi = math::min(ncol, p.col1 - c0);
-      for (int r = rlo; r < rhi; ++r) {
-        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, clo, chi), [&](int c) {
-          Kokkos::atomic_add(&model(r0 + r, c0 + c), a * spot[r * ncol + c]);
-        });
-      }
+      add_spot(member, p, p.fib0 + p.keep0 + f, p.kf0 + wavepad + jcore, out.flux(ip, f, jcore));
     });
+  }
+
+  // a times the spot of fibre fl at padded wavelength k, within the patch's window, into the
+  // model image (by one thread of the team, over its vector lanes).
+  KOKKOS_INLINE_FUNCTION void add_spot(const Member& member, const PatchDesc& p, int fl, int k,
+                                       double a) const {
+    const int nrow = static_cast<int>(spots.extent(2)), ncol = static_cast<int>(spots.extent(3));
+    const int c0 = xcorner(fl, k), r0 = ycorner(fl, k);
+    const int rlo = math::max(0, p.row0 - r0), rhi = math::min(nrow, p.row1 - r0);
+    const int clo = math::max(0, p.col0 - c0), chi = math::min(ncol, p.col1 - c0);
+    const double* spot = &spots(fl, k, 0, 0);
+    for (int r = rlo; r < rhi; ++r) {
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, clo, chi), [&](int c) {
+        Kokkos::atomic_add(&model(r0 + r, c0 + c), a * spot[r * ncol + c]);
+      });
+    }
   }
 
   // A failed patch's bins: every result 0.
