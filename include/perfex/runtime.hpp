@@ -7,7 +7,10 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <tuple>
@@ -119,7 +122,44 @@ constexpr int kMaxHostThreads = 512;
 struct HostThreads {
   int threads = 0;      // to start Kokkos with; 0 = its default
   std::string warning;  // "" or why the default was capped
+  int device = -1;      // GPU to start Kokkos with (CUDA builds); -1 = Kokkos' default
 };
+
+// ---- processes sharing a node's GPUs (MPI ranks under MPS) ------------------------------------
+
+// The GPU of the process that is rank `local_rank` of `local_size` on its node with `ndevices`
+// GPUs: `requested` when >= 0 (refused beyond the GPUs), else local_rank modulo ndevices, as
+// gpu_specter's decompose_comm deals them; -1 without GPUs.
+inline int device_for_rank(int local_rank, int ndevices, int requested = -1) {
+  if (ndevices <= 0) return -1;
+  if (requested >= ndevices)
+    throw RequestError("device: GPU " + std::to_string(requested) +
+                       " requested, but the node has " + std::to_string(ndevices));
+  if (requested >= 0) return requested;
+  return local_rank % ndevices;
+}
+
+// How many of a node's `local_size` processes use GPU `device` when they are dealt as
+// device_for_rank deals them (at least 1).
+inline int ranks_sharing_device(int device, int local_size, int ndevices) {
+  if (ndevices <= 0 || device < 0 || local_size <= 0) return 1;
+  return std::max(1, (local_size - device + ndevices - 1) / ndevices);
+}
+
+namespace runtime_detail {
+inline std::atomic<int> device_sharers{1};
+}  // namespace runtime_detail
+
+// The processes this one shares its GPU with, itself included: the default memory budget of a
+// GPU extraction is divided among them (set once at start-up, e.g. by the Python package).
+inline void set_device_sharers(int n) { runtime_detail::device_sharers = std::max(1, n); }
+inline int device_sharers() { return runtime_detail::device_sharers; }
+
+// The default memory budget on a GPU with `free_bytes` free: half of it (room for another
+// process asking at the same moment), divided among the processes sharing the GPU.
+inline std::int64_t shared_device_budget(std::int64_t free_bytes, int sharers) {
+  return free_bytes / 2 / std::max(1, sharers);
+}
 
 // The host thread count to start Kokkos with: `requested` (> 0), refused (RequestError naming
 // `what`) above kMaxHostThreads; else OpenMP's default (OMP_NUM_THREADS, else the cores)
@@ -152,7 +192,7 @@ inline HostThreads host_threads(int requested, const std::string& what = "thread
 // to OpenMP; saying so silences Kokkos' start-up warning.
 inline void initialize_runtime(const HostThreads& h) {
   setenv("OMP_PROC_BIND", "false", /*overwrite=*/0);
-  initialize_kokkos(h.threads);
+  initialize_kokkos(h.threads, h.device);
 }
 
 // Kokkos for a program's lifetime (started unless it runs already; finalized by the owner).

@@ -4,6 +4,7 @@ perfex.Psf, or gpu_specter's dict of astropy Tables)."""
 import logging
 import os
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -12,6 +13,57 @@ from ._perfex import Error, Psf
 from .runtime import initialize
 
 log = logging.getLogger("perfex")
+
+
+def cuda_array(array, name):
+    """(data pointer, shape) of an object with __cuda_array_interface__ (cupy, numba, torch):
+    a C-contiguous 2-D float64 array in GPU memory, or a perfex.Error naming what is not."""
+    iface = array.__cuda_array_interface__
+    try:
+        shape = tuple(int(n) for n in iface["shape"])
+        typestr = iface["typestr"]
+        pointer, _ = iface["data"]
+    except (KeyError, TypeError, ValueError) as e:
+        raise Error(f"{name}: malformed __cuda_array_interface__ ({e})") from None
+    if len(shape) != 2:
+        raise Error(f"{name}: a CUDA array of shape {shape}; expected 2-D [nrows][ncols]")
+    if typestr not in ("<f8", "=f8"):
+        raise Error(f"{name}: a CUDA array of type {typestr}; perfex reads float64 ('<f8') in "
+                    "place (convert with .astype('float64'))")
+    strides = iface.get("strides")
+    if strides is not None and tuple(strides) != (8 * shape[1], 8):
+        raise Error(f"{name}: a CUDA array with strides {tuple(strides)}; perfex reads C-contiguous "
+                    "arrays in place (cupy.ascontiguousarray)")
+    if iface.get("mask") is not None:
+        raise Error(f"{name}: masked CUDA arrays are not supported")
+    return int(pointer), shape
+
+
+def _gpu_array(array):
+    """True for an array in GPU memory: __cuda_array_interface__, or DLPack on a CUDA device."""
+    if hasattr(array, "__cuda_array_interface__"):
+        return True
+    device = getattr(array, "__dlpack_device__", None)
+    return callable(device) and device()[0] in (2, 3)  # kDLCUDA, kDLCUDAHost
+
+
+def device_image(pixels, ivar):
+    """The handle of an image whose arrays are in GPU memory (cupy): used in place on the cuda
+    backend; refused, with what to do instead, where this build has none."""
+    from .runtime import backends
+
+    if "cuda" not in backends():
+        raise Error("image: the arrays are in GPU memory (cupy), but this perfex build has no CUDA "
+                    f"backend ({', '.join(backends())}): pass numpy arrays (cupy.asnumpy) or build "
+                    "perfex with a CUDA Kokkos")
+    for name, a in (("pixels", pixels), ("ivar", ivar)):
+        if not hasattr(a, "__cuda_array_interface__"):
+            raise Error(f"{name}: a GPU array without __cuda_array_interface__ (DLPack only): pass "
+                        "a cupy array (cupy.from_dlpack)")
+    (p, shape_p), (w, shape_w) = cuda_array(pixels, "pixels"), cuda_array(ivar, "ivar")
+    if shape_p != shape_w:
+        raise Error(f"image: pixels and ivar must be 2-D arrays of one shape, got {shape_p} and {shape_w}")
+    return _perfex.CudaArrayImage(p, w, shape_p[0], shape_p[1], (pixels, ivar))
 
 
 def _as_float64(array, name):
@@ -44,18 +96,25 @@ class Image:
     """A CCD image (pixels and inverse variances, ivar 0 = masked) ready for extraction.
 
     C-contiguous native float64 arrays are used in place (no copy) when every value is finite
-    and every ivar >= 0; other dtypes and layouts (e.g. the float32 of preproc files) are
+    and every ivar >= 0 (so are cupy arrays on the cuda backend, through
+    __cuda_array_interface__); other dtypes and layouts (e.g. the float32 of preproc files) are
     converted once here; NaN/Inf pixels are masked (counted in nonfinite_pixels), a negative
     ivar is a perfex.Error. Arrays used in place are checked again at each extraction, so
     changing them later is seen. Build one to extract the same image several times.
     """
 
-    def __init__(self, pixels, ivar):
+    def __init__(self, pixels, ivar, region=None):
         initialize()
+        if _gpu_array(pixels) or _gpu_array(ivar):
+            self.converted, self.region = False, None
+            self._handle = device_image(pixels, ivar)
+            return
         p, converted_p = _as_float64(pixels, "pixels")
         w, converted_w = _as_float64(ivar, "ivar")
         self.converted = converted_p or converted_w
-        self._handle = _perfex.HostImage(p, w)
+        # region: (row0, col0, ccd_rows, ccd_cols) when the arrays are a rectangle of the CCD.
+        self.region = region
+        self._handle = _perfex.HostImage(p, w, *(region or ()))
 
     @property
     def shape(self):
@@ -99,12 +158,21 @@ class PreprocImage:
     masked_pixels: int = 0
     nonfinite_pixels: int = 0
     has_fibermap: bool = False
+    # (row0, col0, ccd_rows, ccd_cols) when only a rectangle of the CCD was read, else None
+    region: Optional[tuple] = None
 
 
-def read_preproc(path, mask_bits=0x2FF):
+def read_preproc(path, mask_bits=0x2FF, box=None):
     """Reads a preproc image (HDUs IMAGE, IVAR, MASK): float64 arrays, ivar := 0 where
-    (MASK & mask_bits) != 0 (DESI's rule: bits 0-7 and 9), NaN/Inf pixels masked."""
-    return PreprocImage(**_perfex.read_preproc(os.fspath(path), mask_bits))
+    (MASK & mask_bits) != 0 (DESI's rule: bits 0-7 and 9), NaN/Inf pixels masked. box:
+    (row0, row1, col0, col1) to read only those rows and columns (the result's region says
+    where they sit on the CCD)."""
+    return PreprocImage(**_perfex.read_preproc(os.fspath(path), mask_bits, box))
+
+
+def preproc_shape(path):
+    """(rows, cols) of a preproc image's CCD, from its header alone."""
+    return tuple(_perfex.preproc_shape(os.fspath(path)))
 
 
 def as_image(image, ivar=None):
@@ -112,7 +180,7 @@ def as_image(image, ivar=None):
     if isinstance(image, (Image, PreprocImage)):
         if ivar is not None:
             raise TypeError("ivar must not be given with a perfex.Image or PreprocImage")
-        return image if isinstance(image, Image) else Image(image.pixels, image.ivar)
+        return image if isinstance(image, Image) else Image(image.pixels, image.ivar, image.region)
     if ivar is None:
         raise TypeError("ivar: required with a pixel array")
     return Image(image, ivar)

@@ -25,9 +25,10 @@ import numpy as np
 
 from . import _perfex
 from ._perfex import Error, RequestError
+from .extraction import extract_frame as extract_local
 from .extraction import progress_callback
 from .frames import Frame, check_outputs, frame_mask, write_frame, write_model
-from .images import Image, PreprocImage, _as_float64, as_psf, read_preproc, read_psf
+from .images import Image, PreprocImage, _as_float64, as_psf, preproc_shape, read_preproc, read_psf
 from .options import make_options
 from .runtime import check_backend, default_backend, initialize
 
@@ -93,14 +94,16 @@ def on_root(comm, prepare):
 
 
 def _image_arrays(image, ivar):
-    """(pixels, ivar, Image or None): C-contiguous float64 arrays of the input (converted once
-    when needed), and the Image when one was given."""
+    """(pixels, ivar, Image or None, region): C-contiguous float64 arrays of the input (converted
+    once when needed), the Image when one was given, and where the arrays sit on the CCD
+    ((row0, col0, ccd_rows, ccd_cols), None: they are the CCD)."""
     if isinstance(image, Image):
         if ivar is not None:
             raise TypeError("ivar must not be given with a perfex.Image")
-        return image.pixels, image.ivar, image
+        return image.pixels, image.ivar, image, image.region
+    region = None
     if isinstance(image, PreprocImage):
-        image, ivar = image.pixels, image.ivar
+        image, ivar, region = image.pixels, image.ivar, image.region
     if ivar is None:
         raise TypeError("ivar: required with a pixel array")
     pixels, _ = _as_float64(image, "pixels")
@@ -108,7 +111,7 @@ def _image_arrays(image, ivar):
     if pixels.ndim != 2 or pixels.shape != weights.shape:
         raise Error(f"image: pixels and ivar must be 2-D arrays of one shape, got {pixels.shape} "
                     f"and {weights.shape}")
-    return pixels, weights, None
+    return pixels, weights, None, region
 
 
 def bin_indices(blocks, nwave, ndiags=None):
@@ -145,23 +148,23 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
     stamps["init-mpi-comm"] = start
     initialize(threads, comm=comm)
     rank, size = comm.rank, comm.size
-    pixels = weights = img = None
+    pixels = weights = img = region = None
 
     def prepare():
-        nonlocal pixels, weights, img
+        nonlocal pixels, weights, img, region
         frame_psf = as_psf(psf)
         nspec_given = "nspec" in options
         opts = make_options(**options)
         name = check_backend(backend or default_backend())
-        pixels, weights, img = _image_arrays(image, ivar)
+        pixels, weights, img, region = _image_arrays(image, ivar)
+        ccd = region[2:] if region else pixels.shape
         resolved, warnings = _perfex.resolve_request(
-            opts, frame_psf, pixels.shape[0], pixels.shape[1], True, nspec_given,
-            bool(allow_image_size_mismatch))
-        plan = _perfex.plan_frame(frame_psf, resolved, pixels.shape[0], pixels.shape[1], name)
+            opts, frame_psf, ccd[0], ccd[1], True, nspec_given, bool(allow_image_size_mismatch))
+        plan = _perfex.plan_frame(frame_psf, resolved, ccd[0], ccd[1], name)
         starts = deal(plan.flops, size)
         boxes = [plan.pixel_box(starts[r], starts[r + 1]) if starts[r] < starts[r + 1] else None
                  for r in range(size)]
-        return dict(shape=pixels.shape, psf=frame_psf, options=resolved, backend=name,
+        return dict(shape=tuple(ccd), psf=frame_psf, options=resolved, backend=name,
                     starts=starts, boxes=boxes, blocks=plan.blocks(), nwave=plan.nwave,
                     ndiags=2 * plan.ndiag + 1, nspec=resolved["nspec"], warnings=warnings,
                     nspec_given=nspec_given)
@@ -179,14 +182,15 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
     image_error = None
     if rank == 0:
         sends = []
+        dr, dc = region[:2] if region else (0, 0)  # rank 0 may hold only the pixels needed
         for r in range(1, size):
             if boxes[r] is not None:
                 r0, r1, c0, c1 = boxes[r]
                 for tag, array in ((1, pixels), (2, weights)):
-                    block = np.ascontiguousarray(array[r0:r1, c0:c1])
+                    block = np.ascontiguousarray(array[r0 - dr:r1 - dr, c0 - dc:c1 - dc])
                     sends.append((comm.Isend([block, MPI.DOUBLE], dest=r, tag=tag), block))
         try:
-            img = img or Image(pixels, weights)
+            img = img or Image(pixels, weights, region)
         except Exception as e:  # raised on every rank below, once every rank is there
             image_error = Error(f"rank 0: {e}")
         for request, _ in sends:
@@ -203,9 +207,7 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
         try:
             if rank != 0:
                 r0, r1, c0, c1 = boxes[rank]
-                img = Image.__new__(Image)
-                img.converted = False
-                img._handle = _perfex.HostImage(pixels, weights, r0, c0, shape[0], shape[1])
+                img = Image(pixels, weights, (r0, c0, shape[0], shape[1]))
             label = f"extract rank 0 (patches {first}-{last - 1} of {starts[-1]})"
             callback = progress_callback(progress, label) if rank == 0 else None
             local = _perfex.extract_frame(img._handle, header["psf"], opts, True,
@@ -373,12 +375,15 @@ def _extract_job(job, group, backend, threads, options):
         pre = psf = None
 
         def read():
+            # perfex-extract's order: the PSF, the request, the plan, then only the pixels the
+            # patches read.
             nonlocal pre, psf
             psf = read_psf(job.psf)
-            pre = read_preproc(job.input)
-            resolved, _ = _perfex.resolve_request(opts, psf, pre.pixels.shape[0],
-                                                  pre.pixels.shape[1], wavelength_given,
+            rows, cols = preproc_shape(job.input)
+            resolved, _ = _perfex.resolve_request(opts, psf, rows, cols, wavelength_given,
                                                   nspec_given, False, True)
+            box = _perfex.plan_frame(psf, resolved, rows, cols, backend).pixel_box()
+            pre = read_preproc(job.input, box=box)
             log.info("frame %s: extracting %s with %s on %d ranks", job.name, job.input, job.psf,
                      group.size)
             return resolved
@@ -404,6 +409,81 @@ def _extract_job(job, group, backend, threads, options):
     return group.bcast(error, root=0)
 
 
+def _overlapped_exposure(jobs, backend, options):
+    """The frames of an exposure in one process, I/O overlapped with the extraction: while frame
+    i extracts (on the runtime's threads), a reader thread reads frame i+1's pixels (only those
+    its patches read) and a writer thread writes frame i-1. The same checks and files as one
+    frame at a time; returns each frame's error message or None."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    opts, wavelength_given, nspec_given = _request(options)
+
+    def prepare(job):
+        """The PSF, the request checked as perfex-extract checks it, and the pixels to read
+        (on the caller's thread: the plan runs on the runtime), then the read in the reader."""
+        psf = read_psf(job.psf)
+        rows, cols = preproc_shape(job.input)
+        job_opts = dict(opts, model_image=job.model is not None)
+        resolved, warnings = _perfex.resolve_request(job_opts, psf, rows, cols, wavelength_given,
+                                                     nspec_given, False, True)
+        box = _perfex.plan_frame(psf, resolved, rows, cols, backend).pixel_box()
+        return psf, resolved, warnings, reader.submit(read_preproc, job.input, 0x2FF, box)
+
+    def write(job, frame):
+        write_frame(job.output, frame, job.input, job.psf, job.fibermap)
+        if job.model:
+            write_model(job.model, frame, job.input, job.psf)
+
+    def failure(e):
+        return f"{type(e).__name__}: {e}"
+
+    errors = [None] * len(jobs)
+    with ThreadPoolExecutor(1) as reader, ThreadPoolExecutor(1) as writer:
+        prepared, pending = {}, None
+
+        def prepare_next(i):
+            if i < len(jobs):
+                try:
+                    prepared[i] = prepare(jobs[i])
+                except Exception as e:
+                    errors[i] = failure(e)
+
+        def finish(write):
+            """Waits for a frame's write (at most one frame is held beyond the current one)."""
+            i, job, frame, t0, done = write
+            try:
+                done.result()
+                log.info("frame %s: %d fibres x %d wavelengths written in %.1f s", job.name,
+                         frame.nspec, frame.nwave, time.time() - t0)
+                if frame.failed_patches:
+                    errors[i] = _failed_patches(job, frame.failed_patches, frame.npatches)
+            except Exception as e:
+                errors[i] = failure(e)
+
+        prepare_next(0)
+        for i, job in enumerate(jobs):
+            t0 = time.time()
+            prepare_next(i + 1)  # its pixels read while this frame extracts
+            if errors[i] is not None:
+                continue
+            psf, resolved, warnings, image = prepared.pop(i)
+            try:
+                log.info("frame %s: extracting %s with %s", job.name, job.input, job.psf)
+                frame = extract_local(image.result(), psf=psf, backend=backend, progress=False,
+                                      **_api_options(resolved))
+                for w in dict.fromkeys(warnings + frame.warnings):
+                    log.warning("frame %s: %s", job.name, w)
+            except Exception as e:
+                errors[i] = failure(e)
+                continue
+            if pending is not None:
+                finish(pending)
+            pending = (i, job, frame, t0, writer.submit(write, job, frame))
+        if pending is not None:
+            finish(pending)
+    return errors
+
+
 def _api_options(resolved):
     """perfex.extract_frame keywords of a resolved options dict."""
     opts = dict(resolved)
@@ -413,21 +493,25 @@ def _api_options(resolved):
     return opts
 
 
-def extract_frames(jobs, comm=None, *, backend=None, threads=None, **options):
+def extract_frames(jobs, comm=None, *, backend=None, threads=None, overlap=True, **options):
     """Extracts and writes every FrameJob: alone (comm None) or with the ranks of comm split
     into min(len(jobs), comm.size) groups, group g taking jobs g, g + ngroups, ... Every rank
     returns the list of (job, error message) for the frames that failed (the others were
     written). options: as perfex.extract_frame's; wavelength=None and nspec=None take the
     PSF-dependent defaults of desi_extract_spectra. The jobs' outputs are checked against each
-    other and every input before any work (check_jobs)."""
+    other and every input before any work (check_jobs). overlap: in one process, read the next
+    frame's pixels and write the last frame in background threads while a frame extracts."""
     jobs = list(jobs)
     backend = check_backend(backend or default_backend())
     if comm is None or comm.size == 1:
         check_jobs(jobs)
         initialize(threads)
+        if len(jobs) == 1 or not overlap:
+            errors = [_extract_job(job, None, backend, threads, options) for job in jobs]
+        else:
+            errors = _overlapped_exposure(jobs, backend, options)
         failed = []
-        for job in jobs:
-            error = _extract_job(job, None, backend, threads, options)
+        for job, error in zip(jobs, errors):
             if error is not None:
                 log.error("frame %s: FAILED: %s", job.name, error)
                 failed.append((job, error))

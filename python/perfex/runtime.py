@@ -55,6 +55,36 @@ def _local_ranks(comm):
     return 1
 
 
+def _local_rank(comm):
+    """This process's rank among the node's MPI ranks: from the launcher's environment, else from
+    the communicator (collective), else 0."""
+    for var in ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "PMI_LOCAL_RANK"):
+        value = os.environ.get(var, "")
+        if value.isdigit():
+            return int(value)
+    if comm is not None and comm.size > 1:
+        from mpi4py import MPI
+
+        node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+        try:
+            return node.rank
+        finally:
+            node.Free()
+    return 0
+
+
+def device_plan(local_rank, local_size, ndevices, requested=None):
+    """(GPU, processes sharing it) for node-local rank local_rank of local_size on a node with
+    ndevices GPUs: the requested GPU, else local_rank modulo ndevices (gpu_specter's
+    decompose_comm); (-1, 1) without GPUs. The default memory budget of a GPU extraction is half
+    the GPU's free memory divided among the processes sharing it."""
+    device = _perfex.device_for_rank(local_rank, ndevices, -1 if requested is None else requested)
+    if requested is not None and requested >= 0:
+        # A user's choice: every local process may have made the same one.
+        return device, max(1, local_size)
+    return device, _perfex.ranks_sharing_device(device, local_size, ndevices)
+
+
 def rank_threads(comm=None):
     """Host threads for one process: OMP_NUM_THREADS when set (capped by the runtime), else its
     share of the node's cores among the node's MPI ranks (never more than the cores it may run
@@ -68,14 +98,16 @@ def rank_threads(comm=None):
     return max(1, min(allowed, MAX_HOST_THREADS, (os.cpu_count() or 1) // local))
 
 
-def initialize(threads=None, comm=None):
+def initialize(threads=None, comm=None, device=None):
     """Starts the perfex (Kokkos) runtime once per process and returns its host thread count.
 
     threads: host threads (OpenMP), at most MAX_HOST_THREADS (512: Kokkos' OpenMP thread table;
     more is a perfex.RequestError); None chooses (see rank_threads; an OMP_NUM_THREADS above
     512 is capped, with a warning). Later calls return the running count; asking then for
     another count warns (Kokkos cannot change it). comm: the MPI communicator the process
-    extracts in, to count the node's ranks (optional).
+    extracts in, to count the node's ranks (optional). device: on CUDA builds the GPU to use;
+    None deals the node's GPUs over its ranks (device_plan) and divides the default GPU memory
+    budget among the ranks that share one.
     """
     global _threads
     if _perfex.is_initialized():
@@ -92,7 +124,13 @@ def initialize(threads=None, comm=None):
         raise _perfex.RequestError(f"threads must be a positive integer, got {threads!r}")
     if threads is None:
         threads = rank_threads(comm)
-    capped = _perfex.initialize(threads or 0)
+    gpu = -1
+    ndevices = _perfex.cuda_device_count()
+    if ndevices > 0:
+        gpu, sharers = device_plan(_local_rank(comm), _local_ranks(comm), ndevices, device)
+        _perfex.set_device_sharers(sharers)
+        log.debug("perfex runtime: GPU %d of %d, shared by %d processes", gpu, ndevices, sharers)
+    capped = _perfex.initialize(threads or 0, gpu)
     if capped:
         log.warning("%s", capped)
         warnings.warn(f"perfex: {capped}", stacklevel=3)

@@ -5,6 +5,7 @@
 #include <perfex/io/image_fits.hpp>
 #include <perfex/runtime.hpp>
 
+#include <array>
 #include <climits>
 #include <cstdint>
 #include <ctime>
@@ -129,9 +130,50 @@ class HostImage {
   bool released_ = false;
 };
 
+#ifdef KOKKOS_ENABLE_CUDA
+// A CCD image whose arrays are already on the GPU (a cupy array's buffer, through
+// __cuda_array_interface__): used in place when clean, else a sanitised copy on the GPU
+// (perfex::extract::wrap_device_image); extracted on the cuda backend only.
+class CudaArrayImage {
+ public:
+  CudaArrayImage(std::uintptr_t pixels, std::uintptr_t ivar, int nrows, int ncols,
+                 const py::object& owner)
+      : owner_(owner) {
+    require_runtime();
+    image_ = kokkos_thread().run([&] {
+      return perfex::extract::wrap_device_image(
+          Kokkos::Cuda(), reinterpret_cast<const double*>(pixels),
+          reinterpret_cast<const double*>(ivar), nrows, ncols);
+    });
+    live_cuda_images.insert(this);
+  }
+  ~CudaArrayImage() { live_cuda_images.erase(this); }
+  CudaArrayImage(const CudaArrayImage&) = delete;
+  CudaArrayImage& operator=(const CudaArrayImage&) = delete;
+  void release() { image_ = {}; }
+  int nrows() const { return image_.nrows(); }
+  int ncols() const { return image_.ncols(); }
+  long long nonfinite_pixels() const { return image_.nonfinite_pixels; }
+  const perfex::extract::DeviceImage<Kokkos::CudaSpace>& on(const Kokkos::CudaSpace&) const {
+    return image_;
+  }
+  template <class Mem>
+  perfex::extract::DeviceImage<Mem> on(const Mem&) const {
+    throw RequestError("image: CUDA device arrays are extracted on the cuda backend only");
+  }
+  static std::set<CudaArrayImage*> live_cuda_images;
+
+ private:
+  py::object owner_;  // the arrays' owners, alive while the image is
+  perfex::extract::DeviceImage<Kokkos::CudaSpace> image_;
+};
+std::set<CudaArrayImage*> CudaArrayImage::live_cuda_images;
+#endif
+
 // progress: a Python callable(done, total) or None. A Python exception raised by it ends the
 // extraction and propagates to the caller.
-py::dict extract_frame(HostImage& image, const GaussHermitePsfData& psf, const py::dict& options,
+template <class Image>
+py::dict extract_frame(Image& image, const GaussHermitePsfData& psf, const py::dict& options,
                        bool nspec_given, bool allow_image_size_mismatch, const std::string& backend,
                        const py::object& progress, int first, int last) {
   require_runtime();
@@ -268,16 +310,24 @@ PlanInfo plan_info(const GaussHermitePsfData& psf, const py::dict& options, int 
 
 void release_images() {
   for (HostImage* image : live_images) image->release();
+#ifdef KOKKOS_ENABLE_CUDA
+  for (CudaArrayImage* image : CudaArrayImage::live_cuda_images) image->release();
+#endif
 }
 
 void register_images(py::module_& m) {
   m.def(
       "read_preproc",
-      [](const std::string& path, std::uint32_t mask_bits) {
+      [](const std::string& path, std::uint32_t mask_bits, const py::object& box) {
+        perfex::extract::PixelBox pixels;
+        if (!box.is_none()) {
+          const auto b = box.cast<std::array<int, 4>>();
+          pixels = {b[0], b[1], b[2], b[3]};
+        }
         perfex::io::PreprocImage img;
         {
           py::gil_scoped_release nogil;
-          img = perfex::io::read_preproc(path, mask_bits);
+          img = perfex::io::read_preproc(path, mask_bits, pixels);
         }
         const py::ssize_t nrows = img.ccd.nrows, ncols = img.ccd.ncols;
         py::dict d;
@@ -287,9 +337,21 @@ void register_images(py::module_& m) {
         d["masked_pixels"] = img.masked_pixels;
         d["nonfinite_pixels"] = img.nonfinite_pixels;
         d["has_fibermap"] = img.has_fibermap;
+        const auto& r = img.ccd.region;
+        d["region"] = r.ccd_rows > 0
+                          ? py::object(py::make_tuple(r.row0, r.col0, r.ccd_rows, r.ccd_cols))
+                          : py::object(py::none());
         return d;
       },
-      py::arg("path"), py::arg("mask_bits") = 0x2FF);
+      py::arg("path"), py::arg("mask_bits") = 0x2FF, py::arg("box") = py::none());
+  m.def("preproc_shape", [](const std::string& path) {
+    perfex::extract::PixelBox extent;
+    {
+      py::gil_scoped_release nogil;
+      extent = perfex::io::preproc_extent(path);
+    }
+    return py::make_tuple(extent.row1, extent.col1);
+  });
   py::class_<HostImage>(m, "HostImage")
       .def(py::init([](const HostImage::Array& pixels, const HostImage::Array& ivar, int row0,
                        int col0, int ccd_rows, int ccd_cols) {
@@ -306,9 +368,30 @@ void register_images(py::module_& m) {
       .def_property_readonly("pixels", &HostImage::pixels)
       .def_property_readonly("ivar", &HostImage::ivar);
 
-  m.def("extract_frame", &extract_frame, py::arg("image"), py::arg("psf"), py::arg("options"),
-        py::arg("nspec_given"), py::arg("allow_image_size_mismatch"), py::arg("backend"),
-        py::arg("progress") = py::none(), py::arg("first") = 0, py::arg("last") = -1,
+  m.def("cuda_device_count", []() {
+#ifdef KOKKOS_ENABLE_CUDA
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+#else
+    return 0;
+#endif
+  });
+#ifdef KOKKOS_ENABLE_CUDA
+  py::class_<CudaArrayImage>(m, "CudaArrayImage")
+      .def(py::init<std::uintptr_t, std::uintptr_t, int, int, const py::object&>(),
+           py::arg("pixels"), py::arg("ivar"), py::arg("nrows"), py::arg("ncols"), py::arg("owner"))
+      .def_property_readonly(
+          "shape", [](const CudaArrayImage& i) { return py::make_tuple(i.nrows(), i.ncols()); })
+      .def_property_readonly("nonfinite_pixels", &CudaArrayImage::nonfinite_pixels);
+  m.def("extract_frame", &extract_frame<CudaArrayImage>, py::arg("image"), py::arg("psf"),
+        py::arg("options"), py::arg("nspec_given"), py::arg("allow_image_size_mismatch"),
+        py::arg("backend"), py::arg("progress") = py::none(), py::arg("first") = 0,
+        py::arg("last") = -1);
+#endif
+  m.def("extract_frame", &extract_frame<HostImage>, py::arg("image"), py::arg("psf"),
+        py::arg("options"), py::arg("nspec_given"), py::arg("allow_image_size_mismatch"),
+        py::arg("backend"), py::arg("progress") = py::none(), py::arg("first") = 0,
+        py::arg("last") = -1,
         "Checks the request (resolve_request), plans the frame and extracts its patches "
         "[first, last) (all by default).");
   py::class_<PlanInfo>(m, "Plan")

@@ -70,19 +70,28 @@ void register_runtime(py::module_& m) {
   pthread_atfork(nullptr, nullptr, mark_forked_child);
   m.def(
       "initialize",
-      [](int threads) {
+      [](int threads, int device) {
         if (forked_child) require_runtime();
         if (runtime_finalized) throw Error("perfex: the runtime was finalized and cannot restart");
-        const perfex::HostThreads h = perfex::host_threads(threads, "threads");
+        perfex::HostThreads h = perfex::host_threads(threads, "threads");
+        h.device = device;
         kokkos_thread().run([&h] {
           if (!Kokkos::is_initialized()) perfex::initialize_runtime(h);
         });
         started = true;
         return h.warning;
       },
-      py::arg("threads") = 0,
-      "Starts Kokkos (threads <= 0: its default, capped at 512); returns the cap's warning or "
-      "''.");
+      py::arg("threads") = 0, py::arg("device") = -1,
+      "Starts Kokkos (threads <= 0: its default, capped at 512; device: the GPU, -1 Kokkos' "
+      "default); returns the cap's warning or ''.");
+  m.def("device_for_rank", &perfex::device_for_rank, py::arg("local_rank"), py::arg("ndevices"),
+        py::arg("requested") = -1);
+  m.def("ranks_sharing_device", &perfex::ranks_sharing_device, py::arg("device"),
+        py::arg("local_size"), py::arg("ndevices"));
+  m.def("shared_device_budget", &perfex::shared_device_budget, py::arg("free_bytes"),
+        py::arg("sharers"));
+  m.def("set_device_sharers", &perfex::set_device_sharers);
+  m.def("device_sharers", &perfex::device_sharers);
   m.def("finalize", []() {
     if (forked_child) return;  // nothing of the parent's runtime runs here
     if (Kokkos::is_initialized()) {

@@ -8,6 +8,8 @@
 #include <perfex/extract/simulate.hpp>
 #include <perfex/psf/synthetic.hpp>
 
+#include <limits>
+
 #include <algorithm>
 #include <cmath>
 
@@ -359,4 +361,40 @@ PERFEX_BACKEND_TEST_CASE("noise decorrelation (H^1/2 over all fibres) is unbiase
   CHECK(rms == Approx(1.0).margin(0.05));
   CHECK(diff_rms < 0.1);
   CHECK(diff_rms > 0.0);  // a different estimator, not the same numbers
+}
+
+PERFEX_BACKEND_TEST_CASE("arrays in the backend's memory are used in place when clean",
+                         "[extract]") {
+  PERFEX_ONLY_SELECTED_BACKEND();
+  using Exec = TestType;
+  using Mem = typename Exec::memory_space;
+  const Exec exec;
+  const int rows = 30, cols = 40;
+  std::vector<double> hp(rows * cols), hw(rows * cols, 2.0);
+  for (int i = 0; i < rows * cols; ++i) hp[i] = 0.5 * i;
+  Kokkos::View<double*, Mem> p("p", rows * cols), w("w", rows * cols);
+  auto upload = [&] {
+    Kokkos::deep_copy(exec, p,
+                      Kokkos::View<const double*, Kokkos::HostSpace>(hp.data(), hp.size()));
+    Kokkos::deep_copy(exec, w,
+                      Kokkos::View<const double*, Kokkos::HostSpace>(hw.data(), hw.size()));
+    exec.fence();
+  };
+  upload();
+  auto clean = perfex::extract::wrap_device_image(exec, p.data(), w.data(), rows, cols);
+  CHECK(clean.pixels.data() == p.data());
+  CHECK(clean.nonfinite_pixels == 0);
+  hp[7] = std::numeric_limits<double>::quiet_NaN();
+  hw[99] = std::numeric_limits<double>::infinity();
+  upload();
+  auto copied = perfex::extract::wrap_device_image(exec, p.data(), w.data(), rows, cols);
+  CHECK(copied.pixels.data() != p.data());
+  CHECK(copied.nonfinite_pixels == 2);
+  auto back = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), copied.ivar);
+  CHECK(back(2, 19) == 0.0);  // pixel 99: masked
+  CHECK(back(0, 8) == 2.0);
+  hw[123] = -1.0;
+  upload();
+  CHECK_THROWS_WITH(perfex::extract::wrap_device_image(exec, p.data(), w.data(), rows, cols),
+                    "image: negative inverse variance -1.000000 at row 3, column 3");
 }

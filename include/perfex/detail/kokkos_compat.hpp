@@ -63,16 +63,18 @@ inline auto uninitialized(const std::string& label) {
   return Kokkos::view_alloc(Kokkos::WithoutInitializing, label);
 }
 
-// Initialises Kokkos with `threads` host threads (0 = Kokkos' default). Kokkos 3.7 replaced
-// InitArguments by InitializationSettings.
-inline void initialize_kokkos(int threads) {
+// Initialises Kokkos with `threads` host threads (0 = Kokkos' default) and, on CUDA builds, GPU
+// `device` (-1 = Kokkos' default). Kokkos 3.7 replaced InitArguments by InitializationSettings.
+inline void initialize_kokkos(int threads, int device = -1) {
 #if KOKKOS_VERSION >= 30700
   Kokkos::InitializationSettings settings;
   if (threads > 0) settings.set_num_threads(threads);
+  if (device >= 0) settings.set_device_id(device);
   Kokkos::initialize(settings);
 #else
   Kokkos::InitArguments args;
   if (threads > 0) args.num_threads = threads;
+  if (device >= 0) args.device_id = device;
   Kokkos::initialize(args);
 #endif
 }

@@ -15,6 +15,7 @@
 #include <perfex/extract/wavelength_grid.hpp>
 #include <perfex/psf/gauss_hermite.hpp>
 #include <perfex/psf/psf_data.hpp>
+#include <perfex/runtime.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -51,14 +52,16 @@ struct SpotCornersFunctor {
   }
 };
 
-// ExtractionOptions::memory_budget's automatic value: half the device memory free now on CUDA
-// (room for another process asking at the same moment), 512 MiB on host backends.
+// ExtractionOptions::memory_budget's automatic value: on CUDA half the device memory free now
+// (room for another process asking at the same moment), divided among the processes that share
+// the GPU (perfex::set_device_sharers); 512 MiB on host backends.
 template <class ExecSpace>
 std::int64_t default_memory_budget() {
 #ifdef KOKKOS_ENABLE_CUDA
   if (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
     std::size_t free = 0, total = 0;
-    if (cudaMemGetInfo(&free, &total) == cudaSuccess) return static_cast<std::int64_t>(free / 2);
+    if (cudaMemGetInfo(&free, &total) == cudaSuccess)
+      return shared_device_budget(static_cast<std::int64_t>(free), device_sharers());
   }
 #endif
   return std::int64_t(512) << 20;

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -157,6 +158,65 @@ inline DeviceImage<Kokkos::HostSpace> wrap_host_image(const double* pixels, cons
   DeviceImage<Kokkos::HostSpace> out;
   out.pixels = DeviceImage<Kokkos::HostSpace>::Pixels(pixels, nrows, ncols);
   out.ivar = DeviceImage<Kokkos::HostSpace>::Pixels(ivar, nrows, ncols);
+  return out;
+}
+
+// Arrays already in exec's memory (row-major [nrows][ncols]; e.g. a cupy array's buffer through
+// __cuda_array_interface__) used in place when every value is finite and every ivar >= 0 (one
+// reduction on exec); otherwise a sanitised copy in exec's memory (NaN/Inf masked and counted).
+// A negative ivar is an error. The caller keeps the arrays alive while the image is used.
+template <class ExecSpace>
+DeviceImage<typename ExecSpace::memory_space> wrap_device_image(const ExecSpace& exec,
+                                                                const double* pixels,
+                                                                const double* ivar, int nrows,
+                                                                int ncols) {
+  using Mem = typename ExecSpace::memory_space;
+  using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
+  const std::int64_t npix = static_cast<std::int64_t>(nrows) * ncols;
+  detail::check_image_shape(nrows, ncols, static_cast<std::size_t>(npix),
+                            static_cast<std::size_t>(npix));
+  const typename DeviceImage<Mem>::Pixels p(pixels, nrows, ncols), w(ivar, nrows, ncols);
+  // Two reductions: several reducers in one call need Kokkos 4.
+  std::int64_t nonfinite = 0, first_negative = npix;
+  Kokkos::parallel_reduce(
+      "perfex::extract::find_negative_ivar", Policy(exec, 0, npix),
+      KOKKOS_LAMBDA(std::int64_t i, std::int64_t & negative) {
+        if (ivar[i] < 0 && i < negative) negative = i;
+      },
+      Kokkos::Min<std::int64_t>(first_negative));
+  Kokkos::parallel_reduce(
+      "perfex::extract::count_nonfinite", Policy(exec, 0, npix),
+      KOKKOS_LAMBDA(std::int64_t i, std::int64_t & bad) {
+        bad += math::isfinite(pixels[i]) && math::isfinite(ivar[i]) ? 0 : 1;
+      },
+      nonfinite);
+  if (first_negative < npix) {
+    double value = 0;
+    Kokkos::deep_copy(exec, Kokkos::View<double, Kokkos::HostSpace>(&value),
+                      Kokkos::View<const double, Mem>(ivar + first_negative));
+    exec.fence();
+    throw Error("image: negative inverse variance " + std::to_string(value) + " at row " +
+                std::to_string(first_negative / ncols) + ", column " +
+                std::to_string(first_negative % ncols));
+  }
+  DeviceImage<Mem> out;
+  out.pixels = p;
+  out.ivar = w;
+  if (nonfinite == 0) return out;
+  Kokkos::View<double**, Kokkos::LayoutRight, Mem> cp(uninitialized("perfex::image"), nrows, ncols),
+      cw(uninitialized("perfex::ivar"), nrows, ncols);
+  double* dp = cp.data();
+  double* dw = cw.data();
+  Kokkos::parallel_for(
+      "perfex::extract::sanitize_device_image", Policy(exec, 0, npix),
+      KOKKOS_LAMBDA(std::int64_t i) {
+        const bool ok = math::isfinite(pixels[i]) && math::isfinite(ivar[i]);
+        dp[i] = ok ? pixels[i] : 0.0;
+        dw[i] = ok ? ivar[i] : 0.0;
+      });
+  out.pixels = cp;
+  out.ivar = cw;
+  out.nonfinite_pixels = nonfinite;
   return out;
 }
 

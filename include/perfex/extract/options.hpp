@@ -24,7 +24,7 @@ struct ExtractionOptions {
   // Output wavelength grid "wmin,wmax,dw" (numpy.arange(wmin, wmax + dw/2, dw) semantics).
   double wmin = 5760.0, wmax = 7620.0, dw = 0.8;
   int specmin = 0;
-  int nspec = 500;  // clipped to the PSF's fibre count
+  int nspec = 500;  // front ends clip this default to the PSF's fibres (resolve_request)
   int bundlesize = 25;
   int nsubbundles = 5;
   int nwavestep = 50;
