@@ -367,6 +367,14 @@ def test_patches_dealt_evenly(psf):
         assert starts[0] == 0 and starts[-1] == 4700 and all(a <= b for a, b in zip(starts, starts[1:]))
         loads = np.array([flops[a:b].sum() for a, b in zip(starts, starts[1:])])
         assert loads.max() <= 1.1 * loads.mean(), (size, loads.max() / loads.mean())
+        # As extract_frame deals them: rank 0 takes less by its own share of the frame's work.
+        starts = perfex.mpi.deal(flops, size, perfex.mpi.ROOT_OVERHEAD)
+        loads = np.array([flops[a:b].sum() for a, b in zip(starts, starts[1:])]) / flops.sum()
+        if size > 1:
+            workers = loads[1:]
+            assert workers.max() <= 1.1 * workers.mean(), (size, workers.max() / workers.mean())
+            expected = max(0.0, 1 / size - perfex.mpi.ROOT_OVERHEAD)
+            assert abs(loads[0] - expected) <= 0.01, (size, loads[0], expected)
     starts = perfex.mpi.deal([1.0, 1.0], 5)  # more ranks than patches: some get none
     assert starts[0] == 0 and starts[-1] == 2 and sorted(starts) == starts
 

@@ -91,17 +91,21 @@ def test_many_ranks_bitwise(nranks, masked, psf, small_frame, tmp_path):
     assert_frames_identical(one, got)
     patches = got["records"][:, 0]
     assert patches.sum() == one.npatches == int(got["npatches"]) == 165
-    assert patches.min() >= 1, patches  # dealt by their flops (test_api: test_patches_dealt_evenly)
+    # Dealt by their flops, rank 0 taking less for its own work (none on 16 ranks: it only
+    # coordinates; test_api: test_patches_dealt_evenly).
+    assert patches[1:].min() >= 1 and (patches[0] >= 1) == (nranks < 15), patches
 
 
 def test_one_bundle_on_two_ranks(masked, psf, tmp_path):
-    """A 1-bundle frame on 2 ranks: each rank solves half of its patches (55 = 28 + 27); a rank
-    that waits sleeps (its CPU time in the call stays well below the call's wall time)."""
+    """A 1-bundle frame on 2 ranks: each rank solves about half of its 55 patches (rank 0 a few
+    less, for its own work); a rank that waits sleeps (its CPU time in the call stays well
+    below the call's wall time)."""
     out = tmp_path / "frame.npz"
     r = mpirun(2, [os.path.join(HERE, "mpi_balance.py"), masked.path, psf.source, str(out), "0", "25"])
     assert r.returncode == 0, r.stdout + r.stderr
     records = np.load(out)["records"]
-    assert list(records[:, 0]) == [28, 27] or list(records[:, 0]) == [27, 28], records
+    patches = records[:, 0]
+    assert patches.sum() == 55 and 20 <= patches[0] <= patches[1], records  # rank 0 a bit less
     # Twelve ranks on one fibre's 11 patches: the ranks left without work wait without CPU.
     r = mpirun(12, [os.path.join(HERE, "mpi_balance.py"), masked.path, psf.source, str(out), "20", "1"],
                timeout=900)

@@ -138,8 +138,19 @@ Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::m
   for (const SpotGroup& group : plan.launches.groups) {
     const int lo = std::max(group.patch_lo, range.first), hi = std::min(group.patch_hi, range.last);
     if (lo >= hi) continue;
-    psf::compute_spots(exec, psf, group.fibre_lo, group.fibre_hi - group.fibre_lo,
-                       plan.device_fullwave, spots, xcorner, ycorner);
+    // Only the group's fibres these patches solve (all of them unless a range cuts the group),
+    // at their places in the group's spot arrays.
+    int flo = group.fibre_hi - group.fibre_lo, fhi = 0;
+    for (int i = lo; i < hi; ++i) {
+      const PatchDesc& p = plan.patches[static_cast<std::size_t>(i)];
+      flo = std::min(flo, p.fib0);
+      fhi = std::max(fhi, p.fib0 + p.nfib);
+    }
+    const auto fibres = Kokkos::make_pair(flo, fhi);
+    psf::compute_spots(exec, psf, group.fibre_lo + flo, fhi - flo, plan.device_fullwave,
+                       Kokkos::subview(spots, fibres, Kokkos::ALL, Kokkos::ALL, Kokkos::ALL),
+                       Kokkos::subview(xcorner, fibres, Kokkos::ALL),
+                       Kokkos::subview(ycorner, fibres, Kokkos::ALL));
     ++frame.spot_launches;
     for (int first = lo; first < hi; first += plan.launches.batch) {
       const int count = std::min(plan.launches.batch, hi - first);
