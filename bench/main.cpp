@@ -64,6 +64,7 @@ int main(int argc, char* argv[]) {
     const char* omp = std::getenv("OMP_NUM_THREADS");
     benchmark::AddCustomContext("OMP_NUM_THREADS", omp ? omp : "unset");
     benchmark::AddCustomContext("lapack", PERFEX_HAVE_LAPACK ? "yes" : "no");
+    benchmark::AddCustomContext("simd", PERFEX_BENCH_SIMD);
     benchmark::AddCustomContext("peak_rss",
                                 perfex_bench::reset_peak_rss() ? "per benchmark" : "whole process");
     perfex_bench::bench_psf();  // loaded before the run so the context names it

@@ -49,11 +49,11 @@ bench="$build/bench/perfex_bench"
 # ---- which benchmarks ----------------------------------------------------------------------
 # Names are <stage>[/<path>]/<backend>[/<args>]; a run selects stages and backends.
 case "$mode" in
-  quick) stages='psf/spots|extract/(normal_equations|patch|bundle)|linalg/(band_cholesky_inverse_blocks|inverse_sqrt)/[a-z]+'
+  quick) stages='peak/fma|psf/spots|extract/(normal_equations|patch|bundle)|linalg/(band_cholesky_inverse_blocks|inverse_sqrt)/[a-z]+'
          run_args=(--benchmark_repetitions=3 --benchmark_min_time=0.05) ;;
-  standard) stages='psf/spots|extract/(normal_equations|patch|bundle)|linalg/[a-z_]+/[a-z]+'
+  standard) stages='peak/fma|psf/spots|extract/(normal_equations|patch|bundle)|linalg/[a-z_]+/[a-z]+'
          run_args=(--benchmark_repetitions=5 --benchmark_min_time=0.2) ;;
-  full) stages='psf/spots|extract/(normal_equations|patch|bundle|frame)|linalg/[a-z_]+/[a-z]+'
+  full) stages='peak/fma|psf/spots|extract/(normal_equations|patch|bundle|frame)|linalg/[a-z_]+/[a-z]+'
          run_args=(--benchmark_repetitions=5 --benchmark_min_time=0.2) ;;
 esac
 [ -n "$filter" ] && stages="(${filter})[a-z_/]*"

@@ -17,6 +17,7 @@ import sys
 # Pipeline stages in order: (name prefix, label). Their linalg parts and the dense references
 # of the band ops follow.
 STAGES = [
+    ("peak/fma", "peak: FMA throughput of one core"),
     ("psf/spots", "spots"),
     ("extract/normal_equations", "normal equations"),
     ("linalg/band_cholesky_inverse_blocks", "band Cholesky + block inverse"),
@@ -138,18 +139,27 @@ def build_report(runs, context):
     rows.sort(key=lambda r: (r["order"], r["argkey"], r["path"] != "portable", backend_rank[r["backend"]],
                              r["threads"]))
 
+    # The core's measured double-precision peak (peak/fma), for each row's share of it.
+    peak = next((r["counters"].get("GFLOP/s") for r in rows if r["prefix"] == "peak/fma"), None)
+
+    def of_peak(r):
+        g = r["counters"].get("GFLOP/s")
+        if not peak or g is None or r["prefix"] == "peak/fma" or r["backend"] == "cuda":
+            return "–"
+        return "%.1f %%" % (100.0 * g / (peak * max(1, r["threads"])))
+
     out = []
     out.append("| stage | size | backend | path | threads | median time | patches/s | fibre-λ/s | GFLOP/s "
-               "| speedup vs Serial | peak RSS | reps |")
-    out.append("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+               "| % of peak | speedup vs Serial | peak RSS | reps |")
+    out.append("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         c = r["counters"]
         base = serial.get((r["prefix"], r["path"], r["argkey"]))
         speedup = "%.2f×" % (base / r["time"]) if base else "–"
-        out.append("| %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %.0f MB | %d |" % (
+        out.append("| %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %.0f MB | %d |" % (
             r["stage"], r["size"], r["backend"], r["path"], r["threads"], fmt_time(r["time"]),
             fmt_rate(c.get("patches/s")), fmt_rate(c.get("fibre_wavelengths/s")), fmt_rate(c.get("GFLOP/s")),
-            speedup, c.get("peak_rss_MB", 0), r["reps"]))
+            of_peak(r), speedup, c.get("peak_rss_MB", 0), r["reps"]))
 
     def find(prefix, backend, threads=None, args=None):
         for r in rows:
@@ -178,11 +188,13 @@ def build_report(runs, context):
     head.append("")
     load_avg = context.get("load_avg")
     head.append("Host %s, %s CPUs at %s MHz, load average %s when the run started; perfex %s, Kokkos %s, "
-                "LAPACK %s; PSF: %s; peak RSS measured %s. Times are medians over the repetitions "
-                "(reps) of the time per iteration (fenced)."
+                "LAPACK %s, SIMD level %s; PSF: %s; peak RSS measured %s. Times are medians over the "
+                "repetitions (reps) of the time per iteration (fenced); %% of peak is a row's GFLOP/s "
+                "over the measured FMA peak of its threads' cores."
                 % (context.get("host_name", "?"), context.get("num_cpus", "?"), context.get("mhz_per_cpu", "?"),
                    " ".join("%.2f" % x for x in load_avg) if load_avg else "?", context.get("perfex_version", "?"),
-                   context.get("kokkos_version", "?"), context.get("lapack", "?"), context.get("psf", "?"),
+                   context.get("kokkos_version", "?"), context.get("lapack", "?"), context.get("simd", "?"),
+                   context.get("psf", "?"),
                    context.get("peak_rss", "?")))
     head.append("")
     if targets:

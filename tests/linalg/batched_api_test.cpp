@@ -89,3 +89,38 @@ PERFEX_BACKEND_TEST_CASE("linalg: batched front-ends on strided subviews", "[lin
     }
   }
 }
+
+TEST_CASE("linalg: every batched front end refuses views of the wrong extents", "[linalg]") {
+  using Catch::Contains;
+  const Host exec;
+  const int n = 6, batch = 3, kd = 2;
+  Matrices A("A", n, n, batch), notsquare("A", n, n + 1, batch), band("band", kd + 1, n, batch);
+  Kokkos::View<double**, Kokkos::LayoutLeft, Kokkos::HostSpace> w("w", n, batch), x("x", n, batch),
+      short_x("x", n - 1, batch), few("x", n, batch - 1);
+  Kokkos::View<int*, Kokkos::HostSpace> status("status", batch), short_status("status", batch - 1);
+  Kokkos::View<double****, Kokkos::LayoutLeft, Kokkos::HostSpace> blocks("C", 2, 2, 3, batch),
+      blocks_few("C", 2, 2, 3, batch - 1);
+  CHECK_THROWS_WITH(pl::batched_cholesky(exec, notsquare, status),
+                    Contains("batched_cholesky: A.extent(1) is 7, expected 6"));
+  CHECK_THROWS_WITH(pl::batched_cholesky(exec, A, short_status),
+                    Contains("status.extent(0) is 2, expected 3"));
+  CHECK_THROWS_WITH(pl::batched_cholesky_solve(exec, A, short_x), Contains("b.extent(0) is 5"));
+  CHECK_THROWS_WITH(pl::batched_cholesky_solve(exec, A, few), Contains("b.extent(1) is 2"));
+  CHECK_THROWS_WITH(pl::batched_syev(exec, A, short_x, status),
+                    Contains("batched_syev: w.extent(0)"));
+  CHECK_THROWS_WITH(pl::batched_syev(exec, A, few, status), Contains("w.extent(1)"));
+  CHECK_THROWS_WITH(pl::batched_syev(exec, A, w, short_status), Contains("status.extent(0)"));
+  CHECK_THROWS_WITH(pl::batched_cholesky_inverse_diag_blocks(exec, A, 2, blocks_few),
+                    Contains("C.extent(3) is 2, expected 3"));
+  CHECK_THROWS_WITH(pl::batched_band_cholesky(exec, band, short_status),
+                    Contains("batched_band_cholesky: status.extent(0)"));
+  CHECK_THROWS_WITH(pl::batched_band_cholesky_solve(exec, band, short_x), Contains("x.extent(0)"));
+  CHECK_THROWS_WITH(pl::batched_band_cholesky_solve(exec, band, few), Contains("x.extent(1)"));
+  Matrices tail("tail", kd + 1, n, batch);
+  CHECK_THROWS_WITH(pl::batched_band_cholesky_twisted(exec, band, tail, short_status),
+                    Contains("batched_band_cholesky_twisted: status.extent(0)"));
+  CHECK_THROWS_WITH(pl::batched_band_cholesky_inverse_strided_blocks(exec, band, 3, blocks_few),
+                    Contains("C.extent(3) is 2, expected 3"));
+  // The right extents pass.
+  CHECK_NOTHROW(pl::batched_band_cholesky_solve(exec, band, x));
+}

@@ -68,6 +68,14 @@ constexpr bool check_view() {
   return true;
 }
 
+// The runtime half of those checks, the same in every front end: `what`'s extent is `expected`.
+inline void require_extent(const char* function, const char* what, std::size_t got,
+                           std::size_t expected) {
+  if (got != expected)
+    throw Error(std::string("perfex::linalg::") + function + ": " + what + " is " +
+                std::to_string(got) + ", expected " + std::to_string(expected));
+}
+
 template <class ExecSpace>
 using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
 
@@ -299,6 +307,8 @@ void batched_cholesky(const ExecSpace& exec, const A3& A, const S1& status,
                       Backend backend = Backend::portable) {
   static_assert(detail::check_view<ExecSpace, A3, 3>() &&
                 detail::check_view<ExecSpace, S1, 1, int>());
+  detail::require_extent("batched_cholesky", "A.extent(1)", A.extent(1), A.extent(0));
+  detail::require_extent("batched_cholesky", "status.extent(0)", status.extent(0), A.extent(2));
   detail::run_batched(exec, "perfex::linalg::batched_cholesky", int(A.extent(2)), backend,
                       detail::BatchedCholesky<ExecSpace, detail::Storage::dense, A3, S1>{A, status},
                       0, detail::LapackCholesky<detail::Storage::dense, A3, S1>{A, status}, A);
@@ -309,6 +319,9 @@ template <class ExecSpace, class L3, class B2>
 void batched_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& b,
                             Backend backend = Backend::portable) {
   static_assert(detail::check_view<ExecSpace, L3, 3>() && detail::check_view<ExecSpace, B2, 2>());
+  detail::require_extent("batched_cholesky_solve", "L.extent(1)", L.extent(1), L.extent(0));
+  detail::require_extent("batched_cholesky_solve", "b.extent(0)", b.extent(0), L.extent(0));
+  detail::require_extent("batched_cholesky_solve", "b.extent(1)", b.extent(1), L.extent(2));
   detail::run_batched(exec, "perfex::linalg::batched_cholesky_solve", int(L.extent(2)), backend,
                       detail::BatchedCholeskySolve<ExecSpace, detail::Storage::dense, L3, B2>{L, b},
                       0, detail::LapackCholeskySolve<detail::Storage::dense, L3, B2>{L, b}, L, b);
@@ -323,6 +336,10 @@ void batched_syev(const ExecSpace& exec, const A3& A, const W2& w, const S1& sta
                   Backend backend = Backend::portable) {
   static_assert(detail::check_view<ExecSpace, A3, 3>() && detail::check_view<ExecSpace, W2, 2>() &&
                 detail::check_view<ExecSpace, S1, 1, int>());
+  detail::require_extent("batched_syev", "A.extent(1)", A.extent(1), A.extent(0));
+  detail::require_extent("batched_syev", "w.extent(0)", w.extent(0), A.extent(0));
+  detail::require_extent("batched_syev", "w.extent(1)", w.extent(1), A.extent(2));
+  detail::require_extent("batched_syev", "status.extent(0)", status.extent(0), A.extent(2));
   const int n = int(A.extent(0));
   // Device teams (explicit Q + QL) work on a copy in level-0 scratch when matrix and work fit.
   const std::size_t level0 = detail::ScratchMatrix<ExecSpace>::shmem_size(n, n) +
@@ -345,6 +362,10 @@ template <class ExecSpace, class L3, class C4>
 void batched_cholesky_inverse_diag_blocks(const ExecSpace& exec, const L3& L, int bs, const C4& C,
                                           int first_block = 0) {
   static_assert(detail::check_view<ExecSpace, L3, 3>() && detail::check_view<ExecSpace, C4, 4>());
+  detail::require_extent("batched_cholesky_inverse_diag_blocks", "C.extent(0)", C.extent(0), bs);
+  detail::require_extent("batched_cholesky_inverse_diag_blocks", "C.extent(1)", C.extent(1), bs);
+  detail::require_extent("batched_cholesky_inverse_diag_blocks", "C.extent(3)", C.extent(3),
+                         L.extent(2));
   const int n = int(L.extent(0));
   const int nblocks = int(C.extent(2));
   if (bs <= 0 || (first_block + nblocks) * bs > n)
@@ -363,6 +384,8 @@ void batched_band_cholesky(const ExecSpace& exec, const A3& AB, const S1& status
                            Backend backend = Backend::portable) {
   static_assert(detail::check_view<ExecSpace, A3, 3>() &&
                 detail::check_view<ExecSpace, S1, 1, int>());
+  detail::require_extent("batched_band_cholesky", "status.extent(0)", status.extent(0),
+                         AB.extent(2));
   detail::run_batched(exec, "perfex::linalg::batched_band_cholesky", int(AB.extent(2)), backend,
                       detail::BatchedCholesky<ExecSpace, detail::Storage::band, A3, S1>{AB, status},
                       0, detail::LapackCholesky<detail::Storage::band, A3, S1>{AB, status}, AB);
@@ -373,6 +396,8 @@ template <class ExecSpace, class L3, class B2>
 void batched_band_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& x,
                                  Backend backend = Backend::portable) {
   static_assert(detail::check_view<ExecSpace, L3, 3>() && detail::check_view<ExecSpace, B2, 2>());
+  detail::require_extent("batched_band_cholesky_solve", "x.extent(0)", x.extent(0), L.extent(1));
+  detail::require_extent("batched_band_cholesky_solve", "x.extent(1)", x.extent(1), L.extent(2));
   detail::run_batched(exec, "perfex::linalg::batched_band_cholesky_solve", int(L.extent(2)),
                       backend,
                       detail::BatchedCholeskySolve<ExecSpace, detail::Storage::band, L3, B2>{L, x},
@@ -401,6 +426,8 @@ void batched_band_cholesky_twisted(const ExecSpace& exec, const A3& AB, const T3
                                    const S1& status) {
   static_assert(detail::check_view<ExecSpace, A3, 3>() && detail::check_view<ExecSpace, T3, 3>() &&
                 detail::check_view<ExecSpace, S1, 1, int>());
+  detail::require_extent("batched_band_cholesky_twisted", "status.extent(0)", status.extent(0),
+                         AB.extent(2));
   detail::check_twisted_tail(AB, tail, "batched_band_cholesky_twisted");
   const int twist = band_twist(int(AB.extent(1)));
   detail::run_teams(
@@ -414,6 +441,10 @@ void band_inverse_strided_blocks(const ExecSpace& exec, const L3& L, const T3& t
                                  int stride, const C4& C, int first) {
   const int n = int(L.extent(1));
   const int count = int(C.extent(0)), nblocks = int(C.extent(2));
+  detail::require_extent("batched_band_cholesky_inverse_strided_blocks", "C.extent(1)", C.extent(1),
+                         C.extent(0));
+  detail::require_extent("batched_band_cholesky_inverse_strided_blocks", "C.extent(3)", C.extent(3),
+                         L.extent(2));
   if (stride <= 0 || count <= 0 || first < 0 || first + nblocks - 1 + (count - 1) * stride >= n)
     throw Error(
         "perfex::linalg::batched_band_cholesky_inverse_strided_blocks: blocks exceed the matrix "
