@@ -37,40 +37,41 @@ def check_backend(name, what="backend"):
     return name
 
 
-def _local_ranks(comm):
-    """MPI ranks on this node: from the launcher's environment (no communication), else from
-    the communicator (collective: every rank of comm must be here)."""
-    for var in ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"):
+def _node_position(comm, launcher_vars, attribute, minimum, default):
+    """This process's `attribute` ("rank" or "size") among the node's MPI ranks: from the first
+    of the launcher's variables that holds a number >= minimum (no communication), else from
+    the communicator (collective: every rank of comm must be here), else `default`."""
+    for var in launcher_vars:
         value = os.environ.get(var, "")
-        if value.isdigit() and int(value) > 0:
+        if value.isdigit() and int(value) >= minimum:
             return int(value)
     if comm is not None and comm.size > 1:
         from mpi4py import MPI
 
         node = comm.Split_type(MPI.COMM_TYPE_SHARED)
         try:
-            return node.size
+            return getattr(node, attribute)
         finally:
             node.Free()
-    return 1
+    return default
+
+
+def _local_ranks(comm):
+    """MPI ranks on this node."""
+    return _node_position(
+        comm, ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"), "size", 1, 1
+    )
 
 
 def _local_rank(comm):
-    """This process's rank among the node's MPI ranks: from the launcher's environment, else from
-    the communicator (collective), else 0."""
-    for var in ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "PMI_LOCAL_RANK"):
-        value = os.environ.get(var, "")
-        if value.isdigit():
-            return int(value)
-    if comm is not None and comm.size > 1:
-        from mpi4py import MPI
-
-        node = comm.Split_type(MPI.COMM_TYPE_SHARED)
-        try:
-            return node.rank
-        finally:
-            node.Free()
-    return 0
+    """This process's rank among the node's MPI ranks."""
+    return _node_position(
+        comm,
+        ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "PMI_LOCAL_RANK"),
+        "rank",
+        0,
+        0,
+    )
 
 
 def device_plan(local_rank, local_size, ndevices, requested=None):

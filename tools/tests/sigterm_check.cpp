@@ -11,6 +11,11 @@
 // thread other than the writer's); each is killed by one of the cleanup signals after a
 // random delay of 0-20 ms, often before its first file exists. Afterwards no temporary may be
 // left, and every frame under its own name must read back whole.
+//
+// perfex_sigterm_check --vanished FOLDER: a handler on another thread has unlinked the
+// temporaries and the process is about to end with its signal; a writer that now finds its
+// temporary gone (the rename, the gzip step) must wait for that end, not report an error or
+// end the process otherwise. Each case runs in a child that SIGALRM ends after a second.
 #include <perfex/io/frame_fits.hpp>
 #include <perfex/io/output_file.hpp>
 
@@ -120,19 +125,69 @@ int stress(double seconds, const std::string& dir) {
   return 0;
 }
 
+// Runs `step` in a child as if a cleanup handler had just run; true when the child waited
+// (ended by SIGALRM) instead of failing.
+template <class Step>
+bool waits_for_the_end(const char* what, Step step) {
+  const pid_t child = fork();
+  if (child < 0) return false;
+  if (child == 0) {
+    alarm(1);
+    try {
+      step();
+      std::cout << "perfex_sigterm_check: FAIL: " << what << " succeeded\n";
+    } catch (const std::exception& e) {
+      std::cout << "perfex_sigterm_check: FAIL: " << what
+                << " failed instead of waiting: " << e.what() << "\n";
+    }
+    std::cout.flush();
+    _exit(1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM;
+}
+
+int vanished(const std::string& dir) {
+  const auto as_a_handler_does = [] {
+    perfex::io::output_detail::cleanup_started.store(true);
+    perfex::io::output_detail::temp_files.unlink_all();
+  };
+  const bool rename_waits = waits_for_the_end("the rename of a vanished temporary", [&] {
+    perfex::io::AtomicOutput out(dir + "/frame.fits");
+    as_a_handler_does();
+    out.commit();
+  });
+  const bool gzip_waits = waits_for_the_end("compressing a vanished temporary", [&] {
+    perfex::io::write_atomically(dir + "/frame.fits.gz",
+                                 [&](const std::string&) { as_a_handler_does(); });
+  });
+  const auto left = entries(dir);
+  if (!rename_waits || !gzip_waits || !left.empty()) {
+    std::cout << "perfex_sigterm_check: FAIL: " << left.size() << " file(s) left\n";
+    return 1;
+  }
+  std::cout
+      << "perfex_sigterm_check: PASS: writers whose temporaries vanished waited for the end\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char* argv[]) {
   const bool stress_mode = argc == 4 && std::string(argv[1]) == "--stress";
-  if (argc != 2 && !stress_mode) {
+  const bool vanished_mode = argc == 3 && std::string(argv[1]) == "--vanished";
+  if (argc != 2 && !stress_mode && !vanished_mode) {
     std::cerr << "usage: perfex_sigterm_check EMPTY-FOLDER\n"
-                 "       perfex_sigterm_check --stress SECONDS EMPTY-FOLDER\n";
+                 "       perfex_sigterm_check --stress SECONDS EMPTY-FOLDER\n"
+                 "       perfex_sigterm_check --vanished EMPTY-FOLDER\n";
     return 2;
   }
   const std::string dir = argv[argc - 1];
   fs::remove_all(dir);
   fs::create_directories(dir);
   if (stress_mode) return stress(std::atof(argv[2]), dir);
+  if (vanished_mode) return vanished(dir);
   const perfex::extract::Frame fr = frame_of(200, 4000);
   const pid_t child = fork();
   if (child < 0) return 1;

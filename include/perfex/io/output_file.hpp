@@ -136,6 +136,15 @@ inline void remove_temp_files_and_reraise(int sig) {
   errno = saved_errno;
 }
 
+// Once a handler has unlinked the temporaries, the process is ending with its signal, but the
+// other threads run on until it does: a writer may find its temporary gone. Such a failure is
+// not reported (an error message, an exception ending the process with another status);
+// the thread waits for the end instead.
+inline void await_end_if_cleaning_up() {
+  if (cleanup_started.load())
+    for (;;) pause();
+}
+
 // The scope of one step that creates (or re-creates) a temporary by name. Once a cleanup
 // handler has started, the process is ending with its signal: the constructor then waits for
 // that end instead of letting the step run.
@@ -199,8 +208,11 @@ class TempFile {
   const std::string& path() const { return path_; }
   // Renames the temporary to `target` (atomic within a file system).
   void rename_to(const std::string& target) {
-    if (std::rename(path_.c_str(), target.c_str()) != 0)
-      throw Error("perfex: cannot rename " + path_ + " to " + target + ": " + std::strerror(errno));
+    if (std::rename(path_.c_str(), target.c_str()) != 0) {
+      const int error = errno;
+      await_end_if_cleaning_up();
+      throw Error("perfex: cannot rename " + path_ + " to " + target + ": " + std::strerror(error));
+    }
     path_.clear();
     temp_files.remove(slot_);
     slot_ = -1;
@@ -231,6 +243,7 @@ class TempFile {
 // gzip-compresses src into dst (zlib level 1, as CFITSIO writes .gz files).
 inline void gzip_file(const std::string& src, const std::string& dst, const std::string& target) {
   auto fail = [&](const std::string& what) {
+    await_end_if_cleaning_up();
     throw Error("perfex: cannot write compressed " + target + ": " + what);
   };
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(std::fopen(src.c_str(), "rb"), std::fclose);
