@@ -140,3 +140,53 @@ TEST_CASE("tridiagonal: clustered, deflating and decoupled spectra", "[linalg]")
     }
   }
 }
+
+TEST_CASE("tridiagonal: two QL problems stepped in turn give each one's results alone",
+          "[linalg]") {
+  // Divide and conquer solves its leaves in pairs; each must come out bit for bit as QL on it
+  // alone, whatever the other does (shorter, empty, converging later or not at all).
+  struct Problem {
+    Tridiagonal t;
+    int maxit;
+  };
+  const std::vector<std::pair<Problem, Problem>> pairs = {
+      {{toeplitz(37, 1.0), 30 * 37}, {wilkinson(37), 30 * 37}},
+      {{wilkinson(21), 30 * 21}, {toeplitz(38, 1e-150), 30 * 38}},
+      {{toeplitz(5, 2.0), 30 * 5}, {{{}, {}}, 0}},
+      {{wilkinson(40), 2}, {toeplitz(40, 1.0), 30 * 40}},  // the first stops at its cap
+  };
+  struct Run {
+    std::vector<double> d, e, Z;
+    explicit Run(const Tridiagonal& t) : d(t.d), e(t.e), Z(t.d.size() * t.d.size(), 0.0) {
+      e.push_back(0.0);
+      for (std::size_t i = 0; i < d.size(); ++i) Z[i * d.size() + i] = 1.0;
+    }
+    pd::MatRef<true> z() { return {Z.data(), 1, static_cast<long>(d.size())}; }
+    int n() const { return static_cast<int>(d.size()); }
+  };
+  for (std::size_t c = 0; c < pairs.size(); ++c) {
+    CAPTURE(c);
+    const Problem& a = pairs[c].first;
+    const Problem& b = pairs[c].second;
+    Run alone_a(a.t), alone_b(b.t), pair_a(a.t), pair_b(b.t);
+    const int sa = pd::ql_sequential<true>(alone_a.z(), alone_a.n(), alone_a.d.data(),
+                                           alone_a.e.data(), a.maxit);
+    const int sb = pd::ql_sequential<true>(alone_b.z(), alone_b.n(), alone_b.d.data(),
+                                           alone_b.e.data(), b.maxit);
+    pd::QlSequential<true> qa(pair_a.z(), pair_a.n(), pair_a.d.data(), pair_a.e.data(), a.maxit);
+    pd::QlSequential<true> qb(pair_b.z(), pair_b.n(), pair_b.d.data(), pair_b.e.data(), b.maxit);
+    const int s = pd::ql_sequential_pair(qa, qb);
+    CHECK(qa.status == sa);
+    CHECK(qb.status == sb);
+    CHECK(s == (sa == pl::ok && sb == pl::ok ? pl::ok : pl::not_converged));
+    CHECK(pair_a.d == alone_a.d);
+    CHECK(pair_a.Z == alone_a.Z);
+    CHECK(pair_b.d == alone_b.d);
+    CHECK(pair_b.Z == alone_b.Z);
+  }
+  // The capped case does not converge, so the pair's status covers a failing member.
+  const Problem& capped = pairs.back().first;
+  Run r(capped.t);
+  CHECK(pd::ql_sequential<true>(r.z(), r.n(), r.d.data(), r.e.data(), capped.maxit) ==
+        pl::not_converged);
+}

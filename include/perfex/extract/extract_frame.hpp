@@ -5,6 +5,7 @@
 // into frame-shaped views, converted per Angstrom on the device and copied to the host once at
 // the end (on host backends the views are the Frame's own arrays). Between launches the host
 // waits only for the progress callback, when there is one.
+#include <perfex/detail/host_pages.hpp>
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/detail/team_shape.hpp>
 #include <perfex/error.hpp>
@@ -95,11 +96,10 @@ Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::m
   frame.ndiag = g.ndiag;
   const int nspec = frame.nspec, nwave = frame.nwave, ndiags = 2 * g.ndiag + 1;
   const std::size_t nbins = static_cast<std::size_t>(nspec) * static_cast<std::size_t>(nwave);
-  frame.flux.assign(nbins, 0.0);
-  frame.ivar.assign(nbins, 0.0);
-  frame.chi2pix.assign(nbins, 0.0);
-  frame.pixmask_fraction.assign(nbins, 0.0);
-  frame.resolution.assign(nbins * static_cast<std::size_t>(ndiags), 0.0);
+  for (std::vector<double>* bins :
+       {&frame.flux, &frame.ivar, &frame.chi2pix, &frame.pixmask_fraction})
+    perfex::detail::assign_advised(*bins, nbins, 0.0);
+  perfex::detail::assign_advised(frame.resolution, nbins * static_cast<std::size_t>(ndiags), 0.0);
   const Bins flux = dt::frame_view<ExecSpace, Bins>(frame.flux, "perfex::flux", nspec, nwave);
   const Bins ivar = dt::frame_view<ExecSpace, Bins>(frame.ivar, "perfex::ivar", nspec, nwave);
   const Bins chi2pix =
@@ -113,7 +113,8 @@ Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::m
   if (opt.model_image) {
     frame.model_rows = plan.ccd_rows;
     frame.model_cols = plan.ccd_cols;
-    frame.model.assign(static_cast<std::size_t>(plan.ccd_rows) * plan.ccd_cols, 0.0);
+    perfex::detail::assign_advised(frame.model,
+                                   static_cast<std::size_t>(plan.ccd_rows) * plan.ccd_cols, 0.0);
     model = dt::frame_view<ExecSpace, decltype(model)>(frame.model, "perfex::model", plan.ccd_rows,
                                                        plan.ccd_cols);
   }
@@ -123,6 +124,7 @@ Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::m
   const int spot_fibres = plan.launches.spot_fibres;
   Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots(
       uninitialized("perfex::spots"), spot_fibres, nk, g.spot_rows, g.spot_cols);
+  perfex::detail::advise_huge_pages(spots);
   Kokkos::View<int**, Mem> xcorner(uninitialized("perfex::xcorner"), spot_fibres, nk),
       ycorner(uninitialized("perfex::ycorner"), spot_fibres, nk);
   PatchSolver<ExecSpace, Mem> solver(g, opt, plan.launches.batch);

@@ -1,6 +1,7 @@
 #pragma once
 // CCD images as the extraction sees them: pixel values and inverse variances (ivar 0 marks a
 // masked pixel), on the host (CcdImage) and in an execution space's memory (DeviceImage).
+#include <perfex/detail/host_pages.hpp>
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/error.hpp>
 
@@ -119,6 +120,8 @@ DeviceImage<typename ExecSpace::memory_space> upload_pixels(const ExecSpace& exe
   Kokkos::View<double**, Kokkos::LayoutRight, Mem> w(uninitialized("perfex::ivar"), nrows, ncols);
   auto hp = Kokkos::create_mirror_view(p);
   auto hw = Kokkos::create_mirror_view(w);
+  perfex::detail::advise_huge_pages(hp);
+  perfex::detail::advise_huge_pages(hw);
   DeviceImage<Mem> out;
   out.nonfinite_pixels = sanitize_image(pixels, ivar, ncols, hp.size(), hp.data(), hw.data());
   Kokkos::deep_copy(exec, p, hp);
@@ -205,6 +208,8 @@ DeviceImage<typename ExecSpace::memory_space> wrap_device_image(const ExecSpace&
   if (nonfinite == 0) return out;
   Kokkos::View<double**, Kokkos::LayoutRight, Mem> cp(uninitialized("perfex::image"), nrows, ncols),
       cw(uninitialized("perfex::ivar"), nrows, ncols);
+  perfex::detail::advise_huge_pages(cp);
+  perfex::detail::advise_huge_pages(cw);
   double* dp = cp.data();
   double* dw = cw.data();
   Kokkos::parallel_for(

@@ -2,6 +2,7 @@
 // What a launch of the patch solver works in and writes to: the scratch of a batch of patches
 // (PatchWorkspace, sized by bytes_per_patch), and the frame-shaped results the patches write
 // straight into (PatchResults, addressed patch-locally through PatchLocal).
+#include <perfex/detail/host_pages.hpp>
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/extract/patch_geometry.hpp>
 #include <perfex/extract/plan.hpp>
@@ -87,6 +88,7 @@ struct PatchWorkspace {
         view = View(uninitialized(label), rows, cols, static_cast<std::size_t>(batch));
       else
         view = View(uninitialized(label), rows, static_cast<std::size_t>(batch));
+      perfex::detail::advise_huge_pages(view);
     });
   }
 };

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include <perfex/detail/host_pages.hpp>
 #include <perfex/error.hpp>
 #include <perfex/io/output_file.hpp>
 
@@ -561,7 +562,8 @@ class FitsFile {
     long double values = 1;
     for (long a : axes) values *= a;
     check_data_in_file(values * std::abs(image_bitpix()) / 8, "image data");
-    img.data.assign(static_cast<std::size_t>(detail::element_count(img.axes)), T{});
+    perfex::detail::assign_advised(img.data,
+                                   static_cast<std::size_t>(detail::element_count(img.axes)), T{});
     int status = 0, anynul = 0;
     fits_read_subset(fptr_, detail::FitsType<T>::datatype, first.data(), last.data(), step.data(),
                      nullptr, img.data.data(), &anynul, &status);

@@ -4,8 +4,9 @@
 //
 // Implicit QL with Wilkinson-like shifts (EISPACK tql2), its rotations accumulated into the
 // columns of a given matrix: one host thread applies each rotation while the recurrence of the
-// next one runs (ql_sequential); a team lets one thread run a sweep's recurrence and applies it
-// a row per vector lane (ql_team).
+// next one runs (ql_sequential), and can step two independent problems in turn so that their
+// recurrences overlap too (ql_sequential_pair: divide and conquer's leaves); a team lets one
+// thread run a sweep's recurrence and applies it a row per vector lane (ql_team).
 //
 // Divide and conquer (Cuppen's method with the eigenvectors from Gu and Eisenstat's Loewner
 // formula, the scheme of LAPACK dstedc): the tridiagonal is torn into halves by rank-one
@@ -112,38 +113,78 @@ KOKKOS_INLINE_FUNCTION void rotate_columns(const MatRef<Unit>& Z, int r0, int r1
   }
 }
 
-// QL on a one-thread host team, rotations accumulated into the columns of Z (n rows): each
-// rotation is applied one rotation later than computed, so that the column update
-// (throughput-bound) overlaps the recurrence of the next rotation (latency-bound: a square root
-// and a division per rotation) in the core's out-of-order window. e[n-1] must be 0.
+// QL on a one-thread host team, rotations accumulated into the columns of Z (n rows), as a
+// machine that advances one rotation per step: each rotation is applied one rotation later than
+// computed, so that the column update (throughput-bound) overlaps the recurrence of the next
+// rotation (latency-bound: a square root and a division per rotation) in the core's
+// out-of-order window; and two independent problems stepped in turn (ql_sequential_pair)
+// overlap their recurrences too. e[n-1] must be 0.
 template <bool Unit>
-KOKKOS_INLINE_FUNCTION int ql_sequential(const MatRef<Unit>& Z, int n, double* d, double* e,
-                                         int maxit) {
-  int l = 0, iter = 0, m = 0;
+struct QlSequential {
+  MatRef<Unit> Z;
+  int n;
+  double* d;
+  double* e;
+  int maxit;
+  int l = 0, iter = 0, m = 0, i = -1;  // i: the next rotation of the sweep (< l: no sweep)
   bool pending = false;
   int pi = 0;
   double pc = 1, ps = 0;
   int status = ok;
-  while (true) {
-    QlSweep q;
-    const int r = ql_begin_sweep(d, e, n, maxit, l, iter, m, q.g);
-    if (r != 0) {
-      status = r == 2 ? not_converged : ok;
-      break;
+  QlSweep q;
+
+  KOKKOS_INLINE_FUNCTION QlSequential(const MatRef<Unit>& Z_, int n_, double* d_, double* e_,
+                                      int maxit_)
+      : Z(Z_), n(n_), d(d_), e(e_), maxit(maxit_) {}
+
+  // Starts a sweep if none runs, then its next rotation. Returns false once finished.
+  KOKKOS_FORCEINLINE_FUNCTION bool step() {
+    if (i < l) {
+      q = QlSweep{};
+      const int r = ql_begin_sweep(d, e, n, maxit, l, iter, m, q.g);
+      if (r != 0) {
+        status = r == 2 ? not_converged : ok;
+        if (pending) rotate_columns<Unit>(Z, 0, n, pi, pc, ps);
+        pending = false;
+        return false;
+      }
+      i = m - 1;
     }
-    int i = m - 1;
-    for (; i >= l; --i) {
-      if (!ql_rotation(d, e, i, m, q)) break;
-      if (pending) rotate_columns<Unit>(Z, 0, n, pi, pc, ps);
-      pending = true;
-      pi = i;
-      pc = q.c;
-      ps = q.s;
+    if (!ql_rotation(d, e, i, m, q)) {
+      i = l - 1;  // the sweep ends here, finished
+      return true;
     }
-    if (i < l) ql_end_sweep(d, e, l, m, q);
+    if (pending) rotate_columns<Unit>(Z, 0, n, pi, pc, ps);
+    pending = true;
+    pi = i;
+    pc = q.c;
+    ps = q.s;
+    if (--i < l) ql_end_sweep(d, e, l, m, q);
+    return true;
   }
-  if (pending) rotate_columns<Unit>(Z, 0, n, pi, pc, ps);
-  return status;
+};
+
+template <bool Unit>
+KOKKOS_INLINE_FUNCTION int ql_sequential(const MatRef<Unit>& Z, int n, double* d, double* e,
+                                         int maxit) {
+  QlSequential<Unit> a(Z, n, d, e, maxit);
+  while (a.step()) {
+  }
+  return a.status;
+}
+
+// Two independent QL problems, one rotation of each in turn (each one's results are those of
+// ql_sequential on it). Returns ok when both converge.
+template <bool Unit>
+KOKKOS_INLINE_FUNCTION int ql_sequential_pair(QlSequential<Unit>& a, QlSequential<Unit>& b) {
+  bool ra = true, rb = true;
+  while (ra && rb) {
+    ra = a.step();
+    rb = b.step();
+  }
+  while (ra) ra = a.step();
+  while (rb) rb = b.step();
+  return a.status == ok && b.status == ok ? ok : not_converged;
 }
 
 // QL on a team: one thread runs a sweep's recurrence (it is sequential) and stores its
@@ -539,13 +580,19 @@ KOKKOS_INLINE_FUNCTION int tridiagonal_dc(int n, double* d, const double* e, dou
   for (int c = 0; c < n; ++c)
     for (int r = 0; r < n; ++r) Z[r + c * ldz] = r == c ? 1.0 : 0.0;
   int status = ok;
-  for (int t = 0; t < nleaf; ++t) {
-    const int a = bound(t), b = bound(t + 1), nb = b - a;
-    double* el = v;  // the leaf's off-diagonals, its last one 0
-    for (int i = 0; i < nb; ++i) el[i] = i + 1 < nb ? e[a + i] * scale : 0.0;
-    const MatRef<true> Zl{Z + a + a * ldz, 1, ldz};
-    if (ql_sequential<true>(Zl, nb, d + a, el, 30 * nb) != ok) status = not_converged;
-    sort_eigenpairs<true>(Zl, nb, d + a, nb);
+  // Leaves two at a time (their QL recurrences overlap), each with its off-diagonals in v.
+  for (int t = 0; t < nleaf; t += 2) {
+    const int a0 = bound(t), b0 = bound(t + 1), a1 = b0, b1 = t + 1 < nleaf ? bound(t + 2) : b0;
+    const int n0 = b0 - a0, n1 = b1 - a1;
+    double* el0 = v;
+    double* el1 = v + n;
+    for (int i = 0; i < n0; ++i) el0[i] = i + 1 < n0 ? e[a0 + i] * scale : 0.0;
+    for (int i = 0; i < n1; ++i) el1[i] = i + 1 < n1 ? e[a1 + i] * scale : 0.0;
+    const MatRef<true> Z0{Z + a0 + a0 * ldz, 1, ldz}, Z1{Z + a1 + a1 * ldz, 1, ldz};
+    QlSequential<true> q0(Z0, n0, d + a0, el0, 30 * n0), q1(Z1, n1, d + a1, el1, 30 * n1);
+    if (ql_sequential_pair(q0, q1) != ok) status = not_converged;
+    sort_eigenpairs<true>(Z0, n0, d + a0, n0);
+    sort_eigenpairs<true>(Z1, n1, d + a1, n1);
   }
   for (int level = levels - 1; level >= 0; --level)
     for (int t = 0; t < (1 << level); ++t) {
