@@ -175,6 +175,10 @@ def main(argv=None):
     backend = args.backend or runtime.default_backend(gpu=not args.no_gpu)
     if args.no_gpu and backend == "cuda":
         parser().error("--no-gpu with --backend cuda")
+    try:  # a bad thread variable (KOKKOS_NUM_THREADS=600) is refused before the runtime starts
+        runtime.initialize(args.threads, comm=comm)
+    except RequestError as e:
+        parser().exit(2, f"{parser().prog}: error: {e}\n")
     failed = extract_frames(args.jobs, comm, backend=backend, threads=args.threads,
                             **extraction_options(args))
     if rank == 0:

@@ -414,3 +414,74 @@ def test_exposure_with_many_failures_has_a_short_summary(inputs, tmp_path):
     summary = [line for line in r.stderr.splitlines() if "frames failed" in line]
     assert len(summary) == 1 and "300 of 300 frames failed" in summary[0] and len(summary[0]) < 400
     assert "and 295 more" in summary[0]
+
+
+# ---- 7. the environment: every thread variable checked before the runtime starts --------------
+
+THREAD_ENVIRONMENTS = [
+    # (environment, threads=, the count started, or the refusal's words)
+    ({"OMP_NUM_THREADS": "100000"}, None, 512),
+    ({"OMP_NUM_THREADS": "4,2"}, None, 4),
+    ({"OMP_NUM_THREADS": "3", "OMP_DYNAMIC": "true"}, None, 3),
+    ({"OMP_NUM_THREADS": "abc"}, None, "OMP_NUM_THREADS='abc': expected a positive integer"),
+    ({"KOKKOS_NUM_THREADS": "600"}, None, "KOKKOS_NUM_THREADS: at most 512"),
+    ({"KOKKOS_NUM_THREADS": "0"}, None, "KOKKOS_NUM_THREADS: must be >= 1"),
+    ({"KOKKOS_NUM_THREADS": "x"}, None, "KOKKOS_NUM_THREADS='x': not a thread count"),
+    ({"KOKKOS_NUM_THREADS": "3"}, None, 3),
+    ({"KOKKOS_NUM_THREADS": "3"}, 2, "threads (2 threads) and KOKKOS_NUM_THREADS (3) disagree"),
+    ({"OMP_THREAD_LIMIT": "1"}, 2, "threads: 2 threads, but OMP_THREAD_LIMIT=1 allows fewer"),
+    ({"GOMP_CPU_AFFINITY": "0,1000"}, 2, "GOMP_CPU_AFFINITY='0,1000': thread 1 would be bound"),
+    ({"KOKKOS_NUMA": "x"}, None, "KOKKOS_NUMA='x': Kokkos reads this variable as an integer"),
+]
+
+
+def run_python_without_thread_variables(args, env):
+    """run_python with only the thread variables of env set."""
+    full = python_env()
+    for var in ("OMP_NUM_THREADS", "KOKKOS_NUM_THREADS", "OMP_THREAD_LIMIT", "GOMP_CPU_AFFINITY",
+                "OMP_PROC_BIND"):
+        full.pop(var, None)
+    full.update(env)
+    return subprocess.run([sys.executable] + list(args), env=full, capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("env, threads, expect", THREAD_ENVIRONMENTS)
+def test_thread_environment_of_initialize(env, threads, expect):
+    """perfex.initialize() with hostile thread variables: the count, or a RequestError naming the
+    variable; never a crash (OMP_NUM_THREADS=100000 and KOKKOS_NUM_THREADS=600 crashed)."""
+    code = f"""
+import warnings, perfex
+warnings.simplefilter("ignore")
+try:
+    print("threads", perfex.initialize({threads!r}))
+except perfex.RequestError as e:
+    print("refused:", e)
+"""
+    r = run_python_without_thread_variables(["-c", code], env)
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
+    if isinstance(expect, int):
+        assert r.stdout.strip() == f"threads {expect}", r.stdout + r.stderr
+    else:
+        assert r.stdout.startswith("refused: ") and expect in r.stdout, r.stdout + r.stderr
+
+
+def test_thread_environment_of_the_command_line_and_the_drop_in(inputs, tmp_path):
+    image, psf = inputs
+    r = run_cli(["-i", image, "-p", psf, "-o", tmp_path / "f.fits"] + QUICK_ARGS,
+                KOKKOS_NUM_THREADS="600")
+    assert r.returncode == 2, r.stderr
+    assert "error: KOKKOS_NUM_THREADS: at most 512" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "f.fits").exists()
+    code = f"""
+import perfex
+from perfex import gpu_specter
+pre = perfex.read_preproc({str(image)!r})
+try:
+    gpu_specter.extract_frame({{"image": pre.pixels, "ivar": pre.ivar}}, {str(psf)!r}, 25, 0, 5,
+                              "5760,5800,0.8", psferr=0.01)
+except perfex.RequestError as e:
+    print("refused:", e)
+"""
+    r = run_python(["-c", code], timeout=120, OMP_NUM_THREADS="4,x")
+    assert r.returncode == 0 and "refused: OMP_NUM_THREADS='4,x'" in r.stdout, r.stdout + r.stderr
