@@ -58,9 +58,7 @@ def _node_position(comm, launcher_vars, attribute, minimum, default):
 
 def _local_ranks(comm):
     """MPI ranks on this node."""
-    return _node_position(
-        comm, ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"), "size", 1, 1
-    )
+    return _node_position(comm, ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"), "size", 1, 1)
 
 
 def _local_rank(comm):
@@ -156,5 +154,4 @@ class ProgressLog:
         self.next_fraction = (done // max(1, total // 10) + 1) / 10
         seconds = time.perf_counter() - self.start
         rate = done / seconds if seconds > 0 else 0.0
-        log.info("%s: %d/%d patches (%.0f %%), %.1f patches/s", self.label, done, total,
-                 100.0 * done / total, rate)
+        log.info("%s: %d/%d patches (%.0f %%), %.1f patches/s", self.label, done, total, 100.0 * done / total, rate)
