@@ -174,9 +174,9 @@ except perfex.Error as e:
 del sys.modules["gpu_specter"]
 names = g.install_alias()
 assert g.install_alias() == names
-import gpu_specter, gpu_specter.core, gpu_specter.io, gpu_specter.mpi, gpu_specter.util
-assert (gpu_specter, gpu_specter.core, gpu_specter.io, gpu_specter.mpi, gpu_specter.util) == (
-    g, g.core, g.io, g.mpi, g.util)
+import gpu_specter, gpu_specter.core, gpu_specter.io, gpu_specter.mpi, gpu_specter.spex, gpu_specter.util
+assert (gpu_specter, gpu_specter.core, gpu_specter.io, gpu_specter.mpi, gpu_specter.spex, gpu_specter.util) == (
+    g, g.core, g.io, g.mpi, g.spex, g.util)
 try:
     import gpu_specter.extract
     raise AssertionError("gpu_specter.extract imported")
@@ -190,8 +190,8 @@ print(" ".join(names), gpu_specter.__version__, hashlib.sha256(psf.read_bytes())
 def test_install_alias():
     r = run_python(["-c", ALIAS_CHECK])
     assert r.returncode == 0, r.stdout + r.stderr
-    names, version, sha256 = r.stdout.split()[:5], " ".join(r.stdout.split()[5:7]), r.stdout.split()[7]
-    assert names == ["gpu_specter"] + [f"gpu_specter.{m}" for m in ("core", "io", "mpi", "util")]
+    names, version, sha256 = r.stdout.split()[:6], " ".join(r.stdout.split()[6:8]), r.stdout.split()[8]
+    assert names == ["gpu_specter"] + [f"gpu_specter.{m}" for m in ("core", "io", "mpi", "spex", "util")]
     assert version == f"perfex {perfex.__version__}"
     assert sha256 == "0d628c9236d9ac3ef46adb14ca8a5058ec442eeab261ad786979e65010d61406"
 
