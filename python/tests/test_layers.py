@@ -16,7 +16,17 @@ LAYERS = [
     {"images", "frames"},
     {"extraction"},
     {"mpi"},
-    {"extract", "plot", "gpu_specter", "gpu_specter.core", "gpu_specter.io", "gpu_specter.mpi", "gpu_specter.util", ""},
+    {
+        "extract",
+        "plot",
+        "gpu_specter",
+        "gpu_specter.core",
+        "gpu_specter.io",
+        "gpu_specter.mpi",
+        "gpu_specter.spex",
+        "gpu_specter.util",
+        "",
+    },
 ]
 LAYER = {name: n for n, names in enumerate(LAYERS) for name in names}  # "": perfex/__init__.py
 
