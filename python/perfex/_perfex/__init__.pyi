@@ -263,7 +263,7 @@ def frame_mask(chi2pix: numpy.ndarray, pixmask_fraction: numpy.ndarray, ivar: nu
     ...
 def initialize(threads: typing.SupportsInt | typing.SupportsIndex = 0, device: typing.SupportsInt | typing.SupportsIndex = -1) -> str:
     """
-    Starts Kokkos (threads <= 0: its default, capped at 512; device: the GPU, -1 Kokkos' default); returns the cap's warning or ''.
+    Starts Kokkos with perfex::host_threads' count (threads <= 0: from the environment, capped at 512; a bad thread variable is a RequestError naming it; device: the GPU, -1 Kokkos' default); returns the cap's warning or ''.
     """
 def is_forked_child() -> bool:
     """
