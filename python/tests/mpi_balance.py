@@ -28,8 +28,8 @@ def cpu():
 comm.Barrier()
 wall0, cpu0 = time.perf_counter(), cpu()
 work = {}
-frame = perfex.mpi.extract_frame(comm, pre, None, psf, progress=False, work=work,
-                                 wavelength="5760,6160,0.8", specmin=int(specmin), nspec=int(nspec),
+frame = perfex.mpi.extract_over_ranks(comm, pre, None, psf, progress=False, work=work,
+                                      wavelength="5760,6160,0.8", specmin=int(specmin), nspec=int(nspec),
                                  psferr=0.01)
 record = (work["patches"], cpu() - cpu0, time.perf_counter() - wall0)
 records = comm.gather(record, root=0)

@@ -11,7 +11,7 @@ import pytest
 import perfex
 from perfex import gpu_specter
 
-from conftest import REFERENCE, compare_with_reference, data_path, reference, run_python
+from conftest import compare_with_reference, data_path, reference, run_python
 
 KEYS = {"specflux", "specivar", "specmask", "wave", "Rdiags", "pixmask_fraction", "chi2pix", "modelimage"}
 # gpu_specter's timing keys, in the order of its stages.

@@ -15,10 +15,9 @@ import numpy as np
 import pytest
 
 import perfex
-import perfex.extract as cli
 from perfex import gpu_specter
 
-from conftest import data_path, mpirun, python_env, run_python
+from conftest import mpirun, python_env, run_python
 
 QUICK = dict(wavelength="5760,5800,0.8", specmin=0, nspec=5, psferr=0.01)
 QUICK_ARGS = ["-w", "5760,5800,0.8", "-s", "0", "-n", "5", "--psferr", "0.01"]

@@ -10,7 +10,6 @@ FILENAME.tmp), removed when writing fails or is interrupted, and by a signal tha
 process.
 """
 
-import os
 import re
 
 import numpy as np
