@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fast gate, to run before each commit: formatting (clang-format) and Python lint (ruff),
+# The fast gate, to run before each commit: formatting (clang-format; ruff's format and lint),
 # the library tests built for the Serial backend alone and run without the slow ones, and the
 # Python tests without MPI, both on the golden data of the repository (tests/data) with the
 # larger shared reference data left out, as in a plain clone. About 5 minutes on 2 cores once
@@ -8,7 +8,7 @@
 # tests each runs.
 #
 # Environment: Kokkos_ROOT (default: the OpenMP Kokkos that scripts/install-deps.sh builds),
-# PERFEX_CHECK_DIR (the build folder, default build-check).
+# PERFEX_CHECK_DIR (the build folder, default build-check), PERFEX_RUFF (see format.sh).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -18,19 +18,8 @@ jobs=$(nproc)
 start=$SECONDS
 step() { echo "== check: $1 ($((SECONDS - start)) s)"; }
 
-step "C++ sources against .clang-format"
+step "formatting: C++ against .clang-format, Python against ruff's format and lint"
 bash scripts/format.sh --check
-
-step "Python lint (ruff check; pyproject.toml's rules)"
-ruff=$(command -v ruff || true)
-if [ -z "$ruff" ]; then
-  ruff="$build/venv/bin/ruff"  # a virtual environment of the gate's own, made once
-  if [ ! -x "$ruff" ]; then
-    python3 -m venv "$build/venv"
-    "$build/venv/bin/pip" install --quiet ruff
-  fi
-fi
-"$ruff" check python scripts tests examples
 
 step "Serial build of the library tests, the Python extension and perfex-extract"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="$kokkos" \

@@ -53,6 +53,7 @@ struct ExtractArgs {
   int threads = 0;                         // 0 = the Kokkos / OpenMP default
   bool timing = false;                     // print the phases with their times
   std::string tools_libs;                  // --kokkos-tools-libs: a Kokkos Tools library
+  std::vector<std::string> kokkos_thread_options;  // --kokkos-threads=N, --kokkos-num-threads=N
   bool help = false;
 };
 

@@ -19,13 +19,23 @@ from ._perfex import Error, Psf, RequestError, __version__
 from .extraction import extract_in_process
 from .frames import Frame, check_outputs, frame_mask, read_frame, write_frame, write_model
 from .images import Image, PreprocImage, read_preproc
-from .psf import as_psf, psf_from_tables, read_psf
 from .options import make_options, option_defaults
+from .psf import as_psf, psf_from_tables, read_psf
 from .runtime import backends, default_backend, initialize
 
 
-def extract_frame(image, ivar=None, psf=None, *, comm=None, backend=None, threads=None,
-                  progress=None, allow_image_size_mismatch=False, **options):
+def extract_frame(
+    image,
+    ivar=None,
+    psf=None,
+    *,
+    comm=None,
+    backend=None,
+    threads=None,
+    progress=None,
+    allow_image_size_mismatch=False,
+    **options,
+):
     """Extracts the spectra of a CCD image with a GaussHermite PSF; returns a Frame.
 
     image, ivar: 2-D arrays (ivar 0 = masked pixel; apply the preproc MASK first, as
@@ -50,13 +60,27 @@ def extract_frame(image, ivar=None, psf=None, *, comm=None, backend=None, thread
     prints them; each is a Kokkos profiling region "perfex::<name>".
     """
     if comm is not None and comm.size > 1:
-        return mpi.extract_over_ranks(comm, image, ivar, psf, backend=backend, threads=threads,
-                                      progress=progress,
-                                      allow_image_size_mismatch=allow_image_size_mismatch,
-                                      **options)
-    return extract_in_process(image, ivar, psf, backend=backend, threads=threads,
-                              progress=progress,
-                              allow_image_size_mismatch=allow_image_size_mismatch, **options)
+        return mpi.extract_over_ranks(
+            comm,
+            image,
+            ivar,
+            psf,
+            backend=backend,
+            threads=threads,
+            progress=progress,
+            allow_image_size_mismatch=allow_image_size_mismatch,
+            **options,
+        )
+    return extract_in_process(
+        image,
+        ivar,
+        psf,
+        backend=backend,
+        threads=threads,
+        progress=progress,
+        allow_image_size_mismatch=allow_image_size_mismatch,
+        **options,
+    )
 
 
 __all__ = [

@@ -28,7 +28,7 @@ def deal(costs, size, root_overhead=0.0):
     root = max(0.0, 1.0 / size - root_overhead) if size > 1 else 1.0
     shares = np.concatenate(([0.0, root], root + (1.0 - root) * np.arange(1, size) / max(1, size - 1)))
     cumulative = np.concatenate(([0.0], np.cumsum(costs)))
-    start = np.searchsorted(cumulative, cumulative[-1] * shares[:size + 1], side="left")
+    start = np.searchsorted(cumulative, cumulative[-1] * shares[: size + 1], side="left")
     start = np.clip(start, 0, costs.size)
     start[0], start[-1] = 0, costs.size
     return [int(s) for s in np.maximum.accumulate(start)]
@@ -115,7 +115,7 @@ def on_root(comm, prepare):
 def pack_blocks(array, blocks):
     """The bins of patch blocks (out_fibre0, nkeepfib, kf0, nkeep) of a [nspec][nwave] or
     [nspec][ndiags][nwave] frame array, block after block, as one flat array."""
-    parts = [array[f0:f0 + nf, ..., k0:k0 + nk].ravel() for f0, nf, k0, nk in blocks]
+    parts = [array[f0 : f0 + nf, ..., k0 : k0 + nk].ravel() for f0, nf, k0, nk in blocks]
     return np.concatenate(parts) if parts else np.empty(0, dtype=array.dtype)
 
 
@@ -123,7 +123,7 @@ def unpack_blocks(flat, blocks, out):
     """pack_blocks' inverse: the bins of flat into their blocks of out."""
     pos = 0
     for f0, nf, k0, nk in blocks:
-        target = out[f0:f0 + nf, ..., k0:k0 + nk]
-        target[...] = flat[pos:pos + target.size].reshape(target.shape)
+        target = out[f0 : f0 + nf, ..., k0 : k0 + nk]
+        target[...] = flat[pos : pos + target.size].reshape(target.shape)
         pos += target.size
     return out

@@ -92,8 +92,7 @@ def _extract(files, group, backend, threads, options, timing):
         log_phases(files, phases)
 
 
-def extract_frames(frames, comm=None, *, backend=None, threads=None, overlap=True, timing=False,
-                   **options):
+def extract_frames(frames, comm=None, *, backend=None, threads=None, overlap=True, timing=False, **options):
     """Extracts and writes every FrameFiles: alone (comm None) or with the ranks of comm split
     into min(len(frames), comm.size) groups, group g taking frames g, g + ngroups, ... Every rank
     returns the list of (frame files, exception) of the frames that failed (the others were

@@ -43,12 +43,14 @@ def check_job(psf, ccd_shape, *, backend=None, allow_image_size_mismatch=False, 
 
 def job_of(psf, ccd_shape, options, backend, allow_image_size_mismatch=False, nspec_given=True):
     """job::check of an options dict (make_options'; an MPI rank: rank 0's resolved ones)."""
-    return _perfex.FrameJob(psf, options, ccd_shape[0], ccd_shape[1], True, nspec_given,
-                            bool(allow_image_size_mismatch), backend)
+    return _perfex.FrameJob(
+        psf, options, ccd_shape[0], ccd_shape[1], True, nspec_given, bool(allow_image_size_mismatch), backend
+    )
 
 
-def extract_in_process(image, ivar=None, psf=None, *, backend=None, threads=None, progress=None,
-                       allow_image_size_mismatch=False, **options):
+def extract_in_process(
+    image, ivar=None, psf=None, *, backend=None, threads=None, progress=None, allow_image_size_mismatch=False, **options
+):
     """Extracts the spectra of a CCD image with a GaussHermite PSF in this process; returns a
     Frame. The request is checked as perfex-extract checks it (check_job): a refusal is a
     perfex.RequestError naming the parameter, an adapted option a warning in frame.warnings.

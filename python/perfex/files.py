@@ -25,8 +25,7 @@ from .runtime import ProgressLog
 log = logging.getLogger("perfex")
 
 # desi_extract_spectra's option names, for the messages of the command line.
-CLI_NAMES = dict(input="-i/--input", psf="-p/--psf", output="-o/--output", model="-m/--model",
-                 fibermap="-f/--fibermap")
+CLI_NAMES = dict(input="-i/--input", psf="-p/--psf", output="-o/--output", model="-m/--model", fibermap="-f/--fibermap")
 
 
 @dataclass
@@ -50,8 +49,7 @@ class FailedPatches(Error):
 
     @classmethod
     def of(cls, files, failed, total):
-        return cls(f"{failed} of {total} patches failed; their bins are masked BAD2DFIT | NODATA "
-                   f"in {files.output}")
+        return cls(f"{failed} of {total} patches failed; their bins are masked BAD2DFIT | NODATA in {files.output}")
 
 
 def check_frame_outputs(frames):
@@ -62,10 +60,12 @@ def check_frame_outputs(frames):
     outputs, inputs = [], []
     for n, files in enumerate(frames, 1):
         where = f" (frame {n}, {files.name})" if len(frames) > 1 else ""
-        outputs += [(CLI_NAMES["output"] + where, files.output),
-                    (CLI_NAMES["model"] + where, files.model)]
-        inputs += [(CLI_NAMES["input"] + where, files.input), (CLI_NAMES["psf"] + where, files.psf),
-                   (CLI_NAMES["fibermap"] + where, files.fibermap)]
+        outputs += [(CLI_NAMES["output"] + where, files.output), (CLI_NAMES["model"] + where, files.model)]
+        inputs += [
+            (CLI_NAMES["input"] + where, files.input),
+            (CLI_NAMES["psf"] + where, files.psf),
+            (CLI_NAMES["fibermap"] + where, files.fibermap),
+        ]
     check_outputs(outputs, inputs, prefix="option ")
 
 
@@ -87,14 +87,23 @@ def open_files(files, backend, options, warn=None):
     read): the library's handle of the job's next phases (.check() -> the FrameJob, .read_box,
     .write, .phases)."""
     opts, wavelength_given, nspec_given = request(options)
-    return _perfex.FrameFiles(files.input, files.psf, files.output, files.model or "",
-                              files.fibermap or "", opts, wavelength_given, nspec_given, False,
-                              backend, warn)
+    return _perfex.FrameFiles(
+        files.input,
+        files.psf,
+        files.output,
+        files.model or "",
+        files.fibermap or "",
+        opts,
+        wavelength_given,
+        nspec_given,
+        False,
+        backend,
+        warn,
+    )
 
 
 def log_written(files, nspec, nwave, start):
-    log.info("frame %s: %d fibres x %d wavelengths written in %.1f s", files.name, nspec, nwave,
-             time.time() - start)
+    log.info("frame %s: %d fibres x %d wavelengths written in %.1f s", files.name, nspec, nwave, time.time() - start)
 
 
 def extract_files(files, group=None, *, backend, threads=None, options, phases=None):
@@ -108,9 +117,19 @@ def extract_files(files, group=None, *, backend, threads=None, options, phases=N
         log.info("frame %s: extracting %s with %s", files.name, files.input, files.psf)
         opts, wavelength_given, nspec_given = request(options)
         result = _perfex.extract_files(
-            files.input, files.psf, files.output, files.model or "", files.fibermap or "", opts,
-            wavelength_given, nspec_given, False, backend, ProgressLog(f"frame {files.name}"),
-            lambda w: log.warning("frame %s: %s", files.name, w))
+            files.input,
+            files.psf,
+            files.output,
+            files.model or "",
+            files.fibermap or "",
+            opts,
+            wavelength_given,
+            nspec_given,
+            False,
+            backend,
+            ProgressLog(f"frame {files.name}"),
+            lambda w: log.warning("frame %s: %s", files.name, w),
+        )
         for w in result["frame_warnings"]:
             log.warning("frame %s: %s", files.name, w)
         log_written(files, result["nspec"], result["nwave"], start)
@@ -128,13 +147,13 @@ def extract_files(files, group=None, *, backend, threads=None, options, phases=N
         job = opened.check()
         job.plan()
         image = PreprocImage(**opened.read_box(job.pixel_box()))
-        log.info("frame %s: extracting %s with %s on %d ranks", files.name, files.input, files.psf,
-                 group.size)
+        log.info("frame %s: extracting %s with %s on %d ranks", files.name, files.input, files.psf, group.size)
 
     on_root(group, read)
     mpi_phases = []
-    frame = extract_over_ranks(group, image, psf=opened.psf if opened else None, job=job,
-                               backend=backend, threads=threads, phases=mpi_phases)
+    frame = extract_over_ranks(
+        group, image, psf=opened.psf if opened else None, job=job, backend=backend, threads=threads, phases=mpi_phases
+    )
     error = None
     if group.rank == 0:
         try:
@@ -147,7 +166,7 @@ def extract_files(files, group=None, *, backend, threads=None, options, phases=N
         if isinstance(phases, list):
             # The files' phases up to the read, the ranks' (the job's extraction inside), the write.
             names = [p[0] for p in opened.phases]
-            times = PhaseTimes(opened.phases[:names.index("files::read") + 1])
+            times = PhaseTimes(opened.phases[: names.index("files::read") + 1])
             times.extend(mpi_phases)
             times.extend([p for p in opened.phases if p[0] == "files::write"])
             phases[:] = times.tuples()

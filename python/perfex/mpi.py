@@ -56,14 +56,25 @@ def _image_arrays(image, ivar):
     pixels, _ = _as_float64(image, "pixels")
     weights, _ = _as_float64(ivar, "ivar")
     if pixels.ndim != 2 or pixels.shape != weights.shape:
-        raise Error(f"image: pixels and ivar must be 2-D arrays of one shape, got {pixels.shape} "
-                    f"and {weights.shape}")
+        raise Error(f"image: pixels and ivar must be 2-D arrays of one shape, got {pixels.shape} and {weights.shape}")
     return pixels, weights, None, region
 
 
-def extract_over_ranks(comm, image, ivar=None, psf=None, *, backend=None, threads=None,
-                       progress=None, phases=None, work=None, allow_image_size_mismatch=False,
-                       job=None, **options):
+def extract_over_ranks(
+    comm,
+    image,
+    ivar=None,
+    psf=None,
+    *,
+    backend=None,
+    threads=None,
+    progress=None,
+    phases=None,
+    work=None,
+    allow_image_size_mismatch=False,
+    job=None,
+    **options,
+):
     """perfex.extract_frame over the ranks of comm. Every rank calls it; only rank 0's image,
     ivar, psf and options are used (the others may pass None). Rank 0 returns the Frame (its
     phases: rank 0's), the other ranks None. phases: a list that receives this rank's phases
@@ -85,16 +96,26 @@ def extract_over_ranks(comm, image, ivar=None, psf=None, *, backend=None, thread
         frame_psf = as_psf(psf)
         if local_job is None:
             ccd = region[2:] if region else pixels.shape
-            local_job = check_job(frame_psf, ccd, backend=backend,
-                                  allow_image_size_mismatch=allow_image_size_mismatch, **options)
+            local_job = check_job(
+                frame_psf, ccd, backend=backend, allow_image_size_mismatch=allow_image_size_mismatch, **options
+            )
         local_job.plan()
         starts = deal(local_job.flops, size, ROOT_OVERHEAD)
-        boxes = [local_job.pixel_box(starts[r], starts[r + 1]) if starts[r] < starts[r + 1] else None
-                 for r in range(size)]
-        return dict(shape=local_job.ccd_shape, psf=frame_psf, options=local_job.options,
-                    backend=local_job.backend, starts=starts, boxes=boxes,
-                    blocks=local_job.blocks(), nwave=local_job.nwave,
-                    ndiags=2 * local_job.ndiag + 1, warnings=local_job.warnings)
+        boxes = [
+            local_job.pixel_box(starts[r], starts[r + 1]) if starts[r] < starts[r + 1] else None for r in range(size)
+        ]
+        return dict(
+            shape=local_job.ccd_shape,
+            psf=frame_psf,
+            options=local_job.options,
+            backend=local_job.backend,
+            starts=starts,
+            boxes=boxes,
+            blocks=local_job.blocks(),
+            nwave=local_job.nwave,
+            ndiags=2 * local_job.ndiag + 1,
+            warnings=local_job.warnings,
+        )
 
     # The job's phases run here, nested in this driver's: those of a given job before this call
     # are its caller's.
@@ -122,7 +143,7 @@ def extract_over_ranks(comm, image, ivar=None, psf=None, *, backend=None, thread
                 if boxes[r] is not None:
                     r0, r1, c0, c1 = boxes[r]
                     for tag, array in ((1, pixels), (2, weights)):
-                        block = np.ascontiguousarray(array[r0 - dr:r1 - dr, c0 - dc:c1 - dc])
+                        block = np.ascontiguousarray(array[r0 - dr : r1 - dr, c0 - dc : c1 - dc])
                         sends.append((comm.Isend([block, MPI.DOUBLE], dest=r, tag=tag), block))
             try:
                 img = img or Image(pixels, weights, region)
@@ -143,8 +164,7 @@ def extract_over_ranks(comm, image, ivar=None, psf=None, *, backend=None, thread
                 if rank != 0:
                     r0, r1, c0, c1 = boxes[rank]
                     img = Image(pixels, weights, (r0, c0, shape[0], shape[1]))
-                    local_job = job_of(header["psf"], shape, opts, header["backend"],
-                                       allow_image_size_mismatch)
+                    local_job = job_of(header["psf"], shape, opts, header["backend"], allow_image_size_mismatch)
                 label = f"extract rank 0 (patches {first}-{last - 1} of {starts[-1]})"
                 callback = progress_callback(progress, label) if rank == 0 else None
                 local = local_job.extract(img._handle, callback, first, last)
@@ -159,8 +179,10 @@ def extract_over_ranks(comm, image, ivar=None, psf=None, *, backend=None, thread
         nwave, ndiags, nspec = header["nwave"], header["ndiags"], opts["nspec"]
         blocks = header["blocks"]
         mine = blocks[first:last]
-        counts = [int(np.sum(blocks[starts[r]:starts[r + 1], 1] * blocks[starts[r]:starts[r + 1], 3]))
-                  for r in range(size)]
+        counts = [
+            int(np.sum(blocks[starts[r] : starts[r + 1], 1] * blocks[starts[r] : starts[r + 1], 3]))
+            for r in range(size)
+        ]
 
         def gather(name, ndiag=None):
             send = pack_blocks(local[name], mine) if local is not None else np.empty(0)
@@ -181,8 +203,14 @@ def extract_over_ranks(comm, image, ivar=None, psf=None, *, backend=None, thread
         if opts["model_image"]:
             send = np.zeros(shape) if local is None else local["model"]
             model = np.empty(shape) if rank == 0 else None
-            wait_idle(comm.Ireduce([np.ascontiguousarray(send), MPI.DOUBLE],
-                                   [model, MPI.DOUBLE] if rank == 0 else None, op=MPI.SUM, root=0))
+            wait_idle(
+                comm.Ireduce(
+                    [np.ascontiguousarray(send), MPI.DOUBLE],
+                    [model, MPI.DOUBLE] if rank == 0 else None,
+                    op=MPI.SUM,
+                    root=0,
+                )
+            )
         keys = ("npatches", "failed_patches", "linalg_flops", "max_band", "warnings", "failed_bins")
         mine_stats = {k: local[k] for k in keys} if local is not None else None
         idle_barrier(comm)
@@ -210,8 +238,7 @@ def _assemble(header, local, arrays, model, stats):
     for r, s in enumerate(stats):
         if s is None:
             continue
-        warnings += [w for w in s["warnings"]
-                     if w not in header["warnings"] and (r == 0 or "NaN/Inf" not in w)]
+        warnings += [w for w in s["warnings"] if w not in header["warnings"] and (r == 0 or "NaN/Inf" not in w)]
     stats = [s for s in stats if s is not None]
     failed_bins = sorted(tuple(b) for s in stats for b in s["failed_bins"])
     return Frame(

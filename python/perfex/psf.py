@@ -16,6 +16,7 @@ def read_psf(path):
 def psf_from_tables(psfdata, source=""):
     """A perfex.Psf from gpu_specter's PSF dict (gpu_specter.io.read_psf: astropy Tables keyed
     PSF, XTRACE, YTRACE)."""
+
     def need(mapping, key, what):
         try:
             return mapping[key]
@@ -70,6 +71,4 @@ def as_psf(psf):
         return read_psf(os.fsdecode(psf))
     if isinstance(psf, dict):
         return psf_from_tables(psf)
-    raise TypeError(
-        f"psf: expected a perfex.Psf, a PSF file name or gpu_specter's PSF dict, got {type(psf).__name__}"
-    )
+    raise TypeError(f"psf: expected a perfex.Psf, a PSF file name or gpu_specter's PSF dict, got {type(psf).__name__}")

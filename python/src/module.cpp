@@ -16,8 +16,9 @@ PYBIND11_MODULE(_perfex, m) {
   py::register_exception<perfex::RequestError>(m, "RequestError", error.ptr());
   perfex_py::register_runtime(m);
   perfex_py::register_profiling(m);
-  perfex_py::register_options(m);
+  // Classes before the functions that take them: their signatures then name the Python class.
   perfex_py::register_psf(m);
+  perfex_py::register_options(m);
   perfex_py::register_images(m);
   perfex_py::register_frames(m);
   perfex_py::register_extraction(m);

@@ -3,11 +3,10 @@ Prints "ok" on rank 0 when every case held on every rank."""
 
 import sys
 
-from mpi4py import MPI
-
 import perfex
 import perfex.exposure
 import perfex.files
+from mpi4py import MPI
 from perfex.collective import RankError, agree, on_root
 
 comm = MPI.COMM_WORLD
@@ -28,8 +27,11 @@ e = raised(lambda: on_root(comm, lambda: int("x")))
 assert type(e) is ValueError and "invalid literal" in str(e), repr(e)
 e = raised(lambda: perfex.extract_frame(None if rank else 3.5, None, psf_path, comm=comm))
 assert type(e) is TypeError, repr(e)
-e = raised(lambda: perfex.extract_frame(perfex.read_preproc(image_path) if rank == 0 else None, None,
-                                        psf_path, comm=comm, nspec=600, progress=False))
+e = raised(
+    lambda: perfex.extract_frame(
+        perfex.read_preproc(image_path) if rank == 0 else None, None, psf_path, comm=comm, nspec=600, progress=False
+    )
+)
 assert type(e) is perfex.RequestError and "the PSF has 500 fibres" in str(e), repr(e)
 
 # A failure on one rank but 0: its class on every rank; failures of several classes: perfex.Error.
@@ -54,11 +56,12 @@ e = raised(lambda: on_root(comm, lambda: (_ for _ in ()).throw(Local("here"))))
 assert type(e) in (Local, perfex.Error), repr(e)
 
 # An exposure over rank groups: every rank gets each failed frame's exception, by class.
-frames = [perfex.files.FrameFiles(image_path, psf_path, f"{tmp}/ok.fits"),
-          perfex.files.FrameFiles(f"{tmp}/missing.fits", psf_path, f"{tmp}/missing-out.fits"),
-          perfex.files.FrameFiles(image_path, psf_path, f"{tmp}/refused.fits")]
-failed = perfex.exposure.extract_frames(frames[:2], comm, wavelength="5760,5800,0.8", nspec=5,
-                                        psferr=0.01)
+frames = [
+    perfex.files.FrameFiles(image_path, psf_path, f"{tmp}/ok.fits"),
+    perfex.files.FrameFiles(f"{tmp}/missing.fits", psf_path, f"{tmp}/missing-out.fits"),
+    perfex.files.FrameFiles(image_path, psf_path, f"{tmp}/refused.fits"),
+]
+failed = perfex.exposure.extract_frames(frames[:2], comm, wavelength="5760,5800,0.8", nspec=5, psferr=0.01)
 assert [(f.output, type(e)) for f, e in failed] == [(frames[1].output, perfex.Error)], failed
 failed = perfex.exposure.extract_frames(frames[2:], comm, wavelength="5760,5800,0.8", nspec=600)
 assert [type(e) for _, e in failed] == [perfex.RequestError], failed

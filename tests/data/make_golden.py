@@ -18,24 +18,21 @@ import os
 import sys
 
 import numpy as np
-from astropy.io import fits
-
 import perfex
 import perfex.extraction
+from astropy.io import fits
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 PSF = os.path.join(REPO, "python", "perfex", "gpu_specter", "test", "data", "psf-r0-00051060.fits")
-SMALL = dict(wavelength="5760,6159.2,0.8", specmin=0, nspec=10, bundlesize=25, nsubbundles=2,
-             psferr=0.01)
+SMALL = dict(wavelength="5760,6159.2,0.8", specmin=0, nspec=10, bundlesize=25, nsubbundles=2, psferr=0.01)
 NFIB, NWAVE = 10, 500
 FRAME_HDUS = ("FLUX", "IVAR", "RESOLUTION", "CHI2PIX", "PIXMASK_FRACTION")
 
 
 def box(psf, **request):
     """(row0, row1, col0, col1) of the pixels a request's patches read."""
-    return perfex.extraction.check_job(psf, (psf.npix_y, psf.npix_x), backend="serial",
-                                       **request).pixel_box()
+    return perfex.extraction.check_job(psf, (psf.npix_y, psf.npix_x), backend="serial", **request).pixel_box()
 
 
 def compressed(data, name, header=None):
@@ -46,8 +43,7 @@ def compressed(data, name, header=None):
         size = dict(tile_shape=tile)
     else:
         size = dict(tile_size=tile[::-1])
-    return fits.CompImageHDU(data, header=header, name=name, compression_type="GZIP_2",
-                             quantize_level=0.0, **size)
+    return fits.CompImageHDU(data, header=header, name=name, compression_type="GZIP_2", quantize_level=0.0, **size)
 
 
 def cut_image(shared, psf, out):
@@ -59,16 +55,35 @@ def cut_image(shared, psf, out):
         ivar[r0:r1, c0:c1] = hdus["IVAR"].data[r0:r1, c0:c1]
         mask = np.zeros_like(hdus["MASK"].data)
         fibermap = hdus["FIBERMAP"].data[:NFIB]
-    for key in ("SIMPLE", "EXTEND", "BITPIX", "NAXIS", "NAXIS1", "NAXIS2", "CHECKSUM", "DATASUM",
-                "RECTROW0", "RECTROW1", "RECTCOL0", "RECTCOL1", "RECTMARG"):
+    for key in (
+        "SIMPLE",
+        "EXTEND",
+        "BITPIX",
+        "NAXIS",
+        "NAXIS1",
+        "NAXIS2",
+        "CHECKSUM",
+        "DATASUM",
+        "RECTROW0",
+        "RECTROW1",
+        "RECTCOL0",
+        "RECTCOL1",
+        "RECTMARG",
+    ):
         header.remove(key, ignore_missing=True)
     header["CUTFROM"] = ("sim-r0-b0-1.fits.gz", "see tests/data/README.md")
     header["CUTROW0"], header["CUTROW1"] = r0, r1
     header["CUTCOL0"], header["CUTCOL1"] = c0, c1
     header["NSPEC"] = NFIB
-    fits.HDUList([fits.PrimaryHDU(), compressed(image, "IMAGE", header), compressed(ivar, "IVAR"),
-                  compressed(mask, "MASK"), fits.BinTableHDU(fibermap, name="FIBERMAP")]).writeto(
-        out, overwrite=True, checksum=True)
+    fits.HDUList(
+        [
+            fits.PrimaryHDU(),
+            compressed(image, "IMAGE", header),
+            compressed(ivar, "IVAR"),
+            compressed(mask, "MASK"),
+            fits.BinTableHDU(fibermap, name="FIBERMAP"),
+        ]
+    ).writeto(out, overwrite=True, checksum=True)
 
 
 def cut_frame(shared, peer, out):
@@ -82,8 +97,7 @@ def cut_frame(shared, peer, out):
         parts = [fits.PrimaryHDU(header=header)]
         for name in FRAME_HDUS:
             data = np.ascontiguousarray(hdus[name].data[:NFIB, ..., :NWAVE])
-            parts.append(fits.CompImageHDU(data, name=name, compression_type="GZIP_2",
-                                           quantize_level=0.0))
+            parts.append(fits.CompImageHDU(data, name=name, compression_type="GZIP_2", quantize_level=0.0))
         parts.append(fits.ImageHDU(hdus["WAVELENGTH"].data[:NWAVE], name="WAVELENGTH"))
     fits.HDUList(parts).writeto(out, overwrite=True, checksum=True)
 
@@ -94,22 +108,28 @@ def cut_model(shared, psf, out):
     with fits.open(os.path.join(shared, "ref-gpuspecter-sim-r0-b0-1-model.fits")) as hdus:
         hdu = next(h for h in hdus if h.data is not None)
         y0, x0 = int(hdu.header["Y0"]), int(hdu.header["X0"])
-        cut = np.ascontiguousarray(hdu.data[:rows - y0, :cols - x0])
+        cut = np.ascontiguousarray(hdu.data[: rows - y0, : cols - x0])
     header = fits.Header()
     header["CUTFROM"] = ("ref-gpuspecter-sim-r0-b0-1-model.fits", "the model of fibres 0-9 alone")
     header["Y0"], header["X0"] = (y0, "CCD row of the first row"), (x0, "CCD column of the first")
-    fits.HDUList([fits.PrimaryHDU(), compressed(cut, "MODEL", header)]).writeto(
-        out, overwrite=True, checksum=True)
+    fits.HDUList([fits.PrimaryHDU(), compressed(cut, "MODEL", header)]).writeto(out, overwrite=True, checksum=True)
 
 
 def check(shared, psf, folder):
     """The cuts are what the small request extracts: perfex's frame of the small image equals
     perfex's frame of the whole reference image on those bins, to rounding."""
-    small = perfex.extract_frame(perfex.read_preproc(os.path.join(folder, "preproc-r0-small.fits")),
-                                 psf=psf, progress=False, **SMALL)
-    whole = perfex.extract_frame(perfex.read_preproc(os.path.join(shared, "sim-r0-b0-1.fits.gz")),
-                                 psf=psf, progress=False, wavelength="5760,6760,0.8", specmin=0,
-                                 nspec=50, psferr=0.01)
+    small = perfex.extract_frame(
+        perfex.read_preproc(os.path.join(folder, "preproc-r0-small.fits")), psf=psf, progress=False, **SMALL
+    )
+    whole = perfex.extract_frame(
+        perfex.read_preproc(os.path.join(shared, "sim-r0-b0-1.fits.gz")),
+        psf=psf,
+        progress=False,
+        wavelength="5760,6760,0.8",
+        specmin=0,
+        nspec=50,
+        psferr=0.01,
+    )
     for name in ("flux", "ivar", "resolution", "chi2pix", "pixmask_fraction"):
         a = getattr(small, name)
         b = getattr(whole, name)[:NFIB, ..., :NWAVE]

@@ -13,9 +13,13 @@ from .util import Timer, get_logger
 
 # gpu_specter's time stamps after the init-mpi-comm one, in the order of its stages, and the phase
 # of perfex's frame over ranks at whose end each falls.
-_STAMP_PHASES = (("init-mpi-bcast", "mpi::scatter"), ("host-to-device", "mpi::scatter"),
-                 ("extracted-bundles", "mpi::extract"), ("staged-bundles", "mpi::gather"),
-                 ("merged-bundles", "mpi::gather"))
+_STAMP_PHASES = (
+    ("init-mpi-bcast", "mpi::scatter"),
+    ("host-to-device", "mpi::scatter"),
+    ("extracted-bundles", "mpi::extract"),
+    ("staged-bundles", "mpi::gather"),
+    ("merged-bundles", "mpi::gather"),
+)
 
 
 def _stamps(phases, end):
@@ -42,8 +46,10 @@ def _grid(wavelength, psf):
         wmin, wmax, dw = float(wave[0]), float(wave[-1]), float(np.gradient(wave)[0])
         regular = np.arange(wmin, wmax + 0.5 * dw, dw)
         if regular.shape != wave.shape or not np.allclose(regular, wave, rtol=0, atol=1e-6 * dw):
-            raise perfex.Error("wavelength: perfex extracts on uniform grids (numpy.arange(wmin, "
-                               "wmax + dw/2, dw)); this grid is not one")
+            raise perfex.Error(
+                "wavelength: perfex extracts on uniform grids (numpy.arange(wmin, "
+                "wmax + dw/2, dw)); this grid is not one"
+            )
         return wmin, wmax, dw
     if isinstance(wavelength, (str, tuple)):
         return perfex.options.parse_wavelength(wavelength)
@@ -52,10 +58,28 @@ def _grid(wavelength, psf):
     raise perfex.Error(f"wavelength: expected None, 'wmin,wmax,dw', a tuple or an array, got {wavelength!r}")
 
 
-def extract_frame(img, psf, bundlesize, specmin, nspec, wavelength=None, nwavestep=50,
-                  nsubbundles=1, model=None, regularize=0, psferr=None, comm=None, gpu=None,
-                  loglevel=None, timing=None, wavepad=10, pixpad_frac=0.8, wavepad_frac=0.2,
-                  batch_subbundle=True, ranks_per_bundle=None):
+def extract_frame(
+    img,
+    psf,
+    bundlesize,
+    specmin,
+    nspec,
+    wavelength=None,
+    nwavestep=50,
+    nsubbundles=1,
+    model=None,
+    regularize=0,
+    psferr=None,
+    comm=None,
+    gpu=None,
+    loglevel=None,
+    timing=None,
+    wavepad=10,
+    pixpad_frac=0.8,
+    wavepad_frac=0.2,
+    batch_subbundle=True,
+    ranks_per_bundle=None,
+):
     """Extracts 1D spectra from a 2D image, as gpu_specter.core.extract_frame.
 
     img: dict with 'image' and 'ivar' (the ivar already mask-applied; other keys ignored);
@@ -106,15 +130,24 @@ def extract_frame(img, psf, bundlesize, specmin, nspec, wavelength=None, nwavest
         if distributed:
             log.info("Sending inputs to other MPI ranks (each the pixels of its patches)")
     options = dict(
-        wavelength=grid, bundlesize=bundlesize, specmin=specmin, nspec=nspec,
-        nwavestep=nwavestep, nsubbundles=nsubbundles, model_image=bool(model),
-        regularize=regularize, psferr=psferr, wavepad0=wavepad, pixpad_frac=pixpad_frac,
+        wavelength=grid,
+        bundlesize=bundlesize,
+        specmin=specmin,
+        nspec=nspec,
+        nwavestep=nwavestep,
+        nsubbundles=nsubbundles,
+        model_image=bool(model),
+        regularize=regularize,
+        psferr=psferr,
+        wavepad0=wavepad,
+        pixpad_frac=pixpad_frac,
         wavepad_frac=wavepad_frac,
     )
     if distributed:
         phases = []
-        frame = perfex.mpi.extract_over_ranks(comm, image, ivar, psf, backend=backend,
-                                              phases=phases, progress=False, **options)
+        frame = perfex.mpi.extract_over_ranks(
+            comm, image, ivar, psf, backend=backend, phases=phases, progress=False, **options
+        )
         stamps.update(_stamps(phases, time.time()))
     else:
         stamps["init-mpi-bcast"] = stamps["host-to-device"] = time.time()
@@ -125,8 +158,10 @@ def extract_frame(img, psf, bundlesize, specmin, nspec, wavelength=None, nwavest
     result = None
     if frame is not None:
         if frame.nonfinite_pixels:
-            log.warning(f"{frame.nonfinite_pixels} NaN/Inf image or ivar pixels masked (ivar 0); "
-                        "gpu_specter stops with a ValueError on such pixels with ivar > 0")
+            log.warning(
+                f"{frame.nonfinite_pixels} NaN/Inf image or ivar pixels masked (ivar 0); "
+                "gpu_specter stops with a ValueError on such pixels with ivar > 0"
+            )
         for warning in frame.warnings:
             if "NaN/Inf" not in warning:
                 log.warning(warning)
@@ -144,8 +179,7 @@ def extract_frame(img, psf, bundlesize, specmin, nspec, wavelength=None, nwavest
     stamps.setdefault("merged-bundles", time.time())
     stamps["assembled-frame"] = time.time()
     if rank == 0:
-        for name in ("init-mpi-bcast", "extracted-bundles", "staged-bundles", "merged-bundles",
-                     "assembled-frame"):
+        for name in ("init-mpi-bcast", "extracted-bundles", "staged-bundles", "merged-bundles", "assembled-frame"):
             timer.split("mpi-bcast-raw" if name == "init-mpi-bcast" else name, stamps[name])
         timer.log_splits(log)
     if isinstance(timing, dict):
