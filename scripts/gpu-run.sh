@@ -12,9 +12,10 @@
 # keeps, cached in ~/.cache/perfex/kokkos-3.4.1-cuda-<arch>; then perfex_tests and
 # perfex_bench for CUDA in build-gpu-<arch>/; then fills the carry folder (default .gpu-carry,
 # git-ignored) with ARCH, COMMIT and perfex-gpu.tar.xz: bin/ (the two binaries, stripped),
-# lib/ (every shared library they load but the C library and the CUDA driver) and, with
+# lib/ (every shared library they load but the C library and the CUDA driver), golden/ (the
+# repository's golden data, tests/data, and the PSF they were made with) and, with
 # --with-data, data/ (../shared/data: the reference-data tests and the real PSF for the
-# benchmarks). About 12 MB, 47 MB with the data; it prints the size.
+# benchmarks). About 14 MB, 49 MB with the data; it prints the size.
 #
 # There it checks the GPU's compute capability (nvidia-smi) against ARCH (a Kokkos built for
 # another architecture aborts at start-up), runs the tests, then the benchmarks (so a
@@ -94,6 +95,8 @@ if [ "$pack" = 1 ]; then
       | grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libcuda|libnvidia[^/]*)\.so' \
       | while read -r lib; do cp -L "$lib" "${stage}/lib/"; done
   done
+  mkdir -p "${stage}/golden"
+  cp tests/data/*.fits python/perfex/gpu_specter/test/data/psf-r0-00051060.fits "${stage}/golden/"
   if [ "$with_data" = 1 ]; then
     [ -d ../shared/data ] || { echo "gpu-run.sh: --with-data: ../shared/data is absent" >&2; exit 1; }
     mkdir -p "${stage}/data" && cp ../shared/data/*.fits* "${stage}/data/"
@@ -123,6 +126,7 @@ xz -dc "${carry}/perfex-gpu.tar.xz" | tar -C "$run" -xf -
 # The carried libraries for the carried binaries only (not for nvidia-smi or python3).
 libs="${run}/lib${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
 if [ -d "${run}/data" ]; then export PERFEX_SHARED_DATA_DIR="${run}/data"; fi
+export PERFEX_TEST_DATA_DIR="${run}/golden" PERFEX_TEST_PSF="${run}/golden/psf-r0-00051060.fits"
 echo "== binaries of commit $(cat "${carry}/COMMIT" 2>/dev/null || echo '?') for CUDA ${arch}"
 
 command -v nvidia-smi >/dev/null || { echo "gpu-run.sh: nvidia-smi not found: no GPU here?" >&2; exit 1; }

@@ -27,6 +27,16 @@ std::string shared_data_dir(const std::string& what) {
   return dir;
 }
 
+std::string golden_data_dir() {
+  const char* env = std::getenv("PERFEX_TEST_DATA_DIR");
+  return env ? env : PERFEX_TEST_DATA_DIR;
+}
+
+std::string golden_psf() {
+  const char* env = std::getenv("PERFEX_TEST_PSF");
+  return env ? env : PERFEX_TEST_PSF;
+}
+
 }  // namespace perfex_test
 
 int main(int argc, char* argv[]) {

@@ -14,8 +14,6 @@
 
 namespace perfex_test {
 
-using perfex::ExecSpaces;
-
 std::string& selected_backend();  // defined in main.cpp
 
 using perfex::backend_name;
@@ -28,6 +26,12 @@ bool selected() {
 // Folder of the project's shared reference data, or "" (with a Catch warning naming what
 // is skipped) when it is not there.
 std::string shared_data_dir(const std::string& what);
+
+// The golden data in the repository (tests/data, see its README; PERFEX_TEST_DATA_DIR
+// elsewhere) and the DESI PSF they were made with (the package data of perfex.gpu_specter;
+// PERFEX_TEST_PSF): always there, never skipped.
+std::string golden_data_dir();
+std::string golden_psf();
 
 }  // namespace perfex_test
 

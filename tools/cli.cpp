@@ -72,6 +72,11 @@ std::string extract_options_help() {
     << "                          --kokkos-threads=N and --kokkos-num-threads=N say the same)\n"
     << "      --memory-budget MB  memory for spots and patch scratch, in MiB (default: half\n"
     << "                          the free GPU memory on CUDA, 512 on CPUs)\n"
+    << "      --timing            print the run's phases with their times\n"
+    << "      --kokkos-tools-libs FILE\n"
+    << "                          load a Kokkos Tools library (a profiler: perfex's phases are\n"
+    << "                          regions perfex::..., its kernels perfex::...); also\n"
+    << "                          KOKKOS_TOOLS_LIBS (KOKKOS_PROFILE_LIBRARY with Kokkos 3.4)\n"
     << "  -h, --help              this help\n"
     << "exit status: 0 done, 1 failed (bad input file, I/O, memory), 2 refused (options,\n"
     << "outputs, request beyond the PSF or the memory), 3 frame written but some patches failed\n";
@@ -245,6 +250,11 @@ bool parse_extract_option(ArgReader& r, ExtractArgs& a) {
   } else if (r.is(nullptr, "--allow-image-size-mismatch")) {
     r.no_value();
     a.allow_image_size_mismatch = true;
+  } else if (r.is(nullptr, "--timing")) {
+    r.no_value();
+    a.timing = true;
+  } else if (r.is(nullptr, "--kokkos-tools-libs") || r.is(nullptr, "--kokkos-tools-library")) {
+    a.tools_libs = r.nonempty_value("file");
   } else {
     return false;
   }
@@ -322,6 +332,16 @@ std::string summary_line(const std::string& tool, const RunResult& r) {
   return s.str();
 }
 
+std::string timing_lines(const std::string& tool, const RunResult& r) {
+  return format_phases(r.frame.phases, tool + ": phases");
+}
+
+HostThreads runtime_settings(const ExtractArgs& args) {
+  HostThreads h = host_threads(args.threads, "option --threads", args.kokkos_thread_options);
+  h.tools_libs = args.tools_libs;
+  return h;
+}
+
 RunResult run_extract_files_reporting(const std::string& tool, const ExtractArgs& args) {
   ProgressBar bar(std::cerr, ProgressBar::stderr_is_terminal());
   RunResult r;
@@ -367,12 +387,12 @@ int extract_main(int argc, const char* const* argv) {
       return 0;
     }
     io::remove_temp_files_on_signals();
-    const HostThreads threads =
-        host_threads(args.threads, "option --threads", args.kokkos_thread_options);
+    const HostThreads threads = runtime_settings(args);
     Runtime runtime(threads);
     if (!threads.warning.empty()) std::cerr << tool << ": warning: " << threads.warning << "\n";
     const RunResult r = run_extract_files_reporting(tool, args);
     std::cout << summary_line(tool, r) << std::endl;
+    if (args.timing) std::cout << timing_lines(tool, r) << std::endl;
     if (r.frame.failed_patches > 0) {
       std::cerr << tool << ": error: " << r.frame.failed_patches << " of " << r.frame.npatches
                 << " patches failed; their bins are masked BAD2DFIT | NODATA in " << args.output

@@ -10,6 +10,7 @@
 #include <perfex/error.hpp>
 #include <perfex/extract/options.hpp>
 #include <perfex/io/extract_files.hpp>
+#include <perfex/runtime.hpp>
 
 #include <chrono>
 #include <functional>
@@ -50,6 +51,8 @@ struct ExtractArgs {
   bool allow_image_size_mismatch = false;  // an image that is not the PSF's CCD: warn only
   std::string backend;                     // serial | openmp | cuda ("" = default_backend())
   int threads = 0;                         // 0 = the Kokkos / OpenMP default
+  bool timing = false;                     // print the phases with their times
+  std::string tools_libs;                  // --kokkos-tools-libs: a Kokkos Tools library
   std::vector<std::string> kokkos_thread_options;  // --kokkos-threads=N, --kokkos-num-threads=N
   bool help = false;
 };
@@ -133,6 +136,13 @@ RunResult run_extract_files_reporting(const std::string& tool, const ExtractArgs
 // backend B, threads T, failed patches F" (GFLOP/s of the patch linear algebra,
 // Frame::linalg_flops).
 std::string summary_line(const std::string& tool, const RunResult& r);
+
+// --timing's lines: "tool: phases", then one line per phase of the run with its time.
+std::string timing_lines(const std::string& tool, const RunResult& r);
+
+// The runtime settings of a command line: host threads (checked, "option --threads") and the
+// Kokkos Tools library.
+HostThreads runtime_settings(const ExtractArgs& args);
 
 // Runs a tool's main body and returns its exit status; an exception is reported on stderr as
 // "tool: error: ..." with status 2 for a RequestError (UsageError included), 1 otherwise.

@@ -247,8 +247,7 @@ int main(int argc, char* argv[]) {
       std::cout << usage();
       return 0;
     }
-    const perfex::HostThreads threads = perfex::host_threads(d.extract.threads, "option --threads",
-                                                             d.extract.kokkos_thread_options);
+    const perfex::HostThreads threads = cli::runtime_settings(d.extract);
     perfex::Runtime runtime(threads);
     if (!threads.warning.empty()) std::cerr << "perfex-demo: warning: " << threads.warning << "\n";
     return run(d);

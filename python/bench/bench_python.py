@@ -79,11 +79,11 @@ def mpi_worker(image_path, psf_path, reps):
     rows = []
     for rep in range(reps + 1):  # the first call is a warm-up
         comm.Barrier()
-        stamps = {}
+        phases = []
         t0, c0 = time.time(), time.process_time()
         if comm.size > 1:
-            frame = perfex.mpi.extract_frame(
-                comm, pre, None, psf, progress=False, timing=stamps, specmin=0, nspec=50, **GRID
+            frame = perfex.mpi.extract_over_ranks(
+                comm, pre, None, psf, progress=False, phases=phases, specmin=0, nspec=50, **GRID
             )
         else:
             frame = perfex.extract_frame(pre, psf=psf, progress=False, specmin=0, nspec=50, **GRID)
@@ -93,11 +93,12 @@ def mpi_worker(image_path, psf_path, reps):
         cpu = comm.reduce(time.process_time() - c0, op=MPI.MAX, root=0)
         if comm.rank == 0 and rep > 0:
             row = dict(ranks=comm.size, threads=threads, wall=t1 - t0, cpu=cpu, npatches=frame.npatches)
-            if stamps:
+            if phases:
+                seconds = {name: s for name, depth, s in phases if depth == 0}
                 row.update(
-                    bcast=stamps["init-mpi-bcast"] - t0,
-                    extract=stamps["extracted-bundles"] - stamps["init-mpi-bcast"],
-                    gather=t1 - stamps["extracted-bundles"],
+                    bcast=seconds["mpi::check"] + seconds["mpi::scatter"],
+                    extract=seconds["mpi::extract"],
+                    gather=seconds["mpi::gather"] + seconds["mpi::assemble"],
                 )
             else:
                 row.update(bcast=0.0, extract=t1 - t0, gather=0.0)

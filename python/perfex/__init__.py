@@ -7,17 +7,20 @@
     perfex.write_frame("frame-r0.fits", frame, img.path, psf.source)
 
 The layers, each importing only those before it: the extension (perfex._perfex), the runtime
-(perfex.runtime), the numpy API (options, images, frames, extraction), perfex.mpi (frames over
-MPI ranks, exposures over rank groups), then the command line (`python3 -m perfex.extract`),
-the gpu_specter drop-in (perfex.gpu_specter) and quick-look plots (perfex.plot).
+and its profiling regions (perfex.runtime, perfex.profiling), the numpy API (options, psf,
+images, frames, extraction: the job in its phases), the MPI helpers (perfex.collective), a
+frame over MPI ranks (perfex.mpi), a frame's files (perfex.files), an exposure's frames
+(perfex.exposure), then the command line (perfex.cli: `python3 -m perfex.extract`), the
+gpu_specter drop-in (perfex.gpu_specter) and quick-look plots (perfex.plot).
 """
 
-from . import extraction as _extraction
 from . import mpi
 from ._perfex import Error, Psf, RequestError, __version__
+from .extraction import extract_in_process
 from .frames import Frame, check_outputs, frame_mask, read_frame, write_frame, write_model
-from .images import Image, PreprocImage, as_psf, psf_from_tables, read_preproc, read_psf
+from .images import Image, PreprocImage, read_preproc
 from .options import make_options, option_defaults
+from .psf import as_psf, psf_from_tables, read_psf
 from .runtime import backends, default_backend, initialize
 
 
@@ -50,11 +53,14 @@ def extract_frame(
     are a perfex.RequestError naming the parameter; nwavestep and the padding are clamped to the
     grid with a warning (frame.warnings, and the 'perfex' logger).
 
-    comm: an mpi4py communicator: the work is dealt over its ranks (perfex.mpi.extract_frame);
-    rank 0 returns the frame, the others None.
+    comm: an mpi4py communicator: the work is dealt over its ranks
+    (perfex.mpi.extract_over_ranks); rank 0 returns the frame, the others None.
+
+    frame.phases: the phases of the run (name, depth, seconds), as perfex-extract --timing
+    prints them; each is a Kokkos profiling region "perfex::<name>".
     """
     if comm is not None and comm.size > 1:
-        return mpi.extract_frame(
+        return mpi.extract_over_ranks(
             comm,
             image,
             ivar,
@@ -65,7 +71,7 @@ def extract_frame(
             allow_image_size_mismatch=allow_image_size_mismatch,
             **options,
         )
-    return _extraction.extract_frame(
+    return extract_in_process(
         image,
         ivar,
         psf,

@@ -1,11 +1,13 @@
-"""The single-process extraction of a CCD image held in numpy arrays."""
+"""The extraction job in the library's phases (job::check, job::plan, job::extract), and the
+extraction of a CCD image held in numpy arrays in this process (extract_in_process)."""
 
 import logging
 
 from . import _perfex
 from .frames import Frame
-from .images import as_image, as_psf
+from .images import as_image
 from .options import make_options
+from .psf import as_psf
 from .runtime import ProgressLog, check_backend, default_backend, initialize
 
 log = logging.getLogger("perfex")
@@ -22,23 +24,43 @@ def progress_callback(progress, label="extract"):
     return progress
 
 
-def extract_frame(
+def _request(backend, options):
+    """(options dict, nspec given, backend): the options converted and the backend checked,
+    before any input is looked at."""
+    return make_options(**options), "nspec" in options, check_backend(backend or default_backend())
+
+
+def check_job(psf, ccd_shape, *, backend=None, allow_image_size_mismatch=False, **options):
+    """job::check: the extraction of a ccd_shape (rows, cols) image with psf (a perfex.Psf)
+    checked as perfex-extract checks it (fibres, grid, patch sizes, the image's shape against the
+    PSF's CCD, memory); returns the job (perfex._perfex.FrameJob: .options as resolved,
+    .warnings, .plan(), .flops, .pixel_box(first, last), .extract(image, progress, first, last),
+    .phases). A refusal is a perfex.RequestError naming the parameter. options: as
+    perfex.extract_frame's."""
+    opts, nspec_given, backend = _request(backend, options)
+    return job_of(psf, ccd_shape, opts, backend, allow_image_size_mismatch, nspec_given)
+
+
+def job_of(psf, ccd_shape, options, backend, allow_image_size_mismatch=False, nspec_given=True):
+    """job::check of an options dict (make_options'; an MPI rank: rank 0's resolved ones)."""
+    return _perfex.FrameJob(
+        psf, options, ccd_shape[0], ccd_shape[1], True, nspec_given, bool(allow_image_size_mismatch), backend
+    )
+
+
+def extract_in_process(
     image, ivar=None, psf=None, *, backend=None, threads=None, progress=None, allow_image_size_mismatch=False, **options
 ):
     """Extracts the spectra of a CCD image with a GaussHermite PSF in this process; returns a
-    Frame. The request is checked as perfex-extract checks it (fibres, grid, patch sizes, the
-    image's shape against the PSF's CCD, memory): a refusal is a perfex.RequestError naming
-    the parameter, an adapted option a warning in frame.warnings. See perfex.extract_frame."""
+    Frame. The request is checked as perfex-extract checks it (check_job): a refusal is a
+    perfex.RequestError naming the parameter, an adapted option a warning in frame.warnings.
+    See perfex.extract_frame."""
     initialize(threads)
     psf = as_psf(psf)
-    nspec_given = "nspec" in options
-    opts = make_options(**options)
-    backend = check_backend(backend or default_backend())
+    opts, nspec_given, backend = _request(backend, options)
     img = as_image(image, ivar)
-    result = _perfex.extract_frame(
-        img._handle, psf, opts, nspec_given, bool(allow_image_size_mismatch), backend, progress_callback(progress)
-    )
-    frame = Frame(**result)
+    job = job_of(psf, img.shape, opts, backend, allow_image_size_mismatch, nspec_given)
+    frame = Frame(**job.extract(img._handle, progress_callback(progress)))
     for warning in frame.warnings:
         log.warning("%s", warning)
     return frame

@@ -18,7 +18,8 @@ log = logging.getLogger("perfex")
 class Frame:
     """An extracted frame in DESI units: flux per Angstrom, its ivar, the desispec mask, the
     resolution band in DIA layout (resolution[f][d][k] = R_f[k - ndiag + d][k]), chi2pix,
-    pixmask_fraction, the model image (when requested) and the run's statistics."""
+    pixmask_fraction, the model image (when requested), the run's statistics and its phases
+    with their times (frame.phases: (name, depth, seconds), perfex::<name> profiling regions)."""
 
     flux: np.ndarray  # [nspec][nwave]
     ivar: np.ndarray  # [nspec][nwave]
@@ -39,6 +40,8 @@ class Frame:
     linalg_flops: float = 0.0
     max_band: int = 0
     warnings: list[str] = field(default_factory=list)
+    # The phases that made the frame, as the library times them: (name, depth, seconds)
+    phases: list[tuple] = field(default_factory=list)
 
     @property
     def nspec(self):

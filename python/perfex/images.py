@@ -1,5 +1,4 @@
-"""Inputs: CCD images (numpy, used in place or converted once), preproc files, PSFs (files,
-perfex.Psf, or gpu_specter's dict of astropy Tables)."""
+"""CCD images (numpy, used in place or converted once; arrays on the GPU) and preproc files."""
 
 import logging
 import os
@@ -9,7 +8,7 @@ from typing import Optional
 import numpy as np
 
 from . import _perfex
-from ._perfex import Error, Psf
+from ._perfex import Error
 from .runtime import initialize
 
 log = logging.getLogger("perfex")
@@ -196,69 +195,3 @@ def as_image(image, ivar=None):
     if ivar is None:
         raise TypeError("ivar: required with a pixel array")
     return Image(image, ivar)
-
-
-def read_psf(path):
-    """Reads a specex GaussHermite PSF file (PSFVER 3)."""
-    return _perfex.read_psf(os.fspath(path))
-
-
-def psf_from_tables(psfdata, source=""):
-    """A perfex.Psf from gpu_specter's PSF dict (gpu_specter.io.read_psf: astropy Tables keyed
-    PSF, XTRACE, YTRACE)."""
-
-    def need(mapping, key, what):
-        try:
-            return mapping[key]
-        except (KeyError, TypeError, ValueError):
-            raise Error(f"PSF dict: {what} has no {key}") from None
-
-    if not isinstance(psfdata, dict):
-        raise TypeError(f"psf: expected gpu_specter's PSF dict, got {type(psfdata).__name__}")
-    table = need(psfdata, "PSF", "the dict")
-    xtrace = need(psfdata, "XTRACE", "the dict")
-    ytrace = need(psfdata, "YTRACE", "the dict")
-    meta = {str(k).upper(): v for k, v in getattr(table, "meta", {}).items()}
-
-    def key(name, default=None):
-        if name in meta:
-            return meta[name]
-        if default is None:
-            raise Error(f"PSF dict: the PSF table's meta has no {name}")
-        return default
-
-    names = [n.decode() if isinstance(n, bytes) else str(n) for n in need(table, "PARAM", "the PSF table")]
-    fields = dict(
-        source=source,
-        fibermin=int(key("FIBERMIN", 0)),
-        hsizex=int(key("HSIZEX")),
-        hsizey=int(key("HSIZEY")),
-        ghdegx=int(key("GHDEGX")),
-        ghdegy=int(key("GHDEGY")),
-        legdeg=int(key("LEGDEG")),
-        npix_x=int(key("NPIX_X")),
-        npix_y=int(key("NPIX_Y")),
-        psferr=float(key("PSFERR", 0.01)),
-        wavemin=float(key("WAVEMIN")),
-        wavemax=float(key("WAVEMAX")),
-        xtrace=np.asarray(need(xtrace, "X", "the XTRACE table"), dtype=np.float64),
-        xtrace_wavemin=float(need(getattr(xtrace, "meta", {}), "WAVEMIN", "the XTRACE table's meta")),
-        xtrace_wavemax=float(need(getattr(xtrace, "meta", {}), "WAVEMAX", "the XTRACE table's meta")),
-        ytrace=np.asarray(need(ytrace, "Y", "the YTRACE table"), dtype=np.float64),
-        ytrace_wavemin=float(need(getattr(ytrace, "meta", {}), "WAVEMIN", "the YTRACE table's meta")),
-        ytrace_wavemax=float(need(getattr(ytrace, "meta", {}), "WAVEMAX", "the YTRACE table's meta")),
-        param_names=[n.rstrip() for n in names],
-        coeff=np.asarray(need(table, "COEFF", "the PSF table"), dtype=np.float64),
-    )
-    return Psf.from_dict(fields)
-
-
-def as_psf(psf):
-    """A perfex.Psf from a Psf, a file path, or gpu_specter's dict of astropy Tables."""
-    if isinstance(psf, Psf):
-        return psf
-    if isinstance(psf, (str, bytes, os.PathLike)):
-        return read_psf(os.fsdecode(psf))
-    if isinstance(psf, dict):
-        return psf_from_tables(psf)
-    raise TypeError(f"psf: expected a perfex.Psf, a PSF file name or gpu_specter's PSF dict, got {type(psf).__name__}")

@@ -1,10 +1,12 @@
 #pragma once
 // What the translation units of perfex._perfex share: the Kokkos thread every Kokkos call runs
-// on, numpy conversions, and one register_* function per topic (module.cpp calls them).
+// on, numpy conversions, and one register_* function per module of the Python package, in a
+// file of its name (module.cpp calls them).
 #include <perfex/error.hpp>
 #include <perfex/extract/frame.hpp>
 #include <perfex/extract/options.hpp>
 #include <perfex/extract/preflight.hpp>
+#include <perfex/profiling.hpp>
 #include <perfex/psf/psf_data.hpp>
 
 #include <pybind11/numpy.h>
@@ -19,6 +21,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -95,8 +98,19 @@ class KokkosThread {
 };
 
 KokkosThread& kokkos_thread();
-// Drops every Kokkos allocation the live images hold (before Kokkos is finalized).
-void release_images();
+
+// An object that holds Kokkos allocations (an image, a planned job): registered while it lives,
+// so that the runtime drops them all before Kokkos is finalized (release_kokkos_holders).
+class HoldsKokkos {
+ public:
+  HoldsKokkos() { holders().insert(this); }
+  virtual ~HoldsKokkos() { holders().erase(this); }
+  HoldsKokkos(const HoldsKokkos&) = delete;
+  HoldsKokkos& operator=(const HoldsKokkos&) = delete;
+  virtual void release() = 0;
+  static std::set<HoldsKokkos*>& holders();  // guarded by the GIL
+};
+void release_kokkos_holders();
 // Throws unless the runtime is usable in this process (started, not finalized, not a child
 // forked after it started).
 void require_runtime();
@@ -127,18 +141,21 @@ std::vector<T> to_vector(const py::handle& obj, const char* what, std::size_t ex
 // options.cpp
 perfex::extract::ExtractionOptions options_from_dict(const py::dict& d);
 py::dict options_to_dict(const perfex::extract::ExtractionOptions& o);
-// How the Python API names its parameters (cli = false) or python3 -m perfex.extract, as
-// perfex-extract, its options (cli = true).
-perfex::extract::ParameterNames parameter_names(bool cli);
 // frames.cpp
 py::dict frame_to_dict(perfex::extract::Frame&& fr);
+perfex::extract::Frame frame_from_object(const py::object& frame);
+// profiling.cpp: phases as a list of (name, depth, seconds), and back
+py::list phases_to_list(const perfex::PhaseTimes& times);
+perfex::PhaseTimes phases_from_list(const py::handle& list);
 
-// ---- the topics -----------------------------------------------------------------------------
-void register_runtime(py::module_& m);
-void register_options(py::module_& m);
-void register_psf(py::module_& m);
-void register_images(py::module_& m);  // and extraction from them; the testing submodule
-void register_frames(py::module_& m);
-void register_files(py::module_& m);  // the files -> frame pipeline, output checks
+// ---- the modules: one file each, as the Python package's -----------------------------------
+void register_runtime(py::module_& m);     // perfex.runtime
+void register_profiling(py::module_& m);   // perfex.profiling
+void register_options(py::module_& m);     // perfex.options
+void register_psf(py::module_& m);         // perfex.psf
+void register_images(py::module_& m);      // perfex.images
+void register_frames(py::module_& m);      // perfex.frames
+void register_extraction(py::module_& m);  // perfex.extraction: the job; the testing submodule
+void register_files(py::module_& m);       // perfex.files: a frame's files, the job around them
 
 }  // namespace perfex_py

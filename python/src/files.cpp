@@ -1,27 +1,23 @@
-// The files -> frame pipeline of perfex-extract (perfex::io::extract_files) and its output
-// checks, for python3 -m perfex.extract and the API's file writers.
+// perfex.files: a frame's files and the job around them, phase by phase (FrameFiles:
+// files::inputs when built, job::check giving the FrameJob, files::read, files::write) for the
+// MPI ranks and exposures, and perfex-extract's whole job in one call (extract_files).
 #include <perfex/io/extract_files.hpp>
 
-#include "bindings.hpp"
+#include <array>
+#include <memory>
+
+#include "extraction.hpp"
+#include "images.hpp"
 
 namespace perfex_py {
 
 namespace {
 
-std::vector<perfex::io::NamedPath> named_paths(
-    const std::vector<std::pair<std::string, std::string>>& v) {
-  std::vector<perfex::io::NamedPath> out;
-  for (const auto& [name, path] : v) out.push_back({name, path});
-  return out;
-}
-
-// progress(done, total) and warn(message): Python callables or None.
-py::dict extract_files(const std::string& image, const std::string& psf, const std::string& output,
-                       const std::string& model, const std::string& fibermap,
-                       const py::dict& options, bool wavelength_given, bool nspec_given,
-                       bool allow_image_size_mismatch, const std::string& backend,
-                       const py::object& progress, const py::object& warn) {
-  require_runtime();
+perfex::io::FilesRequest files_request(const std::string& image, const std::string& psf,
+                                       const std::string& output, const std::string& model,
+                                       const std::string& fibermap, const py::dict& options,
+                                       bool wavelength_given, bool nspec_given,
+                                       bool allow_image_size_mismatch, const std::string& backend) {
   perfex::io::FilesRequest job;
   job.image = image;
   job.psf = psf;
@@ -33,17 +29,81 @@ py::dict extract_files(const std::string& image, const std::string& psf, const s
   job.request.nspec_given = nspec_given;
   job.request.allow_image_size_mismatch = allow_image_size_mismatch;
   job.backend = backend;
+  return job;
+}
+
+// A Python callable(message) or None, which must outlive the callback (it is not copied: the
+// callback may run without the GIL).
+perfex::io::WarningCallback warning_callback(const py::object& warn) {
+  return [&warn](const std::string& w) {
+    if (warn.is_none()) return;
+    py::gil_scoped_acquire gil;
+    warn(w);
+  };
+}
+
+// A frame's files between the phases of their job; the job's phases and theirs in one list.
+class FrameFiles {
+ public:
+  FrameFiles(const perfex::io::FilesRequest& request, const py::object& warn)
+      : warn_object_(warn),
+        warn_(warning_callback(warn_object_)),
+        times_(std::make_shared<perfex::PhaseTimes>()) {
+    py::gil_scoped_release nogil;
+    files_ = perfex::io::open_files(request, perfex::io::FilesNames(), *times_);
+  }
+  // job::check with the command line's names; the job to plan and extract.
+  FrameJob* check() {
+    perfex::extract::ResolvedRequest resolved = perfex::io::check_files_job(files_, warn_, *times_);
+    return new FrameJob(files_.psf, std::move(resolved), files_.ccd_rows(), files_.ccd_cols(),
+                        files_.backend, times_);
+  }
+  py::dict read_box(const py::object& box) {
+    perfex::extract::PixelBox pixels;
+    if (!box.is_none()) {
+      const auto b = box.cast<std::array<int, 4>>();
+      pixels = {b[0], b[1], b[2], b[3]};
+    }
+    perfex::io::PreprocImage image;
+    {
+      py::gil_scoped_release nogil;
+      image = perfex::io::read_box(files_, pixels, warn_, *times_);
+    }
+    return preproc_to_dict(std::move(image));
+  }
+  void write(const py::object& frame) {
+    const perfex::extract::Frame fr = frame_from_object(frame);
+    perfex::io::remove_temp_files_on_signals();
+    py::gil_scoped_release nogil;
+    perfex::io::write_files(files_, fr, warn_, *times_);
+  }
+  const perfex::io::FrameFiles& files() const { return files_; }
+  const perfex::PhaseTimes& phases() const { return *times_; }
+
+ private:
+  perfex::io::FrameFiles files_;
+  py::object warn_object_;
+  perfex::io::WarningCallback warn_;
+  std::shared_ptr<perfex::PhaseTimes> times_;
+};
+
+// progress(done, total) and warn(message): Python callables or None.
+py::dict extract_files(const std::string& image, const std::string& psf, const std::string& output,
+                       const std::string& model, const std::string& fibermap,
+                       const py::dict& options, bool wavelength_given, bool nspec_given,
+                       bool allow_image_size_mismatch, const std::string& backend,
+                       const py::object& progress, const py::object& warn) {
+  require_runtime();
+  const perfex::io::FilesRequest job =
+      files_request(image, psf, output, model, fibermap, options, wavelength_given, nspec_given,
+                    allow_image_size_mismatch, backend);
   const perfex::io::ProgressCallback on_progress = [&progress](int done, int total) {
     kokkos_thread().check_cancel();
     if (progress.is_none()) return;
     py::gil_scoped_acquire gil;
     progress(done, total);
   };
-  const perfex::io::WarningCallback on_warning = [&warn](const std::string& w) {
-    if (warn.is_none()) return;
-    py::gil_scoped_acquire gil;
-    warn(w);
-  };
+  const perfex::io::WarningCallback on_warning = warning_callback(warn);
   perfex::io::remove_temp_files_on_signals();
   perfex::io::FilesResult r = kokkos_thread().run([&] {
     return perfex::io::extract_files(job, perfex::io::FilesNames(), on_progress, on_warning);
@@ -60,6 +120,7 @@ py::dict extract_files(const std::string& image, const std::string& psf, const s
   d["npatches"] = r.frame.npatches;
   d["failed_patches"] = r.frame.failed_patches;
   d["linalg_flops"] = r.frame.linalg_flops;
+  d["phases"] = phases_to_list(r.frame.phases);
   return d;
 }
 
@@ -71,17 +132,40 @@ void register_files(py::module_& m) {
         py::arg("nspec_given"), py::arg("allow_image_size_mismatch"), py::arg("backend"),
         py::arg("progress") = py::none(), py::arg("warn") = py::none(),
         "perfex-extract's whole job (perfex::io::extract_files), with its option names in "
-        "messages; returns the run's statistics.");
-  m.def(
-      "check_outputs",
-      [](const std::vector<std::pair<std::string, std::string>>& outputs,
-         const std::vector<std::pair<std::string, std::string>>& inputs,
-         const std::string& prefix) {
-        perfex::io::check_outputs(named_paths(outputs), named_paths(inputs), prefix);
-      },
-      py::arg("outputs"), py::arg("inputs"), py::arg("prefix") = "",
-      "Raises RequestError unless every (name, path) output can be written and none is an input "
-      "or an earlier output (the same file by device and inode, or by folder and name).");
+        "messages; returns the run's statistics and phases.");
+  py::class_<FrameFiles>(m, "FrameFiles")
+      .def(py::init([](const std::string& image, const std::string& psf, const std::string& output,
+                       const std::string& model, const std::string& fibermap,
+                       const py::dict& options, bool wavelength_given, bool nspec_given,
+                       bool allow_image_size_mismatch, const std::string& backend,
+                       const py::object& warn) {
+             return new FrameFiles(
+                 files_request(image, psf, output, model, fibermap, options, wavelength_given,
+                               nspec_given, allow_image_size_mismatch, backend),
+                 warn);
+           }),
+           py::arg("image"), py::arg("psf"), py::arg("output"), py::arg("model"),
+           py::arg("fibermap"), py::arg("options"), py::arg("wavelength_given"),
+           py::arg("nspec_given"), py::arg("allow_image_size_mismatch"), py::arg("backend"),
+           py::arg("warn") = py::none(),
+           "files::inputs: the outputs checked, the PSF and the image's header read.")
+      .def_property_readonly(
+          "psf",
+          [](const FrameFiles& f) {
+            return std::make_shared<perfex::psf::GaussHermitePsfData>(f.files().psf);
+          })
+      .def_property_readonly("ccd_shape",
+                             [](const FrameFiles& f) {
+                               return py::make_tuple(f.files().ccd_rows(), f.files().ccd_cols());
+                             })
+      .def("check", &FrameFiles::check, "job::check: the FrameJob of these files.")
+      .def("read_box", &FrameFiles::read_box, py::arg("box"),
+           "files::read: only the pixels of box (row0, row1, col0, col1), as read_preproc's dict.")
+      .def("write", &FrameFiles::write, py::arg("frame"),
+           "files::write: the frame (and the model when asked for), atomically.")
+      .def_property_readonly(
+          "phases", [](const FrameFiles& f) { return phases_to_list(f.phases()); },
+          "The phases so far (the job's included): (name, depth, seconds).");
 }
 
 }  // namespace perfex_py

@@ -1,6 +1,8 @@
-// Frames: the C++ Frame as a dict of numpy arrays and back, the frame mask, and the FITS
-// readers and writers (atomic, with the temporaries' signal cleanup installed).
+// perfex.frames: the C++ Frame as a dict of numpy arrays and back, the frame mask, the FITS
+// readers and writers (atomic, with the temporaries' signal cleanup installed) and the check of
+// a run's outputs against its inputs.
 #include <perfex/io/frame_fits.hpp>
+#include <perfex/io/output_file.hpp>
 
 #include <array>
 #include <cstdint>
@@ -36,6 +38,7 @@ py::dict frame_to_dict(perfex::extract::Frame&& fr) {
   d["linalg_flops"] = fr.linalg_flops;
   d["max_band"] = fr.max_band;
   d["warnings"] = fr.warnings;
+  d["phases"] = phases_to_list(fr.phases);
   return d;
 }
 
@@ -77,6 +80,8 @@ std::vector<std::uint32_t> mask_values(const py::handle& obj, std::size_t expect
   return to_vector<std::uint32_t>(a, "mask", expected);
 }
 
+}  // namespace
+
 // A C++ Frame from the Python Frame's fields (for writing; the arrays are copied once).
 perfex::extract::Frame frame_from_object(const py::object& f) {
   perfex::extract::Frame fr;
@@ -114,8 +119,11 @@ perfex::extract::Frame frame_from_object(const py::object& f) {
   fr.linalg_flops = f.attr("linalg_flops").cast<double>();
   fr.max_band = f.attr("max_band").cast<int>();
   fr.warnings = f.attr("warnings").cast<std::vector<std::string>>();
+  fr.phases = phases_from_list(f.attr("phases"));
   return fr;
 }
+
+namespace {
 
 // desispec's spectrum mask of a whole frame (the medians span every fibre: after an MPI
 // gather, rank 0 recomputes it on the assembled frame): SOMEBADPIX, ALLBADPIX, BAD2DFIT,
@@ -137,6 +145,13 @@ py::array_t<std::uint32_t> frame_mask(const py::array& chi2pix, const py::array&
     perfex::extract::set_frame_mask(fr);
   }
   return to_numpy(std::move(fr.mask), {fr.nspec, fr.nwave});
+}
+
+std::vector<perfex::io::NamedPath> named_paths(
+    const std::vector<std::pair<std::string, std::string>>& v) {
+  std::vector<perfex::io::NamedPath> out;
+  for (const auto& [name, path] : v) out.push_back({name, path});
+  return out;
 }
 
 perfex::io::FrameProvenance provenance(const std::string& image_path, const std::string& psf_path,
@@ -201,6 +216,16 @@ void register_frames(py::module_& m) {
         return frame_to_dict(std::move(fr));
       },
       py::arg("path"));
+  m.def(
+      "check_outputs",
+      [](const std::vector<std::pair<std::string, std::string>>& outputs,
+         const std::vector<std::pair<std::string, std::string>>& inputs,
+         const std::string& prefix) {
+        perfex::io::check_outputs(named_paths(outputs), named_paths(inputs), prefix);
+      },
+      py::arg("outputs"), py::arg("inputs"), py::arg("prefix") = "",
+      "Raises RequestError unless every (name, path) output can be written and none is an input "
+      "or an earlier output (the same file by device and inode, or by folder and name).");
 }
 
 }  // namespace perfex_py

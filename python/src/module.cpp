@@ -2,7 +2,8 @@
 // place when they are C-contiguous native float64) and out (the C++ result's vectors are moved
 // into capsule-owned heap objects: no copy), the GIL released while extracting, the Kokkos
 // runtime started and stopped by the Python layer (perfex/runtime.py) and driven from one
-// thread of its own, whichever Python thread calls. One translation unit per topic.
+// thread of its own, whichever Python thread calls. One translation unit per module of the
+// Python package, named as it is.
 #include <perfex/config.hpp>
 
 #include "bindings.hpp"
@@ -14,10 +15,12 @@ PYBIND11_MODULE(_perfex, m) {
   const py::object error = py::register_exception<perfex::Error>(m, "Error", PyExc_RuntimeError);
   py::register_exception<perfex::RequestError>(m, "RequestError", error.ptr());
   perfex_py::register_runtime(m);
+  perfex_py::register_profiling(m);
   // Classes before the functions that take them: their signatures then name the Python class.
   perfex_py::register_psf(m);
   perfex_py::register_options(m);
   perfex_py::register_images(m);
   perfex_py::register_frames(m);
+  perfex_py::register_extraction(m);
   perfex_py::register_files(m);
 }

@@ -1,7 +1,5 @@
-// Extraction options as dicts and objects, and the request checks every Python entry point
-// shares with perfex-extract (perfex::extract::resolve_request).
+// perfex.options: extraction options as dicts and objects, checked exactly as they convert.
 #include <perfex/extract/plan.hpp>
-#include <perfex/io/extract_files.hpp>
 
 #include <limits>
 #include <set>
@@ -105,10 +103,6 @@ ExtractionOptions options_from_dict(const py::dict& d) {
   return o;
 }
 
-perfex::extract::ParameterNames parameter_names(bool cli) {
-  return cli ? perfex::io::FilesNames().parameters : perfex::extract::ParameterNames();
-}
-
 void register_options(py::module_& m) {
   py::class_<ExtractionOptions> options(m, "ExtractionOptions");
   options.def(py::init<>());
@@ -129,25 +123,6 @@ void register_options(py::module_& m) {
   options.def("wavepad", &ExtractionOptions::wavepad);
   m.def("options_to_dict", &options_to_dict);
   m.def("options_from_dict", &options_from_dict);
-  m.def(
-      "resolve_request",
-      [](const py::dict& options, const perfex::psf::GaussHermitePsfData& psf, int ccd_rows,
-         int ccd_cols, bool wavelength_given, bool nspec_given, bool allow_image_size_mismatch,
-         bool cli) {
-        perfex::extract::Request request;
-        request.options = options_from_dict(options);
-        request.wavelength_given = wavelength_given;
-        request.nspec_given = nspec_given;
-        request.allow_image_size_mismatch = allow_image_size_mismatch;
-        const auto r = perfex::extract::resolve_request(request, psf, ccd_rows, ccd_cols,
-                                                        parameter_names(cli));
-        return py::make_tuple(options_to_dict(r.options), r.warnings);
-      },
-      py::arg("options"), py::arg("psf"), py::arg("ccd_rows"), py::arg("ccd_cols"),
-      py::arg("wavelength_given") = true, py::arg("nspec_given") = true,
-      py::arg("allow_image_size_mismatch") = false, py::arg("cli") = false,
-      "perfex::extract::resolve_request: (options dict to extract with, warnings); raises "
-      "RequestError for a refused request, Error for an image that is not the PSF's CCD.");
   m.def(
       "bundle_ranges",
       [](const py::dict& options, int nfib) {

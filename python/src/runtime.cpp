@@ -1,5 +1,6 @@
 // The Kokkos runtime of the process: one thread runs every Kokkos call; started with a thread
 // count perfex::host_threads accepts; a child forked after the start never touches it.
+#include <perfex/memory.hpp>
 #include <perfex/runtime.hpp>
 
 #include <pthread.h>
@@ -49,6 +50,15 @@ void KokkosThread::loop() {
   }
 }
 
+std::set<HoldsKokkos*>& HoldsKokkos::holders() {
+  static std::set<HoldsKokkos*>* h = new std::set<HoldsKokkos*>();  // never destroyed, as below
+  return *h;
+}
+
+void release_kokkos_holders() {
+  for (HoldsKokkos* h : HoldsKokkos::holders()) h->release();
+}
+
 // Never destroyed: a joinable std::thread must not meet a static destructor at exit.
 KokkosThread& kokkos_thread() {
   static KokkosThread* t = new KokkosThread();
@@ -85,6 +95,7 @@ void register_runtime(py::module_& m) {
       "Starts Kokkos with perfex::host_threads' count (threads <= 0: from the environment, "
       "capped at 512; a bad thread variable is a RequestError naming it; device: the GPU, -1 "
       "Kokkos' default); returns the cap's warning or ''.");
+  m.def("cuda_device_count", &perfex::device_count);
   m.def("device_for_rank", &perfex::device_for_rank, py::arg("local_rank"), py::arg("ndevices"),
         py::arg("requested") = -1);
   m.def("ranks_sharing_device", &perfex::ranks_sharing_device, py::arg("device"),
@@ -96,7 +107,7 @@ void register_runtime(py::module_& m) {
   m.def("finalize", []() {
     if (forked_child) return;  // nothing of the parent's runtime runs here
     if (Kokkos::is_initialized()) {
-      release_images();
+      release_kokkos_holders();
       kokkos_thread().run([] { Kokkos::finalize(); });
       runtime_finalized = true;
     }

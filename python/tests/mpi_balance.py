@@ -27,7 +27,7 @@ def cpu():
 comm.Barrier()
 wall0, cpu0 = time.perf_counter(), cpu()
 work = {}
-frame = perfex.mpi.extract_frame(
+frame = perfex.mpi.extract_over_ranks(
     comm,
     pre,
     None,

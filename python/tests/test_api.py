@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import perfex
+import perfex.collective
 import pytest
 from perfex import _perfex
 
@@ -391,29 +392,26 @@ def test_threads_per_rank(monkeypatch):
 def test_patches_dealt_evenly(psf):
     """perfex.mpi deals a 500-fibre r frame's patches by their flops: for any rank count up to
     40 the busiest rank has at most 10 % more work than the mean."""
-    from perfex import _perfex
-
     perfex.initialize()
-    opts, _ = _perfex.resolve_request(
-        perfex.make_options(wavelength="5760,7620,0.8", psferr=0.01), psf, psf.npix_y, psf.npix_x
+    job = perfex.extraction.check_job(
+        psf, (psf.npix_y, psf.npix_x), backend="serial", wavelength="5760,7620,0.8", psferr=0.01
     )
-    plan = _perfex.plan_frame(psf, opts, psf.npix_y, psf.npix_x, "serial")
-    flops = np.asarray(plan.flops)
-    assert plan.npatches == 4700 and flops.size == 4700
+    flops = np.asarray(job.flops)
+    assert job.npatches == 4700 and flops.size == 4700
     for size in range(1, 41):
-        starts = perfex.mpi.deal(flops, size)
+        starts = perfex.collective.deal(flops, size)
         assert starts[0] == 0 and starts[-1] == 4700 and all(a <= b for a, b in zip(starts, starts[1:]))
         loads = np.array([flops[a:b].sum() for a, b in zip(starts, starts[1:])])
         assert loads.max() <= 1.1 * loads.mean(), (size, loads.max() / loads.mean())
         # As extract_frame deals them: rank 0 takes less by its own share of the frame's work.
-        starts = perfex.mpi.deal(flops, size, perfex.mpi.ROOT_OVERHEAD)
+        starts = perfex.collective.deal(flops, size, perfex.mpi.ROOT_OVERHEAD)
         loads = np.array([flops[a:b].sum() for a, b in zip(starts, starts[1:])]) / flops.sum()
         if size > 1:
             workers = loads[1:]
             assert workers.max() <= 1.1 * workers.mean(), (size, workers.max() / workers.mean())
             expected = max(0.0, 1 / size - perfex.mpi.ROOT_OVERHEAD)
             assert abs(loads[0] - expected) <= 0.01, (size, loads[0], expected)
-    starts = perfex.mpi.deal([1.0, 1.0], 5)  # more ranks than patches: some get none
+    starts = perfex.collective.deal([1.0, 1.0], 5)  # more ranks than patches: some get none
     assert starts[0] == 0 and starts[-1] == 2 and sorted(starts) == starts
 
 

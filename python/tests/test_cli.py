@@ -2,7 +2,7 @@
 
 import numpy as np
 import perfex
-import perfex.extract as cli
+import perfex.cli as cli
 import perfex.mpi
 import pytest
 
@@ -53,23 +53,23 @@ def test_defaults_are_desi_extract_spectras():
         assert opts[key] == defaults[key], key
 
 
-def test_psf_dependent_defaults(psf):
+def test_psf_dependent_defaults(masked, psf, tmp_path):
     """No -w: the PSF's WAVEMIN,WAVEMAX with dw 0.8; no -n: 500, clipped to the PSF's fibres
     (perfex-extract's rule, the same library call)."""
-    from perfex import _perfex
+    from perfex.files import FrameFiles, open_files
 
-    opts = perfex.make_options()
-    resolved, warnings = _perfex.resolve_request(opts, psf, psf.npix_y, psf.npix_x, False, False, False, True)
+    def check(**options):
+        files = FrameFiles(masked.path, psf.source, str(tmp_path / "f.fits"))
+        job = open_files(files, "serial", {"wavelength": None, "nspec": None, **options}).check()
+        return job.options, job.warnings
+
+    resolved, warnings = check()
     assert (resolved["wmin"], resolved["wmax"], resolved["dw"]) == (5543.0, 7827.0, 0.8)
     assert resolved["nspec"] == 500 and not any("extracting" in w for w in warnings)
-    resolved, warnings = _perfex.resolve_request(
-        dict(opts, specmin=480), psf, psf.npix_y, psf.npix_x, False, False, False, True
-    )
+    resolved, warnings = check(specmin=480)
     assert resolved["nspec"] == 20 and any("extracting 20" in w for w in warnings)
     with pytest.raises(perfex.RequestError, match="options -s/--specmin, -n/--nspec"):
-        _perfex.resolve_request(
-            dict(opts, specmin=480, nspec=25), psf, psf.npix_y, psf.npix_x, False, True, False, True
-        )
+        check(specmin=480, nspec=25)
 
 
 @pytest.mark.parametrize("option", ["--barycentric-correction", "--use-specter"])

@@ -1,21 +1,27 @@
-"""The package's layers import one way: extension -> runtime -> the numpy API (options, images,
-frames, extraction) -> mpi -> {command line, gpu_specter drop-in, plot, the package's front};
+"""The package's layers import one way: extension -> runtime -> {profiling, options, the MPI
+helpers} -> the numpy API (psf, images, frames, extraction) -> a frame over MPI ranks -> a
+frame's files -> an exposure -> {command line, gpu_specter drop-in, plot, the package's front};
 no module imports one of a later layer, not even inside a function, so there is no import
-cycle."""
+cycle. The extension's source files mirror the modules: python/src/<module>.cpp for each module
+that has C++ behind it."""
 
 import ast
 import os
 
 import perfex
+import pytest
 
 PACKAGE = os.path.dirname(perfex.__file__)
 LAYERS = [
     {"_perfex"},
     {"runtime"},
-    {"options"},
-    {"images", "frames"},
+    {"profiling", "options", "collective"},
+    {"psf", "images", "frames"},
     {"extraction"},
     {"mpi"},
+    {"files"},
+    {"exposure"},
+    {"cli"},
     {
         "extract",
         "plot",
@@ -79,3 +85,13 @@ def test_imports_go_one_way():
                 f"perfex.{module or '__init__'} (layer {LAYER[module]}) imports perfex.{target or '__init__'} "
                 f"(layer {LAYER[target]})"
             )
+
+
+def test_bindings_mirror_the_modules():
+    """Each source file of the extension (but module.cpp, which assembles them) is named after
+    the module of the package that it serves."""
+    sources = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+    if not os.path.isdir(sources):
+        pytest.skip("the extension's sources are not beside the tests")
+    names = {f[:-4] for f in os.listdir(sources) if f.endswith(".cpp")} - {"module"}
+    assert names <= set(LAYER), names - set(LAYER)

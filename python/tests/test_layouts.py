@@ -4,6 +4,8 @@ frame reads, and exposures whose I/O overlaps the extraction."""
 
 import numpy as np
 import perfex
+import perfex.exposure
+import perfex.files
 import perfex.mpi
 import pytest
 from perfex import _perfex
@@ -63,8 +65,7 @@ def test_device_arrays_are_refused_clearly_without_cuda(psf):
 
 def test_image_of_only_the_pixels_read(masked, psf):
     """A preproc read as the frame's pixel box (region) extracts as the whole image does."""
-    opts, _ = _perfex.resolve_request(perfex.make_options(**QUICK), psf, psf.npix_y, psf.npix_x)
-    box = _perfex.plan_frame(psf, opts, psf.npix_y, psf.npix_x, "serial").pixel_box()
+    box = perfex.extraction.check_job(psf, (psf.npix_y, psf.npix_x), backend="serial", **QUICK).pixel_box()
     part = perfex.read_preproc(masked.path, box=box)
     assert part.region == (box[0], box[2], psf.npix_y, psf.npix_x)
     assert part.pixels.shape == (box[1] - box[0], box[3] - box[2])
@@ -82,7 +83,7 @@ def test_exposure_with_overlapped_io_writes_the_same_frames(clean, masked, psf_p
     outputs = {}
     for overlap in (False, True):
         jobs = [
-            perfex.mpi.FrameJob(
+            perfex.files.FrameFiles(
                 image,
                 psf_path,
                 str(tmp_path / f"{overlap}-{n}.fits"),
@@ -90,7 +91,7 @@ def test_exposure_with_overlapped_io_writes_the_same_frames(clean, masked, psf_p
             )
             for n, image in enumerate(inputs)
         ]
-        assert perfex.mpi.extract_frames(jobs, overlap=overlap, **options) == []
+        assert perfex.exposure.extract_frames(jobs, overlap=overlap, **options) == []
         outputs[overlap] = [perfex.read_frame(j.output) for j in jobs]
     for a, b in zip(outputs[False], outputs[True]):
         assert_frames_identical(a, b, FRAME_ARRAYS)

@@ -77,6 +77,13 @@ def test_command_line_three_ranks_bitwise(masked, psf, small_frame, tmp_path):
     assert_frames_identical(perfex.read_frame(out), perfex.read_frame(tmp_path / "single.fits"))
 
 
+def test_errors_cross_ranks_with_their_class(masked, psf, tmp_path):
+    """A failure on rank 0 or on any other rank is raised on every rank as its class and message
+    (perfex.collective), in one frame and in an exposure."""
+    r = mpirun(3, [os.path.join(HERE, "mpi_errors.py"), psf.source, masked.path, str(tmp_path)])
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
 def test_exposure_groups_with_a_broken_frame(clean, masked, psf, tmp_path):
     """Four ranks, three frames: groups of 2, 1 and 1 ranks; the broken frame is reported by
     name, the other two are written, the exit status is non-zero."""

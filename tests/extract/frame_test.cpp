@@ -226,7 +226,7 @@ PERFEX_BACKEND_TEST_CASE("team sizes 2 to 8 give team size 1's results", "[extra
   const TestType exec;
   // Host backends: a team's threads come from the pool (run with OMP_NUM_THREADS >= 8 to
   // cover every size; CTest's openmp.8threads entry does).
-  const bool host = ex::detail::results_in_host_memory<TestType>();
+  const bool host = perfex::reaches_host_memory<TestType>();
   const int largest = host ? std::min(8, perfex::concurrency(exec)) : 8;
   if (largest < 2) {
     WARN("SKIPPED team sizes > 1: " << TestType::name() << " runs " << largest

@@ -115,8 +115,8 @@ TEST_CASE("preflight: memory estimate and the whole check", "[extract]") {
              Contains("500 fibres x 2326 wavelengths: about 1.") && Contains("GB of host memory"));
   o.model_image = true;
   CHECK(perfex::extract::estimate_run_size(o, psf, 4128, 4114).host_model == 16.0 * 4128 * 4114);
-  CHECK(perfex::extract::human_bytes(92e12) == "92 TB");
-  CHECK(perfex::extract::human_bytes(1.44e9) == "1.4 GB");
+  CHECK(perfex::human_bytes(92e12) == "92 TB");
+  CHECK(perfex::human_bytes(1.44e9) == "1.4 GB");
 
   auto bad = grid(6000, 6040, 0.8);
   bad.nwavestep = 500;

@@ -1,5 +1,6 @@
-// The real DESI PSF against gpu_specter's evaluation (data README §5): traces, every
-// parameter, spots and corners at 7 fibres × 9 wavelengths (some outside the domains).
+// The real DESI PSF against gpu_specter's evaluation (tests/data/README.md, from the shared
+// data's README §5): traces, every parameter, spots and corners at 7 fibres × 9 wavelengths
+// (some outside the domains). The golden data are in the repository: never skipped.
 #include "perfex_test.hpp"
 #include "psf/psf_test_util.hpp"
 
@@ -14,10 +15,9 @@ using perfex_psf_test::Mem;
 
 PERFEX_BACKEND_TEST_CASE("psf: golden values of psf-r0-00051060 (gpu_specter)", "[psf]") {
   PERFEX_ONLY_SELECTED_BACKEND();
-  const std::string dir = perfex_test::shared_data_dir("PSF golden values");
-  if (dir.empty()) return;
-  auto data = perfex::io::read_psf(dir + "/psf-r0-00051060.fits");
-  perfex::io::FitsFile ref = perfex::io::FitsFile::open(dir + "/psf-eval-r0-00051060.fits");
+  auto data = perfex::io::read_psf(perfex_test::golden_psf());
+  perfex::io::FitsFile ref =
+      perfex::io::FitsFile::open(perfex_test::golden_data_dir() + "/psf-eval-r0-00051060.fits");
   const auto fibers = ref.read_image<std::int32_t>("FIBERS").data;
   const auto waves = ref.read_image<double>("WAVELENGTHS").data;
   const auto X = ref.read_image<double>("X").data, Y = ref.read_image<double>("Y").data;
@@ -94,10 +94,7 @@ PERFEX_BACKEND_TEST_CASE("psf: golden values of psf-r0-00051060 (gpu_specter)", 
 PERFEX_BACKEND_TEST_CASE("psf: CCD coverage of the real PSF (specter's wavelength range)",
                          "[psf]") {
   PERFEX_ONLY_SELECTED_BACKEND();
-  const std::string dir = perfex_test::shared_data_dir("PSF coverage");
-  if (dir.empty()) return;
-  perfex::psf::GaussHermitePsf<Mem<TestType>> psf(
-      perfex::io::read_psf(dir + "/psf-r0-00051060.fits"));
+  perfex::psf::GaussHermitePsf<Mem<TestType>> psf(perfex::io::read_psf(perfex_test::golden_psf()));
   auto cov = perfex::psf::wavelength_coverage(TestType(), psf, 0, 500);
   CHECK(cov.wmin[0] == Approx(5545.9).margin(0.1));
   CHECK(cov.wmax[0] == Approx(7735.6).margin(0.1));

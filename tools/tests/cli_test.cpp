@@ -241,9 +241,19 @@ TEST_CASE("cli: explicit and default options are told apart; limits", "[cli]") {
   CHECK_THAT(error_of(with_files({"--wavepad-frac", "10.5"})),
              Contains("--wavepad-frac") && Contains("[0, 10]"));
   CHECK_THAT(error_of(with_files({"--allow-image-size-mismatch=yes"})), Contains("takes no value"));
+  CHECK_FALSE(d.timing);
+  CHECK(parse_extract_args(with_files({"--timing"})).timing);
+  CHECK(d.tools_libs.empty());
+  // Kokkos 4's spelling and Kokkos 3.4's.
+  CHECK(parse_extract_args(with_files({"--kokkos-tools-libs=kp.so"})).tools_libs == "kp.so");
+  CHECK(parse_extract_args(with_files({"--kokkos-tools-library", "kp.so"})).tools_libs == "kp.so");
+  CHECK(perfex::cli::runtime_settings(parse_extract_args(with_files({"--kokkos-tools-libs=a.so"})))
+            .tools_libs == "a.so");
+  CHECK_THAT(error_of(with_files({"--kokkos-tools-libs="})), Contains("empty file name"));
   const std::string help = perfex::cli::extract_options_help();
   CHECK_THAT(help, Contains("--allow-image-size-mismatch") && Contains("WAVEMIN,WAVEMAX") &&
-                       Contains("exit status"));
+                       Contains("exit status") && Contains("--timing") &&
+                       Contains("--kokkos-tools-libs"));
 }
 
 TEST_CASE("cli: thread options are checked as one count", "[cli]") {
@@ -362,7 +372,7 @@ TEST_CASE("cli: outputs never replace an input or each other", "[cli]") {
 
 TEST_CASE("cli: allocation failures are reported with what was being done", "[cli]") {
   using Catch::Contains;
-  using perfex::io::while_doing;
+  using perfex::while_doing;
   CHECK_THROWS_WITH(while_doing("extracting 5 fibres", []() -> int { throw std::bad_alloc(); }),
                     "out of memory while extracting 5 fibres");
   // Kokkos 3.4's failed View allocation.

@@ -64,18 +64,22 @@ inline auto uninitialized(const std::string& label) {
   return Kokkos::view_alloc(Kokkos::WithoutInitializing, label);
 }
 
-// Initialises Kokkos with `threads` host threads (0 = Kokkos' default) and, on CUDA builds, GPU
-// `device` (-1 = Kokkos' default). Kokkos 3.7 replaced InitArguments by InitializationSettings.
-inline void initialize_kokkos(int threads, int device = -1) {
+// Initialises Kokkos with `threads` host threads (0 = Kokkos' default), on CUDA builds GPU
+// `device` (-1 = Kokkos' default), and the Kokkos Tools library `tools_libs` ("" = none, or
+// the one KOKKOS_TOOLS_LIBS / KOKKOS_PROFILE_LIBRARY names). Kokkos 3.7 replaced InitArguments
+// (tool_lib) by InitializationSettings (tools_libs).
+inline void initialize_kokkos(int threads, int device = -1, const std::string& tools_libs = "") {
 #if KOKKOS_VERSION >= 30700
   Kokkos::InitializationSettings settings;
   if (threads > 0) settings.set_num_threads(threads);
   if (device >= 0) settings.set_device_id(device);
+  if (!tools_libs.empty()) settings.set_tools_libs(tools_libs);
   Kokkos::initialize(settings);
 #else
   Kokkos::InitArguments args;
   if (threads > 0) args.num_threads = threads;
   if (device >= 0) args.device_id = device;
+  if (!tools_libs.empty()) args.tool_lib = tools_libs;
   Kokkos::initialize(args);
 #endif
 }

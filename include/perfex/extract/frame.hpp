@@ -1,5 +1,6 @@
 #pragma once
 #include <perfex/extract/options.hpp>
+#include <perfex/profiling.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -56,6 +57,7 @@ struct Frame {
   int solver_launches = 0;
   std::int64_t scratch_bytes = 0;
   std::vector<std::string> warnings;  // one line per problem met (failed patches, bad pixels)
+  PhaseTimes phases;                  // the drivers' phases that made it, with their times
 
   std::size_t index(int fibre, int k) const { return static_cast<std::size_t>(fibre) * nwave + k; }
 };

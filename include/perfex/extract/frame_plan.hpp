@@ -13,9 +13,10 @@
 #include <perfex/extract/patch_solver.hpp>
 #include <perfex/extract/plan.hpp>
 #include <perfex/extract/wavelength_grid.hpp>
+#include <perfex/memory.hpp>
+#include <perfex/profiling.hpp>
 #include <perfex/psf/gauss_hermite.hpp>
 #include <perfex/psf/psf_data.hpp>
-#include <perfex/runtime.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -52,34 +53,13 @@ struct SpotCornersFunctor {
   }
 };
 
-// ExtractionOptions::memory_budget's automatic value: on CUDA half the device memory free now
-// (room for another process asking at the same moment), divided among the processes that share
-// the GPU (perfex::set_device_sharers); 512 MiB on host backends.
-template <class ExecSpace>
-std::int64_t default_memory_budget() {
-#ifdef KOKKOS_ENABLE_CUDA
-  if (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
-    std::size_t free = 0, total = 0;
-    if (cudaMemGetInfo(&free, &total) == cudaSuccess)
-      return shared_device_budget(static_cast<std::int64_t>(free), device_sharers());
-  }
-#endif
-  return std::int64_t(512) << 20;
-}
-
-// Host backends reach host memory: there the Frame's own arrays serve as the result views.
-template <class ExecSpace>
-constexpr bool results_in_host_memory() {
-  return Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible;
-}
-
 // ExtractionOptions::batch_patches's automatic value: on host backends four patches per thread
 // (enough to balance the threads; a bundle's 130 patches in one launch allocated 270 MB of
 // scratch whose page faults and cache misses cost 16 % of the run on one core), on a device
 // none (0): as many as the memory budget allows.
 template <class ExecSpace>
 int default_batch_cap(const ExecSpace& exec) {
-  if constexpr (results_in_host_memory<ExecSpace>()) return 4 * exec.concurrency();
+  if constexpr (reaches_host_memory<ExecSpace>()) return 4 * exec.concurrency();
   return 0;
 }
 
@@ -107,6 +87,7 @@ struct FramePlan {
   double linalg_flops = 0;         // patch_flops summed over the patches
   Kokkos::View<const PatchDesc*, MemorySpace> device_patches;
   Kokkos::View<const double*, MemorySpace> device_fullwave;
+  PhaseTimes phases;  // plan_frame's phases, with their times
 
   int npatches() const { return static_cast<int>(patches.size()); }
   // The CCD pixels the windows of patches [first, last) cover (all patches by default): what
@@ -126,64 +107,84 @@ struct FramePlan {
   }
 };
 
-// Plans the extraction of options' fibres and wavelengths from a ccd_rows x ccd_cols image.
+namespace detail {
+
+// The plan's options as used (validated, psferr resolved), its patch geometry, and its output
+// and padded wavelength grids (the padded one on the device too).
 template <class ExecSpace>
-FramePlan<typename ExecSpace::memory_space> plan_frame(
-    const ExecSpace& exec, const psf::GaussHermitePsf<typename ExecSpace::memory_space>& psf,
-    int ccd_rows, int ccd_cols, const ExtractionOptions& options) {
+void plan_grids(const ExecSpace& exec,
+                const psf::GaussHermitePsf<typename ExecSpace::memory_space>& psf,
+                const ExtractionOptions& options,
+                FramePlan<typename ExecSpace::memory_space>& plan) {
   using Mem = typename ExecSpace::memory_space;
-  ScopedRegion region("perfex::plan_frame");
   options.validate();
-  FramePlan<Mem> plan;
   plan.options = options;
   if (plan.options.psferr < 0) plan.options.psferr = psf.psferr();
   const ExtractionOptions& opt = plan.options;
-  plan.ccd_rows = ccd_rows;
-  plan.ccd_cols = ccd_cols;
-  const int nx = psf.nx(), ny = psf.ny(), ndiag = psf.hsizey();
-  plan.geometry = patch_geometry(opt, ny, nx, ndiag);
-  PatchGeometry& g = plan.geometry;
-  if (g.wavepad < ndiag)
-    throw Error("extraction option wavepad (" + std::to_string(g.wavepad) +
+  const int ndiag = psf.hsizey();
+  plan.geometry = patch_geometry(opt, psf.ny(), psf.nx(), ndiag);
+  if (plan.geometry.wavepad < ndiag)
+    throw Error("extraction option wavepad (" + std::to_string(plan.geometry.wavepad) +
                 ") must be >= the PSF's HSIZEY (" + std::to_string(ndiag) +
                 ") to store the resolution band");
-
   plan.wave = make_wavelength_grid(opt.wmin, opt.wmax, opt.dw);
-  const int nwave = static_cast<int>(plan.wave.size());
-  plan.fullwave = make_padded_grid(plan.wave, opt.dw, g.wavepad, opt.nwavestep);
+  plan.fullwave = make_padded_grid(plan.wave, opt.dw, plan.geometry.wavepad, opt.nwavestep);
   const int nk = static_cast<int>(plan.fullwave.size());
   Kokkos::View<double*, Mem> fullwave(uninitialized("perfex::fullwave"), nk);
   Kokkos::deep_copy(exec, fullwave,
                     Kokkos::View<const double*, Kokkos::HostSpace>(plan.fullwave.data(), nk));
   plan.device_fullwave = fullwave;
+}
 
-  // Corners of every fibre the requested bundles solve, in one launch.
-  const std::vector<BundlePlan> bundles = plan_bundles(opt, psf.nfib());
-  const int frame_lo = spot_fibres(bundles.front()).lo, frame_hi = spot_fibres(bundles.back()).hi;
-  Kokkos::View<int**, Mem> xcorner(uninitialized("perfex::plan_xcorner"), frame_hi - frame_lo, nk),
-      ycorner(uninitialized("perfex::plan_ycorner"), frame_hi - frame_lo, nk);
+// Spot corners of fibres [lo, hi) at every padded wavelength, on the device and the host.
+template <class MemorySpace>
+struct PlanCorners {
+  int lo = 0;
+  Kokkos::View<int**, MemorySpace> x, y;
+  typename Kokkos::View<int**, MemorySpace>::HostMirror host_x, host_y;
+};
+
+// The corners of every fibre the bundles solve, in one launch.
+template <class ExecSpace>
+PlanCorners<typename ExecSpace::memory_space> plan_corners(
+    const ExecSpace& exec, const psf::GaussHermitePsf<typename ExecSpace::memory_space>& psf,
+    const FramePlan<typename ExecSpace::memory_space>& plan,
+    const std::vector<BundlePlan>& bundles) {
+  using Mem = typename ExecSpace::memory_space;
+  PlanCorners<Mem> c;
+  c.lo = spot_fibres(bundles.front()).lo;
+  const int nf = spot_fibres(bundles.back()).hi - c.lo;
+  const int nk = static_cast<int>(plan.fullwave.size());
+  c.x = Kokkos::View<int**, Mem>(uninitialized("perfex::plan_xcorner"), nf, nk);
+  c.y = Kokkos::View<int**, Mem>(uninitialized("perfex::plan_ycorner"), nf, nk);
   Kokkos::parallel_for("perfex::extract::spot_corners",
                        Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>, Kokkos::IndexType<int>>(
-                           exec, {0, 0}, {frame_hi - frame_lo, nk}),
-                       detail::SpotCornersFunctor<Mem>{psf.data(), frame_lo, plan.device_fullwave,
-                                                       xcorner, ycorner});
-  auto hx = Kokkos::create_mirror_view(xcorner);
-  auto hy = Kokkos::create_mirror_view(ycorner);
-  Kokkos::deep_copy(exec, hx, xcorner);
-  Kokkos::deep_copy(exec, hy, ycorner);
+                           exec, {0, 0}, {nf, nk}),
+                       SpotCornersFunctor<Mem>{psf.data(), c.lo, plan.device_fullwave, c.x, c.y});
+  c.host_x = Kokkos::create_mirror_view(c.x);
+  c.host_y = Kokkos::create_mirror_view(c.y);
+  Kokkos::deep_copy(exec, c.host_x, c.x);
+  Kokkos::deep_copy(exec, c.host_y, c.y);
   exec.fence();
+  return c;
+}
 
-  // Every patch with its window, then every patch's band in one launch.
-  plan.patches = plan_frame_patches(
-      bundles, opt, nwave, nx, ny, ccd_cols, ccd_rows, [&](int f, int k) { return hx(f, k); },
-      [&](int f, int k) { return hy(f, k); });
+// Every patch's band, in one launch over the patch table (left on the device), then the
+// frame's geometry (the largest solved fibre count, band and window) and its flop count.
+template <class ExecSpace>
+Kokkos::View<PatchDesc*, typename ExecSpace::memory_space> measure_patches(
+    const ExecSpace& exec, const PlanCorners<typename ExecSpace::memory_space>& corners,
+    FramePlan<typename ExecSpace::memory_space>& plan) {
+  using Mem = typename ExecSpace::memory_space;
+  const ExtractionOptions& opt = plan.options;
+  PatchGeometry& g = plan.geometry;
   const int npatch = plan.npatches();
   Kokkos::View<PatchDesc*, Mem> device_patches(uninitialized("perfex::patches"), npatch);
   const Kokkos::View<PatchDesc*, Kokkos::HostSpace> host_patches(plan.patches.data(), npatch);
   Kokkos::deep_copy(exec, device_patches, host_patches);
-  measure_bandwidths(exec, Kokkos::View<const int**, Mem>(xcorner),
-                     Kokkos::View<const int**, Mem>(ycorner), device_patches, g.nwt, ny, nx,
-                     perfex::detail::TeamShape{opt.team_size, opt.vector_length});
+  measure_bandwidths(exec, Kokkos::View<const int**, Mem>(corners.x),
+                     Kokkos::View<const int**, Mem>(corners.y), device_patches, g.nwt, g.spot_rows,
+                     g.spot_cols, perfex::detail::TeamShape{opt.team_size, opt.vector_length});
   Kokkos::deep_copy(exec, host_patches, device_patches);
   exec.fence();
   for (const PatchDesc& p : plan.patches) {
@@ -192,28 +193,76 @@ FramePlan<typename ExecSpace::memory_space> plan_frame(
     g.maxpix = std::max(g.maxpix, (p.row1 - p.row0) * (p.col1 - p.col0));
     plan.linalg_flops += patch_flops(p, g.nwt, g.ndiag, opt.decorrelation);
   }
+  return device_patches;
+}
 
-  // Spot groups and launches within the budget; then fibre indices local to each group.
+// Spot groups and solver launches within the memory budget (on host backends the same groups,
+// fewer patches per launch); then each patch's fibres made local to its group, and the final
+// table on the device. frame_lo: the first fibre of the plan's corners.
+template <class ExecSpace>
+void plan_budget(const ExecSpace& exec, const std::vector<BundlePlan>& bundles, int frame_lo,
+                 const Kokkos::View<PatchDesc*, typename ExecSpace::memory_space>& device_patches,
+                 FramePlan<typename ExecSpace::memory_space>& plan) {
+  using Mem = typename ExecSpace::memory_space;
+  const ExtractionOptions& opt = plan.options;
+  const PatchGeometry& g = plan.geometry;
+  const int nwave = static_cast<int>(plan.wave.size());
+  const int nk = static_cast<int>(plan.fullwave.size());
   plan.memory_budget =
-      opt.memory_budget > 0 ? opt.memory_budget : detail::default_memory_budget<ExecSpace>();
+      opt.memory_budget > 0 ? opt.memory_budget : default_memory_budget<ExecSpace>();
   const double spot_bytes_per_fibre =
-      double(nk) * (double(nx) * ny * sizeof(double) + 2 * sizeof(int));
+      double(nk) * (double(g.spot_cols) * g.spot_rows * sizeof(double) + 2 * sizeof(int));
+  const double patch_bytes = double(PatchWorkspace<Mem>::bytes_per_patch(g));
   const int patches_per_subbundle = (nwave + opt.nwavestep - 1) / opt.nwavestep;
   plan.launches =
       plan_launches(subbundle_spans(bundles, patches_per_subbundle), spot_bytes_per_fibre,
-                    double(PatchWorkspace<Mem>::bytes_per_patch(g)), double(plan.memory_budget),
-                    opt.batch_patches);
-  // On host backends the same spot groups, fewer patches per launch.
-  const int host_cap = detail::default_batch_cap(exec);
+                    patch_bytes, double(plan.memory_budget), opt.batch_patches);
+  const int host_cap = default_batch_cap(exec);
   if (opt.batch_patches == 0 && host_cap > 0 && host_cap < plan.launches.batch)
-    set_batch(plan.launches, host_cap, spot_bytes_per_fibre,
-              double(PatchWorkspace<Mem>::bytes_per_patch(g)));
+    set_batch(plan.launches, host_cap, spot_bytes_per_fibre, patch_bytes);
   for (const SpotGroup& group : plan.launches.groups)
     for (int i = group.patch_lo; i < group.patch_hi; ++i)
       plan.patches[static_cast<std::size_t>(i)].fib0 += frame_lo - group.fibre_lo;
-  Kokkos::deep_copy(exec, device_patches, host_patches);
+  Kokkos::deep_copy(
+      exec, device_patches,
+      Kokkos::View<const PatchDesc*, Kokkos::HostSpace>(plan.patches.data(), plan.npatches()));
   exec.fence();
   plan.device_patches = device_patches;
+}
+
+}  // namespace detail
+
+// Plans the extraction of options' fibres and wavelengths from a ccd_rows x ccd_cols image. Its
+// phases (FramePlan::phases, each a profiling region "perfex::plan_frame::<phase>"): grids,
+// corners (one launch), patches (host), bandwidths (one launch), budget.
+template <class ExecSpace>
+FramePlan<typename ExecSpace::memory_space> plan_frame(
+    const ExecSpace& exec, const psf::GaussHermitePsf<typename ExecSpace::memory_space>& psf,
+    int ccd_rows, int ccd_cols, const ExtractionOptions& options) {
+  using Mem = typename ExecSpace::memory_space;
+  ScopedRegion region("perfex::plan_frame");
+  FramePlan<Mem> plan;
+  plan.ccd_rows = ccd_rows;
+  plan.ccd_cols = ccd_cols;
+  Phase grids("plan_frame::grids", plan.phases);
+  detail::plan_grids(exec, psf, options, plan);
+  grids.stop(exec);
+  Phase corners("plan_frame::corners", plan.phases);
+  const std::vector<BundlePlan> bundles = plan_bundles(plan.options, psf.nfib());
+  const auto c = detail::plan_corners(exec, psf, plan, bundles);
+  corners.stop(exec);
+  Phase patches("plan_frame::patches", plan.phases);
+  plan.patches = plan_frame_patches(
+      bundles, plan.options, static_cast<int>(plan.wave.size()), psf.nx(), psf.ny(), ccd_cols,
+      ccd_rows, [&](int f, int k) { return c.host_x(f, k); },
+      [&](int f, int k) { return c.host_y(f, k); });
+  patches.stop();
+  Phase bandwidths("plan_frame::bandwidths", plan.phases);
+  const auto device_patches = detail::measure_patches(exec, c, plan);
+  bandwidths.stop(exec);
+  Phase budget("plan_frame::budget", plan.phases);
+  detail::plan_budget(exec, bundles, c.lo, device_patches, plan);
+  budget.stop(exec);
   return plan;
 }
 

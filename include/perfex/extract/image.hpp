@@ -164,6 +164,23 @@ inline DeviceImage<Kokkos::HostSpace> wrap_host_image(const double* pixels, cons
   return out;
 }
 
+// A host image for exec: on host backends its own arrays, in place when clean (wrap_host_image,
+// with its region); on a device a copy (upload_image). The image must outlive the result.
+template <class ExecSpace>
+DeviceImage<typename ExecSpace::memory_space> use_host_image(const ExecSpace& exec,
+                                                             const CcdImage& image) {
+  if constexpr (Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible) {
+    (void)exec;
+    detail::check_image_shape(image.nrows, image.ncols, image.pixels.size(), image.ivar.size());
+    auto in_place =
+        wrap_host_image(image.pixels.data(), image.ivar.data(), image.nrows, image.ncols);
+    in_place.region = image.region;
+    return in_place;
+  } else {
+    return upload_image(exec, image);
+  }
+}
+
 // Arrays already in exec's memory (row-major [nrows][ncols]; e.g. a cupy array's buffer through
 // __cuda_array_interface__) used in place when every value is finite and every ivar >= 0 (one
 // reduction on exec); otherwise a sanitised copy in exec's memory (NaN/Inf masked and counted).

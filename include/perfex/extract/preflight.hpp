@@ -1,8 +1,8 @@
 #pragma once
 // Checks of an extraction request against its PSF and image, made before anything large is
 // allocated, so a bad request fails at once with the numbers instead of running for minutes,
-// exhausting memory or returning a frame of empty bins. Host only, no Kokkos: tools and
-// bindings call them between reading the inputs and extract_frame.
+// exhausting memory or returning a frame of empty bins. Host only: every front end calls them
+// (through resolve_request) between reading the inputs and planning.
 //
 //   check_fibres            the fibres exist in the PSF
 //   check_wavelength_grid   the grid has a sane length and reaches the PSF's domain
@@ -10,7 +10,8 @@
 //   check_psf_over_grid     the PSF's widths stay valid where the padded grid extrapolates
 //   check_image_size        the image is the PSF's CCD (not transposed, not cut)
 //   estimate_run_size       the memory the extraction will use, to compare with what is free
-//   available_host_memory   what this process may still allocate
+//   check_host_memory,      that it fits in what this process may still allocate, or in what
+//   check_device_memory     is free on the device (the numbers come from perfex/memory.hpp)
 //   preflight               all of them (the image size only when asked)
 //   resolve_request         what every front end (perfex-extract, the Python API, command
 //                           line and drop-in) calls: the PSF's defaults filled in, every check
@@ -20,17 +21,15 @@
 // CCD is an Error (invalid input).
 #include <perfex/error.hpp>
 #include <perfex/extract/options.hpp>
+#include <perfex/memory.hpp>
 #include <perfex/psf/psf_data.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
-
-#include <sys/resource.h>
 
 namespace perfex {
 namespace extract {
@@ -185,19 +184,6 @@ struct RunSize {
   }
 };
 
-// Bytes as "812 MB", "1.4 GB", "92 TB".
-inline std::string human_bytes(double bytes) {
-  const char* units[] = {"bytes", "kB", "MB", "GB", "TB", "PB", "EB"};
-  int u = 0;
-  while (bytes >= 1000 && u < 6) {
-    bytes /= 1000;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), bytes < 10 && u > 0 ? "%.1f %s" : "%.0f %s", bytes, units[u]);
-  return buf;
-}
-
 inline RunSize estimate_run_size(const ExtractionOptions& o, const psf::GaussHermitePsfData& psf,
                                  int ccd_rows, int ccd_cols) {
   RunSize s;
@@ -234,28 +220,21 @@ inline std::string describe(const RunSize& s, bool device) {
          human_bytes(s.spots + s.scratch) + ")";
 }
 
-// Bytes of host memory this process may still allocate: MemAvailable (/proc/meminfo) capped by
-// RLIMIT_AS and RLIMIT_DATA; infinity when unknown.
-inline double available_host_memory() {
-  double bytes = std::numeric_limits<double>::infinity();
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key, unit;
-  double kb = 0;
-  while (meminfo >> key >> kb >> unit)
-    if (key == "MemAvailable:") bytes = kb * 1024;
-  for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
-    struct rlimit lim;
-    if (getrlimit(resource, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
-      bytes = std::min(bytes, static_cast<double>(lim.rlim_cur));
-  }
-  return bytes;
-}
-
 // Throws RequestError unless the run's host memory fits in `available` bytes.
 inline void check_host_memory(const RunSize& size, double available) {
   if (size.host_bytes() > available)
     throw RequestError("the run needs " + describe(size, false) + "; " + human_bytes(available) +
                        " are available");
+}
+
+// Throws RequestError unless a run of this size fits in the memory free on exec's device
+// (host backends: check_host_memory's business).
+template <class ExecSpace>
+void check_device_memory(const RunSize& size) {
+  const double free = free_device_memory<ExecSpace>();
+  if (size.device_bytes() > free)
+    throw RequestError("the run needs " + describe(size, true) + "; " + human_bytes(free) +
+                       " are free on the GPU");
 }
 
 // Every check above for a library caller: throws perfex::Error for a request that cannot

@@ -1,105 +1,38 @@
 #pragma once
 // Files in, frame file out: the whole job of perfex-extract, as one library call that every
-// front end (the C++ tools, the Python command line and API) shares, so each refuses, warns and
-// fails the same way (host only; link perfex::io).
+// front end (the C++ tools, the Python command line) shares, so each refuses, warns and fails
+// the same way (host only; link perfex::io). Its phases around the extraction job's
+// (extract/job.hpp), each a function that the Python package also calls on its own (MPI ranks,
+// exposures with their reads and writes overlapped), and each a profiling region
+// "perfex::files::<phase>":
 //
-// extract_files checks the outputs (writable, regular files, none an input or another output)
-// before any work, reads the PSF, resolves the request against it (extract::resolve_request:
-// defaults, fibres, grid, patch sizes, the image's size, memory), plans the frame, reads only
-// the image rows and columns its patches touch, extracts on the requested backend and writes
-// the frame (and the model) atomically.
+//   files::inputs  open_files: the outputs checked before any work (writable, regular files,
+//                  none an input or another output), the PSF read, the image's CCD from its header
+//   job::check     check_files_job: the request resolved against them (defaults, fibres, grid,
+//                  patch sizes, the image's size, memory)
+//   job::plan      extract::plan_job
+//   files::read    read_box: only the image rows and columns the patches touch
+//   job::extract   extract::extract_job on the requested backend
+//   files::write   write_files: the frame (and the model) written atomically
+#include <perfex/backends.hpp>
 #include <perfex/error.hpp>
-#include <perfex/extract/extract_frame.hpp>
+#include <perfex/extract/job.hpp>
 #include <perfex/extract/preflight.hpp>
 #include <perfex/io/frame_fits.hpp>
 #include <perfex/io/image_fits.hpp>
 #include <perfex/io/output_file.hpp>
 #include <perfex/io/psf_fits.hpp>
-#include <perfex/runtime.hpp>
+#include <perfex/profiling.hpp>
 
-#include <chrono>
 #include <functional>
 #include <new>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace perfex {
 namespace io {
-
-// A file as a front end names it in its messages: ("-o/--output", "frame.fits").
-struct NamedPath {
-  std::string name;
-  std::string path;
-};
-
-// Throws RequestError unless every output can be written (io::check_output_path) and none is
-// one of the inputs or an earlier output: the same file by device and inode, or by canonical
-// folder and name before it exists. Messages: "<prefix><output name>: <path> is the <input
-// name> file <path>; perfex never writes over its inputs".
-inline void check_outputs(const std::vector<NamedPath>& outputs,
-                          const std::vector<NamedPath>& inputs, const std::string& prefix = "") {
-  std::vector<std::pair<const NamedPath*, FileIdentity>> seen;
-  for (const NamedPath& out : outputs) {
-    if (out.path.empty()) continue;  // not asked for
-    try {
-      check_output_path(out.path, prefix + out.name);
-    } catch (const RequestError&) {
-      throw;
-    } catch (const Error& e) {
-      throw RequestError(e.what());
-    }
-    const FileIdentity id = file_identity(out.path);
-    for (const NamedPath& in : inputs)
-      if (!in.path.empty() && same_file(id, file_identity(in.path)))
-        throw RequestError(prefix + out.name + ": " + out.path + " is the " + in.name + " file " +
-                           in.path + "; perfex never writes over its inputs");
-    for (const auto& [earlier, earlier_id] : seen)
-      if (same_file(id, earlier_id))
-        throw RequestError(prefix + out.name + ": " + out.path + " is also the " + earlier->name +
-                           " file");
-    seen.emplace_back(&out, id);
-  }
-}
-
-// Runs f(); an allocation failure (std::bad_alloc, Kokkos' allocation error) becomes a
-// perfex::Error "out of memory while <what>".
-template <class F>
-decltype(auto) while_doing(const std::string& what, F&& f) {
-  try {
-    return f();
-  } catch (const Error&) {
-    throw;
-  } catch (const std::bad_alloc&) {
-    throw Error("out of memory while " + what);
-  } catch (const std::runtime_error& e) {
-    // Kokkos 3.4 reports a failed View allocation as a runtime_error with a call stack.
-    const std::string m = e.what();
-    if (m.find("allocation fail") == std::string::npos &&
-        m.find("Allocation fail") == std::string::npos &&
-        m.find("failed to allocate") == std::string::npos)
-      throw;
-    throw Error("out of memory while " + what + " (" + m.substr(0, m.find('\n')) + ")");
-  }
-}
-
-// Throws RequestError unless a run of this size fits in the free memory of exec's device
-// (CUDA: cudaMemGetInfo; host backends: checked by resolve_request).
-template <class ExecSpace>
-void check_device_memory(const extract::RunSize& size) {
-#ifdef KOKKOS_ENABLE_CUDA
-  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
-    std::size_t free = 0, total = 0;
-    if (cudaMemGetInfo(&free, &total) == cudaSuccess && size.device_bytes() > free)
-      throw RequestError("the run needs " + extract::describe(size, true) + "; " +
-                         extract::human_bytes(static_cast<double>(free)) + " are free on the GPU");
-  }
-#else
-  (void)size;
-#endif
-}
 
 // One frame's files and request.
 struct FilesRequest {
@@ -138,86 +71,117 @@ using ProgressCallback = std::function<void(int, int)>;
 // Receives each warning of a run as it arises (before a long extraction, when it can).
 using WarningCallback = std::function<void(const std::string&)>;
 
-// The whole job (see the top of this file). Throws RequestError for what is refused before
-// any work and Error for unreadable or invalid inputs and I/O failures; nothing is written
-// then, and existing outputs stay as they were.
-inline FilesResult extract_files(const FilesRequest& job, const FilesNames& names = {},
-                                 const ProgressCallback& progress = {},
-                                 const WarningCallback& warn = {}) {
-  using clock = std::chrono::steady_clock;
-  std::vector<std::string> notes;  // this run's warnings, for the frame header
-  const WarningCallback note = [&](const std::string& w) {
-    notes.push_back(w);
+// A frame's files once opened (the files::inputs phase): the request, the backend, the PSF,
+// the image's CCD, and the warnings met so far (they go into the frame's header).
+struct FrameFiles {
+  FilesRequest request;
+  FilesNames names;
+  std::string backend;
+  psf::GaussHermitePsfData psf;
+  extract::PixelBox ccd;
+  std::vector<std::string> notes;
+
+  int ccd_rows() const { return ccd.row1; }
+  int ccd_cols() const { return ccd.col1; }
+};
+
+// files::inputs: the outputs checked (writable, none an input or another output), the backend
+// known, the PSF read, the image's CCD read from its header.
+inline FrameFiles open_files(const FilesRequest& request, const FilesNames& names,
+                             PhaseTimes& times) {
+  Phase phase("files::inputs", times);
+  if (request.output.empty()) throw RequestError(names.prefix + names.output + ": required");
+  check_outputs(
+      {{names.output, request.output}, {names.model, request.model}},
+      {{names.image, request.image}, {names.psf, request.psf}, {names.fibermap, request.fibermap}},
+      names.prefix);
+  FrameFiles files;
+  files.request = request;
+  files.names = names;
+  files.backend = request.backend.empty() ? default_backend() : request.backend;
+  check_backend(files.backend, names.prefix + names.backend);
+  files.psf = while_doing("reading the PSF " + request.psf, [&] { return read_psf(request.psf); });
+  files.ccd = while_doing("reading the image " + request.image,
+                          [&] { return preproc_extent(request.image); });
+  return files;
+}
+
+// job::check for a frame's files: the request (a model image when a model file is asked for)
+// against the PSF and the image, with the front end's names; its warnings noted and passed on.
+inline extract::ResolvedRequest check_files_job(FrameFiles& files, const WarningCallback& warn,
+                                                PhaseTimes& times) {
+  extract::ParameterNames parameters = files.names.parameters;
+  parameters.image = "image " + files.request.image;
+  extract::Request request = files.request.request;
+  request.options.model_image = !files.request.model.empty();
+  extract::ResolvedRequest resolved =
+      extract::check_job(request, files.psf, files.ccd_rows(), files.ccd_cols(), parameters, times);
+  for (const std::string& w : resolved.warnings) {
+    files.notes.push_back(w);
     if (warn) warn(w);
-  };
-  if (job.output.empty()) throw RequestError(names.prefix + names.output + ": required");
-  check_outputs({{names.output, job.output}, {names.model, job.model}},
-                {{names.image, job.image}, {names.psf, job.psf}, {names.fibermap, job.fibermap}},
-                names.prefix);
-  const std::string backend = job.backend.empty() ? default_backend() : job.backend;
-  check_backend(backend, names.prefix + names.backend);
+  }
+  return resolved;
+}
 
-  const auto r0 = clock::now();
-  const psf::GaussHermitePsfData psf =
-      while_doing("reading the PSF " + job.psf, [&] { return read_psf(job.psf); });
-  const extract::PixelBox ccd =
-      while_doing("reading the image " + job.image, [&] { return preproc_extent(job.image); });
-  extract::ParameterNames parameters = names.parameters;
-  parameters.image = "image " + job.image;
-  extract::Request request = job.request;
-  request.options.model_image = !job.model.empty();
-  const extract::ResolvedRequest resolved =
-      extract::resolve_request(request, psf, ccd.row1, ccd.col1, parameters);
-  for (const std::string& w : resolved.warnings) note(w);
-  const auto r1 = clock::now();
+// files::read: only the rows and columns of `box` (a plan's pixel_box) of the image, converted
+// once; its warnings noted and passed on.
+inline PreprocImage read_box(FrameFiles& files, const extract::PixelBox& box,
+                             const WarningCallback& warn, PhaseTimes& times) {
+  Phase phase("files::read", times);
+  PreprocImage image = while_doing("reading the image " + files.request.image,
+                                   [&] { return read_preproc(files.request.image, 0x2FF, box); });
+  for (const std::string& w : image.warnings) {
+    files.notes.push_back(w);
+    if (warn) warn(w);
+  }
+  return image;
+}
 
-  FilesResult r;
-  r.backend = backend;
-  if (progress) progress(0, 0);
-  double read_seconds = 0;
-  r.frame = while_doing("extracting " + extract::describe(resolved.size, backend == "cuda"), [&] {
-    return with_backend(backend, [&](const auto& exec) {
-      using Exec = std::decay_t<decltype(exec)>;
-      check_device_memory<Exec>(resolved.size);
-      r.threads = perfex::concurrency(exec);
-      // Plan from the PSF first, then read only the image rows and columns the patches touch,
-      // converted once; on host backends the extraction uses those arrays in place.
-      const auto t0 = clock::now();
-      const auto device_psf = extract::upload_psf(exec, psf);
-      const auto plan = extract::plan_frame(exec, device_psf, ccd.row1, ccd.col1, resolved.options);
-      const auto t1 = clock::now();
-      const PreprocImage image = while_doing("reading the image " + job.image, [&] {
-        return read_preproc(job.image, 0x2FF, plan.pixel_box());
-      });
-      for (const std::string& w : image.warnings) note(w);
-      const auto t2 = clock::now();
-      read_seconds = std::chrono::duration<double>(t2 - t1).count();
-      auto device_image = [&] {
-        if constexpr (Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible) {
-          auto in_place = extract::wrap_host_image(image.ccd.pixels.data(), image.ccd.ivar.data(),
-                                                   image.ccd.nrows, image.ccd.ncols);
-          in_place.region = image.ccd.region;
-          return in_place;
-        } else {
-          return extract::upload_image(exec, image.ccd);
-        }
-      }();
-      extract::Frame frame = extract::extract_frame(exec, plan, device_psf, device_image, progress);
-      r.seconds = std::chrono::duration<double>(t1 - t0 + (clock::now() - t2)).count();
-      return frame;
-    });
-  });
-  const auto w0 = clock::now();
-  FrameProvenance prov{job.image, job.psf, job.fibermap};
-  prov.notes = notes;
-  while_doing("writing the frame " + job.output, [&] {
-    for (const std::string& w : write_frame(job.output, r.frame, prov))
+// files::write: the frame (and the model when asked for) written atomically, with the inputs and
+// the noted warnings in its header; the writer's own warnings passed on.
+inline void write_files(const FrameFiles& files, const extract::Frame& frame,
+                        const WarningCallback& warn, PhaseTimes& times) {
+  Phase phase("files::write", times);
+  FrameProvenance prov{files.request.image, files.request.psf, files.request.fibermap};
+  prov.notes = files.notes;
+  while_doing("writing the frame " + files.request.output, [&] {
+    for (const std::string& w : write_frame(files.request.output, frame, prov))
       if (warn) warn(w);
   });
-  if (!job.model.empty())
-    while_doing("writing the model " + job.model, [&] { write_model(job.model, r.frame, prov); });
-  r.write_seconds = std::chrono::duration<double>(clock::now() - w0).count();
-  r.read_seconds = read_seconds + std::chrono::duration<double>(r1 - r0).count();
+  if (!files.request.model.empty())
+    while_doing("writing the model " + files.request.model,
+                [&] { write_model(files.request.model, frame, prov); });
+}
+
+// The whole job (see the top of this file), phase by phase: files::inputs, job::check,
+// job::plan, files::read, job::extract, files::write (FilesResult::frame.phases). Throws
+// RequestError for what is refused before any work and Error for unreadable or invalid inputs
+// and I/O failures; nothing is written then, and existing outputs stay as they were.
+inline FilesResult extract_files(const FilesRequest& request, const FilesNames& names = {},
+                                 const ProgressCallback& progress = {},
+                                 const WarningCallback& warn = {}) {
+  ScopedRegion region("perfex::extract_files");
+  PhaseTimes times;
+  FrameFiles files = open_files(request, names, times);
+  const extract::ResolvedRequest resolved = check_files_job(files, warn, times);
+  FilesResult r;
+  r.backend = files.backend;
+  if (progress) progress(0, 0);
+  r.frame = while_doing("extracting " + extract::describe(resolved.size, r.backend == "cuda"), [&] {
+    return with_backend(r.backend, [&](const auto& exec) {
+      r.threads = perfex::concurrency(exec);
+      const auto job =
+          extract::plan_job(exec, files.psf, resolved, files.ccd_rows(), files.ccd_cols(), times);
+      const PreprocImage image = read_box(files, job.plan.pixel_box(), warn, times);
+      return extract::extract_job(job, image.ccd, progress, {}, {}, times);
+    });
+  });
+  write_files(files, r.frame, warn, times);
+  r.frame.phases = times;
+  r.seconds = times.seconds("job::plan") + times.seconds("job::extract");
+  r.read_seconds =
+      times.seconds("files::inputs") + times.seconds("job::check") + times.seconds("files::read");
+  r.write_seconds = times.seconds("files::write");
   return r;
 }
 

@@ -28,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -395,6 +396,41 @@ inline void remove_temp_files_on_signals() {
     act.sa_handler = remove_temp_files_and_reraise;
     sigemptyset(&act.sa_mask);
     sigaction(kCleanupSignals[i], &act, &previous_actions[i]);
+  }
+}
+
+// A file as a front end names it in its messages: ("-o/--output", "frame.fits").
+struct NamedPath {
+  std::string name;
+  std::string path;
+};
+
+// Throws RequestError unless every output can be written (io::check_output_path) and none is
+// one of the inputs or an earlier output: the same file by device and inode, or by canonical
+// folder and name before it exists. Messages: "<prefix><output name>: <path> is the <input
+// name> file <path>; perfex never writes over its inputs".
+inline void check_outputs(const std::vector<NamedPath>& outputs,
+                          const std::vector<NamedPath>& inputs, const std::string& prefix = "") {
+  std::vector<std::pair<const NamedPath*, FileIdentity>> seen;
+  for (const NamedPath& out : outputs) {
+    if (out.path.empty()) continue;  // not asked for
+    try {
+      check_output_path(out.path, prefix + out.name);
+    } catch (const RequestError&) {
+      throw;
+    } catch (const Error& e) {
+      throw RequestError(e.what());
+    }
+    const FileIdentity id = file_identity(out.path);
+    for (const NamedPath& in : inputs)
+      if (!in.path.empty() && same_file(id, file_identity(in.path)))
+        throw RequestError(prefix + out.name + ": " + out.path + " is the " + in.name + " file " +
+                           in.path + "; perfex never writes over its inputs");
+    for (const auto& [earlier, earlier_id] : seen)
+      if (same_file(id, earlier_id))
+        throw RequestError(prefix + out.name + ": " + out.path + " is also the " + earlier->name +
+                           " file");
+    seen.emplace_back(&out, id);
   }
 }
 

@@ -7,7 +7,7 @@ import numpy
 import numpy.typing
 import typing
 from . import testing
-__all__: list[str] = ['AtomicOutput', 'Error', 'ExtractionOptions', 'HostImage', 'MAX_HOST_THREADS', 'Plan', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_outputs', 'concurrency', 'cuda_device_count', 'default_backend', 'device_for_rank', 'device_sharers', 'extract_files', 'extract_frame', 'finalize', 'frame_mask', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'plan_frame', 'preproc_shape', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'resolve_request', 'set_device_sharers', 'shared_device_budget', 'testing', 'write_frame', 'write_model']
+__all__: list[str] = ['AtomicOutput', 'Error', 'ExtractionOptions', 'FrameFiles', 'FrameJob', 'HostImage', 'MAX_HOST_THREADS', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_outputs', 'concurrency', 'cuda_device_count', 'default_backend', 'device_for_rank', 'device_sharers', 'extract_files', 'finalize', 'format_phases', 'frame_mask', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'pop_region', 'preproc_shape', 'push_region', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'set_device_sharers', 'shared_device_budget', 'testing', 'write_frame', 'write_model']
 class Error(RuntimeError):
     pass
 class RequestError(Error):
@@ -186,22 +186,49 @@ class HostImage:
     @property
     def shape(self) -> tuple[int, int]:
         ...
-class Plan:
-    def blocks(self) -> numpy.typing.NDArray[numpy.int32]:
+class AtomicOutput:
+    def __init__(self, path: str) -> None:
         ...
+    def commit(self) -> None:
+        ...
+    @property
+    def path(self) -> str:
+        ...
+    @property
+    def target(self) -> str:
+        ...
+class FrameJob:
+    def __init__(self, psf: Psf, options: dict, ccd_rows: typing.SupportsInt | typing.SupportsIndex, ccd_cols: typing.SupportsInt | typing.SupportsIndex, wavelength_given: bool = True, nspec_given: bool = True, allow_image_size_mismatch: bool = False, backend: str) -> None:
+        """
+        job::check: the request (resolve_request, with the API's parameter names); raises RequestError for a refused request, Error for an image that is not the PSF's CCD.
+        """
+    def blocks(self) -> numpy.typing.NDArray[numpy.int32]:
+        """
+        [npatches][4]: (first kept fibre's frame row, kept fibres, first core bin, core bins).
+        """
+    def extract(self, image: HostImage, progress: typing.Any = None, first: typing.SupportsInt | typing.SupportsIndex = 0, last: typing.SupportsInt | typing.SupportsIndex = -1) -> dict:
+        """
+        job::extract of patches [first, last) (all by default) from the image; the frame as a dict, its phases the job's so far.
+        """
     def pixel_box(self, first: typing.SupportsInt | typing.SupportsIndex = 0, last: typing.SupportsInt | typing.SupportsIndex = -1) -> typing.Any:
         """
         (row0, row1, col0, col1) of the pixels patches [first, last) read, or None.
         """
+    def plan(self) -> None:
+        """
+        job::plan (once).
+        """
     @property
-    def ccd_cols(self) -> int:
+    def backend(self) -> str:
         ...
     @property
-    def ccd_rows(self) -> int:
+    def ccd_shape(self) -> tuple[int, int]:
         ...
     @property
     def flops(self) -> list[float]:
-        ...
+        """
+        Each patch's linear algebra flops (patch_flops), in plan order.
+        """
     @property
     def ndiag(self) -> int:
         ...
@@ -213,17 +240,46 @@ class Plan:
         ...
     @property
     def options(self) -> dict:
-        ...
-class AtomicOutput:
-    def __init__(self, path: str) -> None:
-        ...
-    def commit(self) -> None:
+        """
+        The options to extract with (resolved).
+        """
+    @property
+    def phases(self) -> list:
+        """
+        The phases so far: (name, depth, seconds).
+        """
+    @property
+    def warnings(self) -> list[str]:
+        """
+        What the check adapted or noticed.
+        """
+class FrameFiles:
+    def __init__(self, image: str, psf: str, output: str, model: str, fibermap: str, options: dict, wavelength_given: bool, nspec_given: bool, allow_image_size_mismatch: bool, backend: str, warn: typing.Any = None) -> None:
+        """
+        files::inputs: the outputs checked, the PSF and the image's header read.
+        """
+    def check(self) -> FrameJob:
+        """
+        job::check: the FrameJob of these files.
+        """
+    def read_box(self, box: typing.Any) -> dict:
+        """
+        files::read: only the pixels of box (row0, row1, col0, col1), as read_preproc's dict.
+        """
+    def write(self, frame: typing.Any) -> None:
+        """
+        files::write: the frame (and the model when asked for), atomically.
+        """
+    @property
+    def ccd_shape(self) -> tuple[int, int]:
         ...
     @property
-    def path(self) -> str:
-        ...
+    def phases(self) -> list:
+        """
+        The phases so far (the job's included): (name, depth, seconds).
+        """
     @property
-    def target(self) -> str:
+    def psf(self) -> Psf:
         ...
 def backends() -> list[str]:
     """
@@ -251,13 +307,11 @@ def device_sharers() -> int:
     ...
 def extract_files(image: str, psf: str, output: str, model: str, fibermap: str, options: dict, wavelength_given: bool, nspec_given: bool, allow_image_size_mismatch: bool, backend: str, progress: typing.Any = None, warn: typing.Any = None) -> dict:
     """
-    perfex-extract's whole job (perfex::io::extract_files), with its option names in messages; returns the run's statistics.
-    """
-def extract_frame(image: HostImage, psf: Psf, options: dict, nspec_given: bool, allow_image_size_mismatch: bool, backend: str, progress: typing.Any = None, first: typing.SupportsInt | typing.SupportsIndex = 0, last: typing.SupportsInt | typing.SupportsIndex = -1) -> dict:
-    """
-    Checks the request (resolve_request), plans the frame and extracts its patches [first, last) (all by default).
+    perfex-extract's whole job (perfex::io::extract_files), with its option names in messages; returns the run's statistics and phases.
     """
 def finalize() -> None:
+    ...
+def format_phases(phases: typing.Any, title: str) -> str:
     ...
 def frame_mask(chi2pix: numpy.ndarray, pixmask_fraction: numpy.ndarray, ivar: numpy.ndarray, failed_bins: typing.Any = []) -> numpy.typing.NDArray[numpy.uint32]:
     ...
@@ -275,11 +329,11 @@ def options_from_dict(arg0: dict) -> ExtractionOptions:
     ...
 def options_to_dict(arg0: ExtractionOptions) -> dict:
     ...
-def plan_frame(psf: Psf, options: dict, ccd_rows: typing.SupportsInt | typing.SupportsIndex, ccd_cols: typing.SupportsInt | typing.SupportsIndex, backend: str) -> Plan:
-    """
-    The frame's plan for resolved options (resolve_request's), on the host.
-    """
+def pop_region() -> None:
+    ...
 def preproc_shape(arg0: str) -> tuple[int, int]:
+    ...
+def push_region(name: str) -> None:
     ...
 def ranks_sharing_device(device: typing.SupportsInt | typing.SupportsIndex, local_size: typing.SupportsInt | typing.SupportsIndex, ndevices: typing.SupportsInt | typing.SupportsIndex) -> int:
     ...
@@ -289,10 +343,6 @@ def read_preproc(path: str, mask_bits: typing.SupportsInt | typing.SupportsIndex
     ...
 def read_psf(path: str) -> Psf:
     ...
-def resolve_request(options: dict, psf: Psf, ccd_rows: typing.SupportsInt | typing.SupportsIndex, ccd_cols: typing.SupportsInt | typing.SupportsIndex, wavelength_given: bool = True, nspec_given: bool = True, allow_image_size_mismatch: bool = False, cli: bool = False) -> tuple[dict, list[str]]:
-    """
-    perfex::extract::resolve_request: (options dict to extract with, warnings); raises RequestError for a refused request, Error for an image that is not the PSF's CCD.
-    """
 def set_device_sharers(arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
     ...
 def shared_device_budget(free_bytes: typing.SupportsInt | typing.SupportsIndex, sharers: typing.SupportsInt | typing.SupportsIndex) -> int:

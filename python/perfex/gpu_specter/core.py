@@ -6,9 +6,31 @@ import time
 import numpy as np
 
 import perfex
+import perfex.collective
 import perfex.mpi
 
 from .util import Timer, get_logger
+
+# gpu_specter's time stamps after the init-mpi-comm one, in the order of its stages, and the phase
+# of perfex's frame over ranks at whose end each falls.
+_STAMP_PHASES = (
+    ("init-mpi-bcast", "mpi::scatter"),
+    ("host-to-device", "mpi::scatter"),
+    ("extracted-bundles", "mpi::extract"),
+    ("staged-bundles", "mpi::gather"),
+    ("merged-bundles", "mpi::gather"),
+)
+
+
+def _stamps(phases, end):
+    """gpu_specter's stamps of a rank from its phases (name, depth, seconds) of
+    perfex.mpi.extract_over_ranks, which ended at time `end`: each at the end of its phase."""
+    ends = {}
+    for name, depth, seconds in reversed(phases):
+        if depth == 0:
+            ends[name] = end
+            end -= seconds
+    return {stamp: ends[phase] for stamp, phase in _STAMP_PHASES}
 
 
 def _grid(wavelength, psf):
@@ -101,7 +123,7 @@ def extract_frame(
         return _grid(wavelength, psf)
 
     # Under MPI every rank learns of a bad argument on rank 0 (none waits in a collective).
-    grid = perfex.mpi.on_root(comm, prepare) if distributed else prepare()
+    grid = perfex.collective.on_root(comm, prepare) if distributed else prepare()
     if rank == 0:
         log.info(f"Extracting wavelengths {grid[0]},{grid[1]},{grid[2]}")
         log.info(f"Padding patches with {wavepad + int(wavepad * wavepad_frac)} wave bins on both ends")
@@ -122,9 +144,11 @@ def extract_frame(
         wavepad_frac=wavepad_frac,
     )
     if distributed:
-        frame = perfex.mpi.extract_frame(
-            comm, image, ivar, psf, backend=backend, timing=stamps, progress=False, **options
+        phases = []
+        frame = perfex.mpi.extract_over_ranks(
+            comm, image, ivar, psf, backend=backend, phases=phases, progress=False, **options
         )
+        stamps.update(_stamps(phases, time.time()))
     else:
         stamps["init-mpi-bcast"] = stamps["host-to-device"] = time.time()
         frame = perfex.extract_frame(image, ivar, psf, backend=backend, progress=False, **options)

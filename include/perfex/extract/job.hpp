@@ -1,0 +1,88 @@
+#pragma once
+// The extraction job in phases, as every front end runs it: perfex-extract and the Python
+// command line (through io::extract_files, which adds the phases of the files), the Python
+// API, each MPI rank, exposures and the gpu_specter drop-in. Each phase is one call, inside a
+// profiling region "perfex::job::<phase>", timed into the caller's PhaseTimes:
+//
+//   job::check    check_job: the request against the PSF and the image's size (resolve_request)
+//   job::plan     plan_job: the device's memory checked, the PSF uploaded, the frame planned
+//                 (plan_frame's phases inside)
+//   job::extract  extract_job: the plan's patches, or a range of them, extracted from an image
+//                 (extract_frame's phases inside)
+#include <perfex/extract/extract_frame.hpp>
+#include <perfex/extract/frame_plan.hpp>
+#include <perfex/extract/image.hpp>
+#include <perfex/extract/preflight.hpp>
+#include <perfex/profiling.hpp>
+#include <perfex/psf/psf_data.hpp>
+
+#include <string>
+#include <vector>
+
+namespace perfex {
+namespace extract {
+
+// The request checked and adapted (resolve_request's refusals, warnings and memory estimate).
+inline ResolvedRequest check_job(const Request& request, const psf::GaussHermitePsfData& psf,
+                                 int ccd_rows, int ccd_cols, const ParameterNames& names,
+                                 PhaseTimes& times) {
+  Phase phase("job::check", times);
+  return resolve_request(request, psf, ccd_rows, ccd_cols, names);
+}
+
+// A planned job on one backend: the PSF in exec's memory and the frame's plan.
+template <class ExecSpace>
+struct PlannedJob {
+  using memory_space = typename ExecSpace::memory_space;
+  ExecSpace exec;
+  psf::GaussHermitePsf<memory_space> psf;
+  FramePlan<memory_space> plan;
+};
+
+// The job planned on exec for a ccd_rows x ccd_cols CCD, once the run is known to fit in the
+// device's free memory.
+template <class ExecSpace>
+PlannedJob<ExecSpace> plan_job(const ExecSpace& exec, const psf::GaussHermitePsfData& psf,
+                               const ResolvedRequest& request, int ccd_rows, int ccd_cols,
+                               PhaseTimes& times) {
+  Phase phase("job::plan", times);
+  check_device_memory<ExecSpace>(request.size);
+  PlannedJob<ExecSpace> job{exec, upload_psf(exec, psf), {}};
+  job.plan = plan_frame(exec, job.psf, ccd_rows, ccd_cols, request.options);
+  phase.stop(exec);
+  times.append(job.plan.phases, 1);
+  return job;
+}
+
+namespace detail {
+template <class ExecSpace>
+const DeviceImage<typename ExecSpace::memory_space>& in_backend(
+    const ExecSpace&, const DeviceImage<typename ExecSpace::memory_space>& image) {
+  return image;
+}
+template <class ExecSpace>
+DeviceImage<typename ExecSpace::memory_space> in_backend(const ExecSpace& exec,
+                                                         const CcdImage& image) {
+  return use_host_image(exec, image);
+}
+}  // namespace detail
+
+// The patches of the job's plan in `range` (all by default) extracted from an image: a
+// DeviceImage in exec's memory, or a host CcdImage (used in place on host backends, copied to a
+// device). The frame's warnings start with `warnings` (the check's, for front ends that report
+// them with the frame).
+template <class ExecSpace, class Image>
+Frame extract_job(const PlannedJob<ExecSpace>& job, const Image& image,
+                  const ProgressCallback& progress, PatchRange range,
+                  const std::vector<std::string>& warnings, PhaseTimes& times) {
+  Phase phase("job::extract", times);
+  Frame frame = extract_frame(job.exec, job.plan, job.psf, detail::in_backend(job.exec, image),
+                              progress, range);
+  phase.stop(job.exec);
+  times.append(frame.phases, 1);
+  frame.warnings.insert(frame.warnings.begin(), warnings.begin(), warnings.end());
+  return frame;
+}
+
+}  // namespace extract
+}  // namespace perfex

@@ -1,0 +1,256 @@
+"""The command line: desi_extract_spectra's options on perfex (python3 -m perfex.cli, or as
+documented, python3 -m perfex.extract).
+
+Every option of desispec's desi_extract_spectra, with its defaults (-w from the PSF's
+WAVEMIN/WAVEMAX with dw 0.8, -n 500, --nsubbundles 5, ...); the options perfex does not
+implement (--barycentric-correction, --use-specter) stop with a message saying so. An exposure
+(many frames) is several -i/-p/-o (and -m/-f) in order, or --frames LIST with one
+"INPUT PSF OUTPUT [MODEL]" line per frame; with --mpi the ranks split into groups, one frame per
+group at a time. A failing frame is reported by name, the others complete, and the exit status
+is 1; a bad command line exits with status 2.
+"""
+
+import argparse
+import logging
+import sys
+
+from . import runtime
+from ._perfex import Error, RequestError
+from .exposure import extract_frames
+from .files import FailedPatches, FrameFiles, check_frame_outputs
+from .options import cxx_options, make_options
+
+# Frames named in the summary line of an exposure with failures.
+SUMMARY_FRAMES = 5
+
+NOT_IMPLEMENTED = {
+    "barycentric_correction": "--barycentric-correction (desispec.heliocentric's correction of "
+    "the wavelength grid): run desi_extract_spectra for such frames",
+    "use_specter": "--use-specter (specter's extraction): perfex is the extraction; run "
+    "desi_extract_spectra --use-specter for specter",
+}
+
+
+def parser():
+    p = argparse.ArgumentParser(
+        prog="python3 -m perfex.extract",
+        description="Extract spectra from pre-processed raw data (desi_extract_spectra's options, perfex extraction).",
+    )
+    p.add_argument("-i", "--input", action="append", default=[], help="input image (repeat for an exposure)")
+    p.add_argument(
+        "-f", "--fibermap", action="append", default=[], help="input fibermap file (default: the image's FIBERMAP)"
+    )
+    p.add_argument("-p", "--psf", action="append", default=[], help="input psf file")
+    p.add_argument("-o", "--output", action="append", default=[], help="output extracted spectra file")
+    p.add_argument("-m", "--model", action="append", default=[], help="output 2D pixel model file")
+    p.add_argument(
+        "-w", "--wavelength", type=str, default=None, help="wavemin,wavemax,dw (default: the PSF's WAVEMIN,WAVEMAX,0.8)"
+    )
+    p.add_argument("-s", "--specmin", type=int, default=0, help="first spectrum to extract")
+    p.add_argument(
+        "-n",
+        "--nspec",
+        type=int,
+        default=None,
+        help="number of spectra to extract (default 500, at most the PSF's from specmin)",
+    )
+    p.add_argument("-r", "--regularize", type=float, default=0.0, help="regularization amount (default %(default)s)")
+    p.add_argument("--bundlesize", type=int, default=25, help="number of spectra per bundle")
+    p.add_argument("--nsubbundles", type=int, default=5, help="number of extraction sub-bundles")
+    p.add_argument(
+        "--nwavestep", type=int, default=50, help="number of wavelength steps per divide-and-conquer extraction step"
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="print more stuff")
+    p.add_argument("--mpi", action="store_true", help="Use MPI for parallelism")
+    p.add_argument(
+        "--decorrelate-fibers", action="store_true", help="Not recommended (perfex: the full H^1/2 decorrelation)"
+    )
+    p.add_argument(
+        "--no-scores", action="store_true", help="Do not compute scores (perfex never computes desispec's frame scores)"
+    )
+    p.add_argument(
+        "--psferr",
+        type=float,
+        default=None,
+        help="fractional PSF model error used to compute chi2 and mask pixels (default = value saved in psf file)",
+    )
+    p.add_argument(
+        "--barycentric-correction",
+        action="store_true",
+        help="apply barycentric correction to wavelength (not implemented by perfex)",
+    )
+    p.add_argument(
+        "--use-specter",
+        action="store_true",
+        help="use classic specter instead of gpu_specter (not implemented by perfex)",
+    )
+    p.add_argument("--no-gpu", action="store_true", help="Do not use GPU even if available")
+    p.add_argument(
+        "--pixpad-frac", type=float, default=0.8, help="fraction of a PSF spotsize to pad in pixels when extracting"
+    )
+    p.add_argument(
+        "--wavepad-frac",
+        type=float,
+        default=0.2,
+        help="fraction of a PSF spotsize to pad in wavelengths when extracting",
+    )
+    g = p.add_argument_group("perfex")
+    g.add_argument(
+        "--frames", metavar="LIST", help="exposure: a file of 'INPUT PSF OUTPUT [MODEL]' lines, one per frame"
+    )
+    g.add_argument(
+        "--backend",
+        choices=runtime.backends(),
+        help="execution space (default: %s; --no-gpu skips cuda)" % runtime.default_backend(),
+    )
+    g.add_argument(
+        "--timing", action="store_true", help="log each frame's phases with their times (perfex-extract --timing's)"
+    )
+    g.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="host threads per process, at most %d (default: OMP_NUM_THREADS, else "
+        "the rank's share of the node's cores)" % runtime.MAX_HOST_THREADS,
+    )
+    return p
+
+
+def parse(argv=None):
+    """The parsed command line (argparse.Namespace) plus .jobs, the list of FrameFiles.
+    Exits with status 2 on a bad or unsupported command line."""
+    p = parser()
+    args = p.parse_args(argv)
+    for name, text in NOT_IMPLEMENTED.items():
+        if getattr(args, name):
+            p.exit(2, f"{p.prog}: error: perfex does not implement {text}\n")
+    args.jobs = _jobs(p, args)
+    if args.threads is not None and not 1 <= args.threads <= runtime.MAX_HOST_THREADS:
+        p.error(
+            f"--threads must be in [1, {runtime.MAX_HOST_THREADS}] (Kokkos' OpenMP thread pool), got {args.threads}"
+        )
+    # Values checked now (the PSF-dependent defaults stand in as valid placeholders).
+    opts = extraction_options(args)
+    opts["wavelength"] = "1,2,1" if opts["wavelength"] is None else opts["wavelength"]
+    opts["nspec"] = 1 if opts["nspec"] is None else opts["nspec"]
+    try:
+        cxx_options(make_options(**opts))
+        check_frame_outputs(args.jobs)  # outputs: writable, none an input or another output
+    except Error as e:
+        p.error(str(e))
+    return args
+
+
+def _jobs(p, args):
+    jobs = []
+    if args.frames:
+        if args.input or args.psf or args.output or args.model:
+            p.error("--frames replaces -i/-p/-o/-m")
+        try:
+            with open(args.frames) as f:
+                lines = [ln.split("#")[0].split() for ln in f]
+        except OSError as e:
+            p.error(f"--frames: {e}")
+        for n, fields in enumerate(lines, 1):
+            if fields and len(fields) not in (3, 4):
+                p.error(f"--frames {args.frames} line {n}: expected INPUT PSF OUTPUT [MODEL]")
+            if fields:
+                jobs.append(FrameFiles(*fields))
+    else:
+        if not args.input or not args.psf or not args.output:
+            p.error("-i/--input, -p/--psf and -o/--output are required (or --frames)")
+        n = len(args.input)
+        psfs = args.psf * n if len(args.psf) == 1 else args.psf
+        if len(psfs) != n or len(args.output) != n:
+            p.error(
+                f"{n} -i but {len(args.psf)} -p and {len(args.output)} -o: give one of each "
+                "per frame (or one -p for all)"
+            )
+        jobs = [FrameFiles(i, ps, o) for i, ps, o in zip(args.input, psfs, args.output)]
+        for opt, values in (("-m", args.model), ("-f", args.fibermap)):
+            if values and len(values) != n:
+                p.error(f"{len(values)} {opt} for {n} frames")
+        for job, model in zip(jobs, args.model):
+            job.model = model
+    if args.fibermap:
+        for job, fibermap in zip(jobs, args.fibermap):
+            job.fibermap = fibermap
+    if not jobs:
+        p.error("no frame to extract")
+    return jobs
+
+
+def extraction_options(args):
+    """perfex.extract_frame options of the command line (wavelength and nspec None: the
+    PSF-dependent defaults, resolved per frame)."""
+    return dict(
+        wavelength=args.wavelength,
+        specmin=args.specmin,
+        nspec=args.nspec,
+        regularize=args.regularize,
+        bundlesize=args.bundlesize,
+        nsubbundles=args.nsubbundles,
+        nwavestep=args.nwavestep,
+        psferr=args.psferr,
+        pixpad_frac=args.pixpad_frac,
+        wavepad_frac=args.wavepad_frac,
+        decorrelation="noise" if args.decorrelate_fibers else "signal",
+    )
+
+
+def main(argv=None):
+    args = parse(argv)
+    comm = None
+    if args.mpi:
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD
+    rank = 0 if comm is None else comm.rank
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format=("" if comm is None else f"rank {rank}: ") + "%(levelname)s %(name)s: %(message)s",
+    )
+    backend = args.backend or runtime.default_backend(gpu=not args.no_gpu)
+    if args.no_gpu and backend == "cuda":
+        parser().error("--no-gpu with --backend cuda")
+    try:  # a bad thread variable (KOKKOS_NUM_THREADS=600) is refused before the runtime starts
+        runtime.initialize(args.threads, comm=comm)
+    except RequestError as e:
+        parser().exit(2, f"{parser().prog}: error: {e}\n")
+    failed = extract_frames(
+        args.jobs, comm, backend=backend, threads=args.threads, timing=args.timing, **extraction_options(args)
+    )
+    if rank == 0:
+        log = logging.getLogger("perfex")
+        if failed:
+            # Each failure was logged with its frame; the summary names a few and counts all.
+            shown = ", ".join(job.name for job, _ in failed[:SUMMARY_FRAMES])
+            more = f" and {len(failed) - SUMMARY_FRAMES} more" if len(failed) > SUMMARY_FRAMES else ""
+            log.error(
+                "%d of %d frames failed: %s%s (each FAILED line above says why)",
+                len(failed),
+                len(args.jobs),
+                shown,
+                more,
+            )
+        elif len(args.jobs) > 1:
+            log.info("all %d frames written", len(args.jobs))
+    # perfex-extract's statuses: 1 failed, 2 refused, 3 written with failed patches.
+    statuses = {exit_status(error) for _, error in failed}
+    for status in (1, 2, 3):
+        if status in statuses:
+            return status
+    return 0
+
+
+def exit_status(error):
+    """perfex-extract's exit status for a frame's exception (extract_frames')."""
+    if isinstance(error, RequestError):
+        return 2
+    if isinstance(error, FailedPatches):
+        return 3
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+#pragma once
+// perfex.extraction's job: one frame's extraction in the library's phases (perfex/extract/
+// job.hpp), held between them for the Python drivers (the API, an MPI rank, an exposure):
+// job::check when built, job::plan, then job::extract from an image (HostImage or
+// CudaArrayImage), of all the plan's patches or a range of them.
+#include <perfex/backends.hpp>
+#include <perfex/extract/job.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <variant>
+
+#include "bindings.hpp"
+#include "images.hpp"
+
+namespace perfex_py {
+
+namespace job_detail {
+template <class Tuple>
+struct PlannedJobs;
+template <class... E>
+struct PlannedJobs<std::tuple<E...>> {
+  using type = std::variant<perfex::extract::PlannedJob<E>...>;
+};
+}  // namespace job_detail
+
+class FrameJob : public HoldsKokkos {
+ public:
+  using Times = std::shared_ptr<perfex::PhaseTimes>;
+
+  // job::check of `request` for a ccd_rows x ccd_cols image on `backend`, its phases timed into
+  // `times` (shared with the files around it, if any).
+  FrameJob(const perfex::psf::GaussHermitePsfData& psf, const perfex::extract::Request& request,
+           int ccd_rows, int ccd_cols, const perfex::extract::ParameterNames& names,
+           const std::string& backend, Times times);
+  // A request resolved already (a frame's files: check_files_job).
+  FrameJob(const perfex::psf::GaussHermitePsfData& psf, perfex::extract::ResolvedRequest resolved,
+           int ccd_rows, int ccd_cols, const std::string& backend, Times times);
+
+  // job::plan, once.
+  void plan();
+  // job::extract of patches [first, last) (last < 0: to the end), planning first if needed;
+  // progress: a Python callable(done, total) or None (an exception it raises ends the run).
+  template <class Image>
+  py::dict extract(Image& image, const py::object& progress, int first, int last);
+
+  void release() override { planned_.reset(); }
+
+  const perfex::extract::ResolvedRequest& resolved() const { return resolved_; }
+  const std::string& backend() const { return backend_; }
+  int ccd_rows() const { return ccd_rows_; }
+  int ccd_cols() const { return ccd_cols_; }
+  const perfex::PhaseTimes& phases() const { return *times_; }
+  // The plan's patches on the host (planning first if needed).
+  const std::vector<perfex::extract::PatchDesc>& patches();
+  int nwave();
+  int ndiag();
+  std::vector<double> flops();
+  // (row0, row1, col0, col1) of the pixels patches [first, last) read, or None.
+  py::object pixel_box(int first, int last);
+
+ private:
+  template <class F>
+  decltype(auto) with_plan(F&& f);
+
+  perfex::psf::GaussHermitePsfData psf_;
+  perfex::extract::ResolvedRequest resolved_;
+  int ccd_rows_ = 0, ccd_cols_ = 0;
+  std::string backend_;
+  Times times_;
+  std::optional<typename job_detail::PlannedJobs<perfex::ExecSpaces>::type> planned_;
+};
+
+}  // namespace perfex_py
