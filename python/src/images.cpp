@@ -16,7 +16,7 @@
 
 namespace perfex_py {
 
-using perfex::psf::GaussHermitePsfData;
+using perfex::psf::PsfData;
 
 namespace {
 
@@ -173,8 +173,8 @@ std::set<CudaArrayImage*> CudaArrayImage::live_cuda_images;
 // progress: a Python callable(done, total) or None. A Python exception raised by it ends the
 // extraction and propagates to the caller.
 template <class Image>
-py::dict extract_frame(Image& image, const GaussHermitePsfData& psf, const py::dict& options,
-                       bool nspec_given, bool allow_image_size_mismatch, const std::string& backend,
+py::dict extract_frame(Image& image, const PsfData& psf, const py::dict& options, bool nspec_given,
+                       bool allow_image_size_mismatch, const std::string& backend,
                        const py::object& progress, int first, int last) {
   require_runtime();
   perfex::check_backend(backend);
@@ -196,12 +196,13 @@ py::dict extract_frame(Image& image, const GaussHermitePsfData& psf, const py::d
           return perfex::with_backend(backend, [&](const auto& exec) {
             using Exec = std::decay_t<decltype(exec)>;
             perfex::io::check_device_memory<Exec>(resolved.size);
-            const auto device_psf = perfex::extract::upload_psf(exec, psf);
-            const auto plan = perfex::extract::plan_frame(exec, device_psf, image.nrows(),
-                                                          image.ncols(), resolved.options);
-            return perfex::extract::extract_frame(exec, plan, device_psf,
-                                                  image.on(typename Exec::memory_space()), callback,
-                                                  {first, last});
+            return perfex::extract::with_psf_model(exec, psf, [&](const auto& device_psf) {
+              const auto plan = perfex::extract::plan_frame(exec, device_psf, image.nrows(),
+                                                            image.ncols(), resolved.options);
+              return perfex::extract::extract_frame(exec, plan, device_psf,
+                                                    image.on(typename Exec::memory_space()),
+                                                    callback, {first, last});
+            });
           });
         });
   });
@@ -212,7 +213,7 @@ py::dict extract_frame(Image& image, const GaussHermitePsfData& psf, const py::d
 // (wall, CPU) seconds of the C++ call alone, its result dropped: the baseline the benchmark
 // measures the Python call's overhead against. host_copy: the C++ entry for host arrays instead
 // (extract_frame of a CcdImage holding a copy of the image, which it checks and uploads).
-std::pair<double, double> time_extract_frame(HostImage& image, const GaussHermitePsfData& psf,
+std::pair<double, double> time_extract_frame(HostImage& image, const PsfData& psf,
                                              const perfex::extract::ExtractionOptions& options,
                                              const std::string& backend, bool host_copy) {
   require_runtime();
@@ -248,7 +249,7 @@ py::dict reference_extract(const std::string& image_path, const std::string& psf
                            const std::string& backend) {
   require_runtime();
   perfex::extract::Frame frame = kokkos_thread().run([&] {
-    const GaussHermitePsfData psf = perfex::io::read_psf(psf_path);
+    const PsfData psf = perfex::io::read_psf(psf_path);
     const perfex::io::PreprocImage image = perfex::io::read_preproc(image_path);
     return perfex::with_backend(backend, [&](const auto& exec) {
       return perfex::extract::extract_frame(exec, psf, image.ccd, options);
@@ -283,14 +284,15 @@ struct PlanInfo {
   }
 };
 
-PlanInfo plan_info(const GaussHermitePsfData& psf, const py::dict& options, int ccd_rows,
-                   int ccd_cols, const std::string& backend) {
+PlanInfo plan_info(const PsfData& psf, const py::dict& options, int ccd_rows, int ccd_cols,
+                   const std::string& backend) {
   require_runtime();
   const perfex::extract::ExtractionOptions o = options_from_dict(options);
   return kokkos_thread().run([&] {
     return perfex::with_backend(backend, [&](const auto& exec) {
-      const auto plan = perfex::extract::plan_frame(exec, perfex::extract::upload_psf(exec, psf),
-                                                    ccd_rows, ccd_cols, o);
+      const auto plan = perfex::extract::with_psf_model(exec, psf, [&](const auto& device_psf) {
+        return perfex::extract::plan_frame(exec, device_psf, ccd_rows, ccd_cols, o);
+      });
       PlanInfo info;
       info.ccd_rows = ccd_rows;
       info.ccd_cols = ccd_cols;

@@ -131,9 +131,8 @@ void register_options(py::module_& m) {
   m.def("options_from_dict", &options_from_dict);
   m.def(
       "resolve_request",
-      [](const py::dict& options, const perfex::psf::GaussHermitePsfData& psf, int ccd_rows,
-         int ccd_cols, bool wavelength_given, bool nspec_given, bool allow_image_size_mismatch,
-         bool cli) {
+      [](const py::dict& options, const perfex::psf::PsfData& psf, int ccd_rows, int ccd_cols,
+         bool wavelength_given, bool nspec_given, bool allow_image_size_mismatch, bool cli) {
         perfex::extract::Request request;
         request.options = options_from_dict(options);
         request.wavelength_given = wavelength_given;

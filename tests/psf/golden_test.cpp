@@ -16,7 +16,7 @@ PERFEX_BACKEND_TEST_CASE("psf: golden values of psf-r0-00051060 (gpu_specter)", 
   PERFEX_ONLY_SELECTED_BACKEND();
   const std::string dir = perfex_test::shared_data_dir("PSF golden values");
   if (dir.empty()) return;
-  auto data = perfex::io::read_psf(dir + "/psf-r0-00051060.fits");
+  auto data = perfex::io::read_gauss_hermite_psf(dir + "/psf-r0-00051060.fits");
   perfex::io::FitsFile ref = perfex::io::FitsFile::open(dir + "/psf-eval-r0-00051060.fits");
   const auto fibers = ref.read_image<std::int32_t>("FIBERS").data;
   const auto waves = ref.read_image<double>("WAVELENGTHS").data;
@@ -97,7 +97,7 @@ PERFEX_BACKEND_TEST_CASE("psf: CCD coverage of the real PSF (specter's wavelengt
   const std::string dir = perfex_test::shared_data_dir("PSF coverage");
   if (dir.empty()) return;
   perfex::psf::GaussHermitePsf<Mem<TestType>> psf(
-      perfex::io::read_psf(dir + "/psf-r0-00051060.fits"));
+      perfex::io::read_gauss_hermite_psf(dir + "/psf-r0-00051060.fits"));
   auto cov = perfex::psf::wavelength_coverage(TestType(), psf, 0, 500);
   CHECK(cov.wmin[0] == Approx(5545.9).margin(0.1));
   CHECK(cov.wmax[0] == Approx(7735.6).margin(0.1));

@@ -14,9 +14,9 @@
 #include <perfex/extract/image.hpp>
 #include <perfex/extract/options.hpp>
 #include <perfex/extract/patch_solver.hpp>
+#include <perfex/extract/psf_models.hpp>
 #include <perfex/extract/wavelength_grid.hpp>
-#include <perfex/psf/gauss_hermite.hpp>
-#include <perfex/psf/psf_data.hpp>
+#include <perfex/psf/model.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -50,17 +50,18 @@ void copy_to_frame(const ExecSpace& exec, const View& view, std::vector<double>&
 
 }  // namespace detail
 
-// Extracts a planned frame from an image and a PSF already in exec's memory (upload_image,
-// upload_psf): repeated extractions upload nothing but the small patch table of their plan.
+// Extracts a planned frame from an image and a PSF model (psf/model.hpp) already in exec's
+// memory (upload_image, upload_psf): repeated extractions upload nothing but the small patch
+// table of their plan.
 // With a range, only those patches are solved (spots only of the groups they need; the image
 // need only hold their windows): the frame's other bins stay 0, and npatches, linalg_flops and
 // failed_bins count the range alone. Processes that share a plan's patches this way produce,
 // bin for bin, the values of one extraction of the whole plan.
-template <class ExecSpace>
+template <class ExecSpace, class Psf>
 Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::memory_space>& plan,
-                    const psf::GaussHermitePsf<typename ExecSpace::memory_space>& psf,
-                    const DeviceImage<typename ExecSpace::memory_space>& image,
+                    const Psf& psf, const DeviceImage<typename ExecSpace::memory_space>& image,
                     const ProgressCallback& progress = {}, PatchRange range = {}) {
+  static_assert(psf::require_psf_model<Psf>(), "");
   using Mem = typename ExecSpace::memory_space;
   using Bins = typename PatchResults<Mem>::Bins;
   using Diagonals = typename PatchResults<Mem>::Diagonals;
@@ -222,10 +223,9 @@ Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::m
   return frame;
 }
 
-// Plans and extracts the requested fibres of an image and a PSF already in exec's memory.
-template <class ExecSpace>
-Frame extract_frame(const ExecSpace& exec,
-                    const psf::GaussHermitePsf<typename ExecSpace::memory_space>& psf,
+// Plans and extracts the requested fibres of an image and a PSF model already in exec's memory.
+template <class ExecSpace, class Psf, std::enable_if_t<psf::is_psf_model<Psf>::value, int> = 0>
+Frame extract_frame(const ExecSpace& exec, const Psf& psf,
                     const DeviceImage<typename ExecSpace::memory_space>& image,
                     const ExtractionOptions& options, const ProgressCallback& progress = {}) {
   Kokkos::Timer timer;
@@ -235,19 +235,20 @@ Frame extract_frame(const ExecSpace& exec,
   return frame;
 }
 
-// Host PSF data: uploaded for this call only.
+// Host PSF data (any format perfex reads): uploaded for this call only.
 template <class ExecSpace>
-Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_data,
+Frame extract_frame(const ExecSpace& exec, const psf::PsfData& psf_data,
                     const DeviceImage<typename ExecSpace::memory_space>& image,
                     const ExtractionOptions& options, const ProgressCallback& progress = {}) {
-  return extract_frame(exec, upload_psf(exec, psf_data), image, options, progress);
+  return with_psf_model(exec, psf_data, [&](const auto& model) {
+    return extract_frame(exec, model, image, options, progress);
+  });
 }
 
 // Host PSF data and host image: both uploaded for this call only.
 template <class ExecSpace>
-Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_data,
-                    const CcdImage& image, const ExtractionOptions& options,
-                    const ProgressCallback& progress = {}) {
+Frame extract_frame(const ExecSpace& exec, const psf::PsfData& psf_data, const CcdImage& image,
+                    const ExtractionOptions& options, const ProgressCallback& progress = {}) {
   return extract_frame(exec, psf_data, upload_image(exec, image), options, progress);
 }
 

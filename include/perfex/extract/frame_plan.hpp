@@ -13,8 +13,7 @@
 #include <perfex/extract/patch_solver.hpp>
 #include <perfex/extract/plan.hpp>
 #include <perfex/extract/wavelength_grid.hpp>
-#include <perfex/psf/gauss_hermite.hpp>
-#include <perfex/psf/psf_data.hpp>
+#include <perfex/psf/model.hpp>
 #include <perfex/runtime.hpp>
 
 #include <algorithm>
@@ -26,29 +25,20 @@
 namespace perfex {
 namespace extract {
 
-// A PSF resident in exec's memory space: upload once, extract many times.
-template <class ExecSpace>
-psf::GaussHermitePsf<typename ExecSpace::memory_space> upload_psf(
-    const ExecSpace& exec, const psf::GaussHermitePsfData& data) {
-  return psf::GaussHermitePsf<typename ExecSpace::memory_space>(exec, data);
-}
-
 namespace detail {
 
-// Spot corners (first column, first row) of fibres [f0, f0 + nf) at every wavelength, placed
-// as psf::compute_spots places its boxes (round the trace to a pixel, step back the half-size),
-// without the spots: all the plan needs.
-template <class MemorySpace>
+// Spot corners (first column, first row) of fibres [f0, f0 + nf) at every wavelength, where
+// psf::compute_spots places its boxes, without the spots: all the plan needs.
+template <class Device, class MemorySpace>
 struct SpotCornersFunctor {
-  psf::detail::PsfDeviceData<MemorySpace> d;
+  Device d;
   int f0;
   Kokkos::View<const double*, MemorySpace> wave;
   Kokkos::View<int**, MemorySpace> xcorner, ycorner;
   KOKKOS_INLINE_FUNCTION void operator()(int f, int k) const {
-    const double X = d.trace_x(f0 + f, wave(k));
-    const double Y = d.trace_y(f0 + f, wave(k));
-    xcorner(f, k) = static_cast<int>(math::floor(X - d.hx + 0.5));
-    ycorner(f, k) = static_cast<int>(math::floor(Y - d.hy + 0.5));
+    const psf::SpotCorner c = d.spot_corner(f0 + f, wave(k));
+    xcorner(f, k) = c.col;
+    ycorner(f, k) = c.row;
   }
 };
 
@@ -126,12 +116,16 @@ struct FramePlan {
   }
 };
 
-// Plans the extraction of options' fibres and wavelengths from a ccd_rows x ccd_cols image.
-template <class ExecSpace>
-FramePlan<typename ExecSpace::memory_space> plan_frame(
-    const ExecSpace& exec, const psf::GaussHermitePsf<typename ExecSpace::memory_space>& psf,
-    int ccd_rows, int ccd_cols, const ExtractionOptions& options) {
+// Plans the extraction of options' fibres and wavelengths from a ccd_rows x ccd_cols image with
+// a PSF model (psf/model.hpp) in exec's memory.
+template <class ExecSpace, class Psf>
+FramePlan<typename ExecSpace::memory_space> plan_frame(const ExecSpace& exec, const Psf& psf,
+                                                       int ccd_rows, int ccd_cols,
+                                                       const ExtractionOptions& options) {
+  static_assert(psf::require_psf_model<Psf>(), "");
   using Mem = typename ExecSpace::memory_space;
+  static_assert(std::is_same<typename Psf::memory_space, Mem>::value,
+                "plan_frame: the PSF must be in the execution space's memory (upload_psf)");
   ScopedRegion region("perfex::plan_frame");
   options.validate();
   FramePlan<Mem> plan;
@@ -140,12 +134,12 @@ FramePlan<typename ExecSpace::memory_space> plan_frame(
   const ExtractionOptions& opt = plan.options;
   plan.ccd_rows = ccd_rows;
   plan.ccd_cols = ccd_cols;
-  const int nx = psf.nx(), ny = psf.ny(), ndiag = psf.hsizey();
+  const int nx = psf.spot_cols(), ny = psf.spot_rows(), ndiag = ny / 2;
   plan.geometry = patch_geometry(opt, ny, nx, ndiag);
   PatchGeometry& g = plan.geometry;
   if (g.wavepad < ndiag)
     throw Error("extraction option wavepad (" + std::to_string(g.wavepad) +
-                ") must be >= the PSF's HSIZEY (" + std::to_string(ndiag) +
+                ") must be >= half the PSF's spot rows (" + std::to_string(ndiag) +
                 ") to store the resolution band");
 
   plan.wave = make_wavelength_grid(opt.wmin, opt.wmax, opt.dw);
@@ -165,8 +159,8 @@ FramePlan<typename ExecSpace::memory_space> plan_frame(
   Kokkos::parallel_for("perfex::extract::spot_corners",
                        Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>, Kokkos::IndexType<int>>(
                            exec, {0, 0}, {frame_hi - frame_lo, nk}),
-                       detail::SpotCornersFunctor<Mem>{psf.data(), frame_lo, plan.device_fullwave,
-                                                       xcorner, ycorner});
+                       detail::SpotCornersFunctor<typename Psf::device_type, Mem>{
+                           psf.device(), frame_lo, plan.device_fullwave, xcorner, ycorner});
   auto hx = Kokkos::create_mirror_view(xcorner);
   auto hy = Kokkos::create_mirror_view(ycorner);
   Kokkos::deep_copy(exec, hx, xcorner);

@@ -20,7 +20,7 @@
 // CCD is an Error (invalid input).
 #include <perfex/error.hpp>
 #include <perfex/extract/options.hpp>
-#include <perfex/psf/psf_data.hpp>
+#include <perfex/psf/any_psf.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -51,14 +51,6 @@ inline std::string grid_text(const ExtractionOptions& o) {
   return number(o.wmin) + "," + number(o.wmax) + "," + number(o.dw);
 }
 
-// The PSF's wavelength domain: where both traces are defined.
-inline double domain_lo(const psf::GaussHermitePsfData& p) {
-  return std::max(p.xtrace.wavemin, p.ytrace.wavemin);
-}
-inline double domain_hi(const psf::GaussHermitePsfData& p) {
-  return std::min(p.xtrace.wavemax, p.ytrace.wavemax);
-}
-
 }  // namespace preflight_detail
 
 // Length of make_wavelength_grid(wmin, wmax, dw), without building it (a double: an absurd
@@ -68,21 +60,20 @@ inline double wavelength_grid_length(double wmin, double wmax, double dw) {
 }
 
 // Throws unless fibres [specmin, specmin + nspec) are all in the PSF.
-inline void check_fibres(const ExtractionOptions& o, const psf::GaussHermitePsfData& psf) {
-  if (o.specmin >= 0 && o.nspec >= 1 && o.specmin + static_cast<long long>(o.nspec) <= psf.nfib)
-    return;
+inline void check_fibres(const ExtractionOptions& o, const psf::PsfData& psf) {
+  const int nfib = psf.summary().nfib;
+  if (o.specmin >= 0 && o.nspec >= 1 && o.specmin + static_cast<long long>(o.nspec) <= nfib) return;
   throw RequestError("fibres " + std::to_string(o.specmin) + "-" +
                      std::to_string(o.specmin + static_cast<long long>(o.nspec) - 1) +
                      " (specmin " + std::to_string(o.specmin) + ", nspec " +
                      std::to_string(o.nspec) + ") requested, but the PSF has " +
-                     std::to_string(psf.nfib) + " fibres (0-" + std::to_string(psf.nfib - 1) + ")");
+                     std::to_string(nfib) + " fibres (0-" + std::to_string(nfib - 1) + ")");
 }
 
 // Throws unless the grid wmin,wmax,dw has 1 to kMaxGridLength bins and at least one inside
 // the PSF's trace domain. Returns a warning ("" if none) when some bins fall outside it:
 // there the traces are extrapolated, and bins off the CCD end up NODATA.
-inline std::string check_wavelength_grid(const ExtractionOptions& o,
-                                         const psf::GaussHermitePsfData& psf) {
+inline std::string check_wavelength_grid(const ExtractionOptions& o, const psf::PsfData& psf) {
   using namespace preflight_detail;
   const double n = wavelength_grid_length(o.wmin, o.wmax, o.dw);
   if (!(o.dw > 0) || !std::isfinite(o.wmin) || !std::isfinite(o.wmax) || !(o.wmax >= o.wmin))
@@ -90,7 +81,8 @@ inline std::string check_wavelength_grid(const ExtractionOptions& o,
   if (!(n <= kMaxGridLength))
     throw RequestError("wavelength grid " + grid_text(o) + " has " + number(n) +
                        " wavelengths (at most " + number(kMaxGridLength) + " supported)");
-  const double lo = domain_lo(psf), hi = domain_hi(psf);
+  const psf::PsfSummary ps = psf.summary();
+  const double lo = ps.trace_wavemin, hi = ps.trace_wavemax;
   const double last = o.wmin + (n - 1) * o.dw;
   if (last < lo || o.wmin > hi)
     throw RequestError("wavelength grid " + grid_text(o) + " (" + number(o.wmin) + "-" +
@@ -147,23 +139,25 @@ inline std::vector<std::string> fit_patches_to_grid(ExtractionOptions& o) {
   return warnings;
 }
 
-// The Gauss-Hermite widths over the padded grid the extraction evaluates, where it reaches
-// beyond the PSF's domain (inside, validate() checked them).
-inline void check_psf_over_grid(const ExtractionOptions& o, const psf::GaussHermitePsfData& psf) {
+// The PSF's validity (for a Gauss-Hermite PSF: its widths) over the padded grid the extraction
+// evaluates, where it reaches beyond the PSF's domain (inside, validate() checked it).
+inline void check_psf_over_grid(const ExtractionOptions& o, const psf::PsfData& psf) {
   const double n = wavelength_grid_length(o.wmin, o.wmax, o.dw);
   const double lo = o.wmin - o.wavepad() * o.dw;
   const double hi = o.wmin + (n - 1 + o.wavepad() + o.nwavestep) * o.dw;
-  if (lo < psf.wavemin) psf.check_widths(lo, psf.wavemin);
-  if (hi > psf.wavemax) psf.check_widths(psf.wavemax, hi);
+  const psf::PsfSummary ps = psf.summary();
+  if (lo < ps.wavemin) psf.check_over(lo, ps.wavemin);
+  if (hi > ps.wavemax) psf.check_over(ps.wavemax, hi);
 }
 
 // Throws unless an image of rows x cols is the PSF's CCD (NPIX_Y rows, NPIX_X columns).
-inline void check_image_size(const psf::GaussHermitePsfData& psf, int rows, int cols) {
-  if (rows == psf.npix_y && cols == psf.npix_x) return;
-  const bool transposed = rows == psf.npix_x && cols == psf.npix_y;
+inline void check_image_size(const psf::PsfData& psf, int rows, int cols) {
+  const psf::PsfSummary ps = psf.summary();
+  if (rows == ps.npix_y && cols == ps.npix_x) return;
+  const bool transposed = rows == ps.npix_x && cols == ps.npix_y;
   throw Error("image of " + std::to_string(rows) + " rows x " + std::to_string(cols) +
-              " columns, but the PSF's CCD has NPIX_Y = " + std::to_string(psf.npix_y) +
-              " rows x NPIX_X = " + std::to_string(psf.npix_x) + " columns" +
+              " columns, but the PSF's CCD has NPIX_Y = " + std::to_string(ps.npix_y) +
+              " rows x NPIX_X = " + std::to_string(ps.npix_x) + " columns" +
               (transposed ? " (the image is transposed?)" : ""));
 }
 
@@ -198,13 +192,13 @@ inline std::string human_bytes(double bytes) {
   return buf;
 }
 
-inline RunSize estimate_run_size(const ExtractionOptions& o, const psf::GaussHermitePsfData& psf,
-                                 int ccd_rows, int ccd_cols) {
+inline RunSize estimate_run_size(const ExtractionOptions& o, const psf::PsfData& psf, int ccd_rows,
+                                 int ccd_cols) {
   RunSize s;
   s.nwave = wavelength_grid_length(o.wmin, o.wmax, o.dw);
   s.nspec = o.nspec;
   const double pixels = static_cast<double>(ccd_rows) * ccd_cols;
-  const double diagonals = 2.0 * psf.hsizey + 1;
+  const double diagonals = 2.0 * (psf.summary().spot_rows / 2) + 1;
   s.host_image = 24 * pixels;
   s.device_image = 16 * pixels;
   s.host_model = o.model_image ? 16 * pixels : 0;
@@ -261,7 +255,7 @@ inline void check_host_memory(const RunSize& size, double available) {
 // Every check above for a library caller: throws perfex::Error for a request that cannot
 // work, adapts what can be adapted and returns the warnings. The image size is checked when
 // ccd_rows and ccd_cols are given (> 0).
-inline std::vector<std::string> preflight(ExtractionOptions& o, const psf::GaussHermitePsfData& psf,
+inline std::vector<std::string> preflight(ExtractionOptions& o, const psf::PsfData& psf,
                                           int ccd_rows = 0, int ccd_cols = 0) {
   o.validate();
   check_fibres(o, psf);
@@ -306,15 +300,16 @@ struct ResolvedRequest {
 // the PSF's CCD and the host memory the run needs against what is available. Throws
 // RequestError for a refused request (its message starting with the parameter's name) and Error
 // for an image that is not the PSF's CCD (unless allowed: then a warning).
-inline ResolvedRequest resolve_request(const Request& request, const psf::GaussHermitePsfData& psf,
+inline ResolvedRequest resolve_request(const Request& request, const psf::PsfData& psf,
                                        int ccd_rows, int ccd_cols, const ParameterNames& names = {},
                                        double available = available_host_memory()) {
   ResolvedRequest r;
   ExtractionOptions& o = r.options;
   o = request.options;
+  const psf::PsfSummary ps = psf.summary();
   if (!request.wavelength_given) {
-    o.wmin = psf.wavemin;
-    o.wmax = psf.wavemax;
+    o.wmin = ps.wavemin;
+    o.wmax = ps.wavemax;
     o.dw = 0.8;
   }
   try {
@@ -323,13 +318,13 @@ inline ResolvedRequest resolve_request(const Request& request, const psf::GaussH
     throw RequestError(e.what());
   }
   const std::string fibre_names = request.nspec_given ? names.fibres : names.specmin;
-  if (!request.nspec_given && o.specmin >= 0 && o.specmin < psf.nfib &&
-      o.specmin + static_cast<long long>(o.nspec) > psf.nfib) {
-    r.warnings.push_back("the PSF has " + std::to_string(psf.nfib) + " fibres: extracting " +
-                         std::to_string(psf.nfib - o.specmin) + " (fibres " +
-                         std::to_string(o.specmin) + "-" + std::to_string(psf.nfib - 1) +
+  if (!request.nspec_given && o.specmin >= 0 && o.specmin < ps.nfib &&
+      o.specmin + static_cast<long long>(o.nspec) > ps.nfib) {
+    r.warnings.push_back("the PSF has " + std::to_string(ps.nfib) + " fibres: extracting " +
+                         std::to_string(ps.nfib - o.specmin) + " (fibres " +
+                         std::to_string(o.specmin) + "-" + std::to_string(ps.nfib - 1) +
                          ") instead of the default " + std::to_string(o.nspec));
-    o.nspec = psf.nfib - o.specmin;
+    o.nspec = ps.nfib - o.specmin;
   }
   const std::string grid_name = request.wavelength_given ? names.grid : "the PSF's default grid";
   auto refuse = [](const std::string& name, const std::string& what) {

@@ -104,7 +104,7 @@ void check_device_memory(const extract::RunSize& size) {
 // One frame's files and request.
 struct FilesRequest {
   std::string image;     // preproc image (IMAGE, IVAR, MASK[, FIBERMAP])
-  std::string psf;       // GaussHermite PSF
+  std::string psf;       // PSF (any format read_psf reads)
   std::string output;    // frame file (".gz": compressed)
   std::string model;     // model image file ("" = none)
   std::string fibermap;  // fibermap file whose rows replace the image's FIBERMAP ("" = none)
@@ -158,7 +158,7 @@ inline FilesResult extract_files(const FilesRequest& job, const FilesNames& name
   check_backend(backend, names.prefix + names.backend);
 
   const auto r0 = clock::now();
-  const psf::GaussHermitePsfData psf =
+  const psf::PsfData psf =
       while_doing("reading the PSF " + job.psf, [&] { return read_psf(job.psf); });
   const extract::PixelBox ccd =
       while_doing("reading the image " + job.image, [&] { return preproc_extent(job.image); });
@@ -183,28 +183,31 @@ inline FilesResult extract_files(const FilesRequest& job, const FilesNames& name
       // Plan from the PSF first, then read only the image rows and columns the patches touch,
       // converted once; on host backends the extraction uses those arrays in place.
       const auto t0 = clock::now();
-      const auto device_psf = extract::upload_psf(exec, psf);
-      const auto plan = extract::plan_frame(exec, device_psf, ccd.row1, ccd.col1, resolved.options);
-      const auto t1 = clock::now();
-      const PreprocImage image = while_doing("reading the image " + job.image, [&] {
-        return read_preproc(job.image, 0x2FF, plan.pixel_box());
+      return extract::with_psf_model(exec, psf, [&](const auto& device_psf) {
+        const auto plan =
+            extract::plan_frame(exec, device_psf, ccd.row1, ccd.col1, resolved.options);
+        const auto t1 = clock::now();
+        const PreprocImage image = while_doing("reading the image " + job.image, [&] {
+          return read_preproc(job.image, 0x2FF, plan.pixel_box());
+        });
+        for (const std::string& w : image.warnings) note(w);
+        const auto t2 = clock::now();
+        read_seconds = std::chrono::duration<double>(t2 - t1).count();
+        auto device_image = [&] {
+          if constexpr (Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible) {
+            auto in_place = extract::wrap_host_image(image.ccd.pixels.data(), image.ccd.ivar.data(),
+                                                     image.ccd.nrows, image.ccd.ncols);
+            in_place.region = image.ccd.region;
+            return in_place;
+          } else {
+            return extract::upload_image(exec, image.ccd);
+          }
+        }();
+        extract::Frame frame =
+            extract::extract_frame(exec, plan, device_psf, device_image, progress);
+        r.seconds = std::chrono::duration<double>(t1 - t0 + (clock::now() - t2)).count();
+        return frame;
       });
-      for (const std::string& w : image.warnings) note(w);
-      const auto t2 = clock::now();
-      read_seconds = std::chrono::duration<double>(t2 - t1).count();
-      auto device_image = [&] {
-        if constexpr (Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible) {
-          auto in_place = extract::wrap_host_image(image.ccd.pixels.data(), image.ccd.ivar.data(),
-                                                   image.ccd.nrows, image.ccd.ncols);
-          in_place.region = image.ccd.region;
-          return in_place;
-        } else {
-          return extract::upload_image(exec, image.ccd);
-        }
-      }();
-      extract::Frame frame = extract::extract_frame(exec, plan, device_psf, device_image, progress);
-      r.seconds = std::chrono::duration<double>(t1 - t0 + (clock::now() - t2)).count();
-      return frame;
     });
   });
   const auto w0 = clock::now();
