@@ -6,6 +6,7 @@
 //
 //   check_fibres            the fibres exist in the PSF
 //   check_wavelength_grid   the grid has a sane length and reaches the PSF's domain
+//   fit_padding_to_psf      the wavelength padding widened to cover the PSF's spots
 //   fit_patches_to_grid     nwavestep and the wavelength padding clamped to the grid
 //   check_psf_over_grid     the PSF's widths stay valid where the padded grid extrapolates
 //   check_image_size        the image is the PSF's CCD (not transposed, not cut)
@@ -94,6 +95,35 @@ inline std::string check_wavelength_grid(const ExtractionOptions& o, const psf::
   return number(below + above) + " of the grid's " + number(n) + " wavelengths lie outside the " +
          "PSF's domain " + number(lo) + "-" + number(hi) +
          " A: its traces are extrapolated there (bins off the CCD are masked NODATA)";
+}
+
+// The wavelength padding (wavepad0 + int(wavepad0 * wavepad_frac) bins each side of a patch's
+// core) must span more CCD rows than a spot (1.25 spot boxes, at the PSF's smallest dispersion
+// over the padded grid and the requested fibres): else the core's edge bins are fitted with their
+// neighbours' light cut off and differ from specter's by tenths of a sigma. DESI's default of 12
+// bins spans ~17 rows of an 11-row spot; a PSF with taller spots or a finer grid gets more, by
+// raising wavepad0 (wavepad_frac kept). Returns a warning when it changes the padding.
+inline std::vector<std::string> fit_padding_to_psf(ExtractionOptions& o, const psf::PsfData& psf) {
+  const double n = wavelength_grid_length(o.wmin, o.wmax, o.dw);
+  const psf::PsfSummary ps = psf.summary();
+  if (!(n >= 1 && n <= kMaxGridLength) || o.specmin < 0 || o.nspec < 1 ||
+      o.specmin + static_cast<long long>(o.nspec) > ps.nfib)
+    return {};  // the other checks' business
+  const double lo = std::max(ps.trace_wavemin, o.wmin - o.wavepad() * o.dw);
+  const double hi = std::min(ps.trace_wavemax, o.wmin + (n - 1 + o.wavepad() + o.nwavestep) * o.dw);
+  if (!(hi > lo)) return {};
+  const double rows_per_bin = psf.rows().min_slope(o.specmin, o.nspec, lo, hi) * o.dw;
+  if (!(rows_per_bin > 0) || !std::isfinite(rows_per_bin)) return {};
+  const double needed = std::ceil(1.25 * ps.spot_rows / rows_per_bin);
+  if (o.wavepad() >= needed || needed > kMaxGridLength) return {};
+  const int requested = o.wavepad(), requested_pad0 = o.wavepad0;
+  while (o.wavepad() < needed) ++o.wavepad0;
+  return {"wavelength padding of " + std::to_string(requested) + " bins (wavepad " +
+          std::to_string(requested_pad0) + ") spans " +
+          preflight_detail::number(requested * rows_per_bin) +
+          " CCD rows, less than 1.25 times the PSF's " + std::to_string(ps.spot_rows) +
+          "-row spots: using " + std::to_string(o.wavepad()) + " bins (wavepad " +
+          std::to_string(o.wavepad0) + ")"};
 }
 
 // A patch needs at most the grid's own wavelengths as core and as padding: nwavestep is
@@ -262,6 +292,7 @@ inline std::vector<std::string> preflight(ExtractionOptions& o, const psf::PsfDa
   std::vector<std::string> warnings;
   const std::string outside = check_wavelength_grid(o, psf);
   if (!outside.empty()) warnings.push_back(outside);
+  for (auto& w : fit_padding_to_psf(o, psf)) warnings.push_back(w);
   for (auto& w : fit_patches_to_grid(o)) warnings.push_back(w);
   check_psf_over_grid(o, psf);
   if (ccd_rows > 0 && ccd_cols > 0) check_image_size(psf, ccd_rows, ccd_cols);
@@ -341,6 +372,8 @@ inline ResolvedRequest resolve_request(const Request& request, const psf::PsfDat
   } catch (const Error& e) {
     refuse(grid_name, e.what());
   }
+  for (const std::string& w : fit_padding_to_psf(o, psf))
+    r.warnings.push_back(names.patches + ": " + w);
   for (const std::string& w : fit_patches_to_grid(o))
     r.warnings.push_back(names.patches + ": " + w);
   try {

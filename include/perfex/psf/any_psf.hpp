@@ -45,6 +45,10 @@ class PsfData {
   void validate() const {
     visit([](const auto& d) { d.validate(); });
   }
+  // The trace's rows, y_f(λ).
+  const LegendreTraceSet& rows() const {
+    return visit([](const auto& d) -> const LegendreTraceSet& { return d.rows(); });
+  }
   // Throws unless the model stays valid over [w0, w1] (where a grid makes it extrapolate).
   void check_over(double w0, double w1) const {
     visit([&](const auto& d) { d.check_over(w0, w1); });

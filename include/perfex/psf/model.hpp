@@ -215,7 +215,7 @@ struct ComputeSpotsFunctor {
   XCornerView xcorner;
   YCornerView ycorner;
 
-  int thread_words() const { return words + (contiguous ? 0 : ny * nx); }
+  KOKKOS_INLINE_FUNCTION int thread_words() const { return words + (contiguous ? 0 : ny * nx); }
   std::size_t thread_scratch_bytes() const { return Scratch::shmem_size(thread_words()); }
   int league_size(int nf) const { return nf * ((nwave + run - 1) / run); }
 

@@ -35,6 +35,32 @@ struct LegendreTraceSet {
   double wavemin = 0, wavemax = 0;
   int ncoeff = 0;
   std::vector<double> coeff;  // [nfib][ncoeff]
+
+  // The series of fibre f at w (host; the device models evaluate it the same way).
+  double value(int f, double w) const {
+    const double u = (w - wavemin) * (2.0 / (wavemax - wavemin)) - 1.0;
+    const double* c = &coeff[static_cast<std::size_t>(f) * ncoeff];
+    double p0 = 1.0, p1 = u, s = c[0];
+    if (ncoeff > 1) s += c[1] * u;
+    for (int m = 2; m < ncoeff; ++m) {
+      const double p2 = ((2 * m - 1) * u * p1 - (m - 1) * p0) / m;
+      s += c[m] * p2;
+      p0 = p1;
+      p1 = p2;
+    }
+    return s;
+  }
+  // The smallest |d value / dw| of fibres [f0, f0 + nf) over [w0, w1] (65 samples each).
+  double min_slope(int f0, int nf, double w0, double w1) const {
+    double slope = HUGE_VAL;
+    const double h = 1e-3 * (wavemax - wavemin);
+    for (int f = f0; f < f0 + nf; ++f)
+      for (int i = 0; i <= 64; ++i) {
+        const double w = w0 + (w1 - w0) * i / 64;
+        slope = std::min(slope, std::abs(value(f, w + h) - value(f, w - h)) / (2 * h));
+      }
+    return slope;
+  }
 };
 
 // Parses "GH-i-j" into (i, j); false for any other name.
@@ -182,6 +208,7 @@ struct GaussHermitePsfData {
     check_widths(wavemin, wavemax);
   }
 
+  const LegendreTraceSet& rows() const { return ytrace; }  // y(λ): CCD rows
   PsfSummary summary() const {
     PsfSummary s;
     s.type = "GAUSS-HERMITE";
@@ -245,6 +272,7 @@ struct GaussHermite2PsfData {
   int ghdegx2 = 0, ghdegy2 = 0;  // the second core's degrees
 
   std::string label() const { return gh.label(); }
+  const LegendreTraceSet& rows() const { return gh.ytrace; }
   PsfSummary summary() const {
     PsfSummary s = gh.summary();
     s.type = "GAUSS-HERMITE2";

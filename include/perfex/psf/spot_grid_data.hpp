@@ -40,6 +40,7 @@ struct SpotGridPsfData {
     return source.empty() ? std::string("synthetic PSF") : "PSF '" + source + "'";
   }
 
+  const LegendreTraceSet& rows() const { return ytrace; }  // y(λ): CCD rows
   PsfSummary summary() const {
     PsfSummary s;
     s.type = "SPOTGRID";
