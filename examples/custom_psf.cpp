@@ -7,6 +7,7 @@
 #include <perfex/extract/extract_frame.hpp>
 #include <perfex/extract/simulate.hpp>
 #include <perfex/psf/model.hpp>
+#include <perfex/runtime.hpp>
 
 #include <cmath>
 #include <cstdio>
@@ -85,7 +86,7 @@ struct GaussianPsf {
 }  // namespace toy
 
 int main(int argc, char* argv[]) {
-  Kokkos::ScopeGuard kokkos(argc, argv);
+  perfex::Runtime kokkos(argc, argv);  // Kokkos, its thread count checked before it starts
   using Exec = Kokkos::DefaultExecutionSpace;
   const Exec exec;
   namespace ex = perfex::extract;

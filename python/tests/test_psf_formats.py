@@ -10,17 +10,20 @@ import pickle
 import subprocess
 
 import numpy as np
-import pytest
-
 import perfex
 import perfex.gpu_specter as gs
+import pytest
 
 import clients
 from conftest import run_python
 
 FORMATS = ["gauss-hermite-v3", "gauss-hermite-v2", "gauss-hermite2", "spotgrid"]
-TYPES = {"gauss-hermite-v3": "GAUSS-HERMITE", "gauss-hermite-v2": "GAUSS-HERMITE",
-         "gauss-hermite2": "GAUSS-HERMITE2", "spotgrid": "SPOTGRID"}
+TYPES = {
+    "gauss-hermite-v3": "GAUSS-HERMITE",
+    "gauss-hermite-v2": "GAUSS-HERMITE",
+    "gauss-hermite2": "GAUSS-HERMITE2",
+    "spotgrid": "SPOTGRID",
+}
 WAVELENGTH = "6000,6300,0.8"
 OPTIONS = dict(wavelength=WAVELENGTH, specmin=0, nspec=5, bundlesize=5, nsubbundles=1)
 
@@ -30,9 +33,10 @@ def files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("formats")
     out = {}
     for path in perfex._perfex.write_synthetic_psfs(str(folder), 10, 0.0):
-        name = os.path.basename(path)[len("psf-synthetic-"):-len(".fits")]
-        image = clients.simulate_preproc(path, str(folder / f"preproc-{name}.fits"), nspec=5,
-                                         wavelength="5900,6400,0.8", seed=7)
+        name = os.path.basename(path)[len("psf-synthetic-") : -len(".fits")]
+        image = clients.simulate_preproc(
+            path, str(folder / f"preproc-{name}.fits"), nspec=5, wavelength="5900,6400,0.8", seed=7
+        )
         out[name] = (path, image)
     return out
 
@@ -68,13 +72,28 @@ def test_every_front_end_extracts_every_format(files, name, tmp_path):
     # The drop-in: gpu_specter's read_psf / read_img / extract_frame on the same files.
     psfdata = gs.io.read_psf(psf_path)
     assert psfdata["PSF"].meta["WAVEMIN"] == pytest.approx(perfex.read_psf(psf_path).wavemin)
-    dropin = gs.core.extract_frame(gs.io.read_img(image_path), psfdata, bundlesize=5, specmin=0,
-                                   nspec=5, wavelength=WAVELENGTH, nsubbundles=1)
+    dropin = gs.core.extract_frame(
+        gs.io.read_img(image_path), psfdata, bundlesize=5, specmin=0, nspec=5, wavelength=WAVELENGTH, nsubbundles=1
+    )
     assert np.array_equal(dropin["specflux"], api.flux)
     assert np.array_equal(dropin["specivar"], api.ivar)
     # The Python command line and the C++ tool write the same frame.
-    args = ["-i", image_path, "-p", psf_path, "-w", WAVELENGTH, "-s", "0", "-n", "5",
-            "--bundlesize", "5", "--nsubbundles", "1"]
+    args = [
+        "-i",
+        image_path,
+        "-p",
+        psf_path,
+        "-w",
+        WAVELENGTH,
+        "-s",
+        "0",
+        "-n",
+        "5",
+        "--bundlesize",
+        "5",
+        "--nsubbundles",
+        "1",
+    ]
     python_out = str(tmp_path / "python.fits")
     result = run_python(["-m", "perfex.extract", *args, "-o", python_out])
     assert result.returncode == 0, result.stdout + result.stderr

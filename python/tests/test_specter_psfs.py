@@ -12,9 +12,8 @@ import os
 import sys
 
 import numpy as np
-import pytest
-
 import perfex
+import pytest
 
 import clients
 
@@ -49,7 +48,7 @@ def psf_files(tmp_path_factory):
             files["specter-" + name] = path
     synthetic = tmp_path_factory.mktemp("psfs")
     for path in perfex._perfex.write_synthetic_psfs(str(synthetic), 25, 0.002):
-        files[os.path.basename(path)[len("psf-"):-len(".fits")]] = path
+        files[os.path.basename(path)[len("psf-") : -len(".fits")]] = path
     return files
 
 
@@ -58,8 +57,14 @@ def psfs(tmp_path_factory):
     return psf_files(tmp_path_factory)
 
 
-CASES = ["specter-gauss-hermite-v2", "specter-gauss-hermite2", "synthetic-gauss-hermite-v3",
-         "synthetic-gauss-hermite-v2", "synthetic-gauss-hermite2", "synthetic-spotgrid"]
+CASES = [
+    "specter-gauss-hermite-v2",
+    "specter-gauss-hermite2",
+    "synthetic-gauss-hermite-v3",
+    "synthetic-gauss-hermite-v2",
+    "synthetic-gauss-hermite2",
+    "synthetic-spotgrid",
+]
 
 
 def grid(case):
@@ -90,8 +95,8 @@ def test_spots_match_specter_xypix(psfs, case):
             r0, r1 = min(ys.start, yp.start), max(ys.stop, yp.stop)
             a = np.zeros((r1 - r0, c1 - c0))
             b = np.zeros_like(a)
-            a[ys.start - r0:ys.stop - r0, xs.start - c0:xs.stop - c0] = ref
-            b[yp.start - r0:yp.stop - r0, xp.start - c0:xp.stop - c0] = pix
+            a[ys.start - r0 : ys.stop - r0, xs.start - c0 : xs.stop - c0] = ref
+            b[yp.start - r0 : yp.stop - r0, xp.start - c0 : xp.stop - c0] = pix
             worst = max(worst, np.abs(a - b).max() / ref.max())
     print(f"\n{case}: spots, max |perfex - specter| / max spot = {worst:.2e}")
     assert worst < 1e-10
@@ -123,11 +128,21 @@ def test_extraction_matches_specter_ex2d(psfs, case):
     read_noise = 3.0
     image = rng.poisson(np.clip(model, 0, None)) + rng.normal(0, read_noise, model.shape)
     ivar = 1.0 / (read_noise**2 + np.clip(model, 0, None))
-    ref = specter.extract.ex2d(image, ivar, sp, 0, NSPEC, wave, bundlesize=NSPEC, nsubbundles=1,
-                               wavesize=50, full_output=True)
-    frame = perfex.extract_frame(image, ivar, px, wavelength=f"{w0},{w1},{dw}", specmin=0,
-                                 nspec=NSPEC, bundlesize=NSPEC, nsubbundles=1, nwavestep=50,
-                                 progress=False)
+    ref = specter.extract.ex2d(
+        image, ivar, sp, 0, NSPEC, wave, bundlesize=NSPEC, nsubbundles=1, wavesize=50, full_output=True
+    )
+    frame = perfex.extract_frame(
+        image,
+        ivar,
+        px,
+        wavelength=f"{w0},{w1},{dw}",
+        specmin=0,
+        nspec=NSPEC,
+        bundlesize=NSPEC,
+        nsubbundles=1,
+        nwavestep=50,
+        progress=False,
+    )
     ok = (ref["ivar"] > 0) & (frame.ivar > 0)
     sigma = np.sqrt(1 / np.where(ok, ref["ivar"], 1) + 1 / np.where(ok, frame.ivar, 1))
     pull = np.abs(frame.flux - ref["flux"]) / sigma
@@ -136,11 +151,13 @@ def test_extraction_matches_specter_ex2d(psfs, case):
     # Resolution: the diagonals both keep, over the bins both constrain.
     nd_p, nd_s = frame.resolution.shape[1] // 2, ref["resolution_data"].shape[1] // 2
     nd = min(nd_p, nd_s)
-    rp = frame.resolution[:, nd_p - nd:nd_p + nd + 1, :]
-    rs = ref["resolution_data"][:, nd_s - nd:nd_s + nd + 1, :]
+    rp = frame.resolution[:, nd_p - nd : nd_p + nd + 1, :]
+    rs = ref["resolution_data"][:, nd_s - nd : nd_s + nd + 1, :]
     r_diff = np.abs(rp - rs).transpose(0, 2, 1)[ok].max()
-    print(f"\n{case}: {ok.sum()} bins, pulls < 0.01 sigma: {100 * below:.2f} %, max pull "
-          f"{pull[ok].max():.4f}; ivar median |rel diff| {ivar_rel:.1e}; R max |diff| {r_diff:.1e} "
-          f"(+-{nd} diagonals)")
+    print(
+        f"\n{case}: {ok.sum()} bins, pulls < 0.01 sigma: {100 * below:.2f} %, max pull "
+        f"{pull[ok].max():.4f}; ivar median |rel diff| {ivar_rel:.1e}; R max |diff| {r_diff:.1e} "
+        f"(+-{nd} diagonals)"
+    )
     assert ok.mean() > 0.95
     assert below >= 0.99

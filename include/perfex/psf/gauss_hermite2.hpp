@@ -68,7 +68,7 @@ struct GaussHermite2Device : LegendreTraces<MemorySpace> {
     Y,
     SIGX,
     SIGY,
-    NSIG,
+    CUTOFF,
     SIGX2,
     SIGY2,
     TAILAMP,
@@ -167,7 +167,7 @@ struct GaussHermite2Device : LegendreTraces<MemorySpace> {
     pixel_hermite_integrals(member, ny, ey, s[SIGY], dy1, buf + L.E, buf + L.by1);
     pixel_hermite_integrals(member, nx, ex, s[SIGX2], dx2, buf + L.E, buf + L.bx2);
     pixel_hermite_integrals(member, ny, ey, s[SIGY2], dy2, buf + L.E, buf + L.by2);
-    const double nsig2 = s[NSIG] * s[NSIG];
+    const double nsig2 = s[CUTOFF] * s[CUTOFF];
     add_core(member, nx, ny, dx1, dy1, a1, buf + L.bx1, buf + L.by1, buf + L.T, core, true,
              [&](int p, int q) {
                const double u = ((c0 + q) - x) / s[SIGX], v = ((r0 + p) - y) / s[SIGY];
