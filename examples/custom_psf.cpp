@@ -3,7 +3,7 @@
 // on a 300 x 1400 pixel CCD, straight traces with a slight polynomial curvature, a circular
 // Gaussian spot whose width grows from 0.9 to 1.4 pixels along the spectrum. It simulates an
 // image of known spectra with noise, extracts it, and checks that the pulls
-// (flux - truth) / sigma have an RMS near 1.
+// (flux - R·truth) / sigma have an RMS near 1.
 #include <perfex/extract/extract_frame.hpp>
 #include <perfex/extract/simulate.hpp>
 #include <perfex/psf/model.hpp>
@@ -107,13 +107,22 @@ int main(int argc, char* argv[]) {
       ex::simulate_image(exec, psf, opt.specmin, opt.nspec, wave, truth, /*read_noise=*/2.0, 5);
   const ex::Frame frame = ex::extract_frame(exec, psf, ex::upload_image(exec, sim.ccd), opt);
 
+  // Pulls against the truth seen through the resolution: (R·truth)_i = Σ_k R[i][k]·truth_k,
+  // R[k − nd + d][k] stored at resolution[f][d][k]; bins within nd of the ends skipped.
+  const int nd = frame.ndiag, K = frame.nwave;
   double sum2 = 0;
   long n = 0;
   for (int f = 0; f < frame.nspec; ++f)
-    for (int k = 0; k < frame.nwave; ++k) {
-      const std::size_t i = frame.index(f, k);
-      if (frame.ivar[i] <= 0) continue;
-      const double pull = (frame.flux[i] - truth[i] / opt.dw) * std::sqrt(frame.ivar[i]);
+    for (int i = nd; i < K - nd; ++i) {
+      if (frame.ivar[frame.index(f, i)] <= 0) continue;
+      double convolved = 0;
+      for (int d = 0; d <= 2 * nd; ++d) {
+        const int k = i + nd - d;
+        convolved += frame.resolution[(static_cast<std::size_t>(f) * (2 * nd + 1) + d) * K + k] *
+                     truth[frame.index(f, k)];
+      }
+      const double pull = (frame.flux[frame.index(f, i)] - convolved / opt.dw) *
+                          std::sqrt(frame.ivar[frame.index(f, i)]);
       sum2 += pull * pull;
       ++n;
     }
