@@ -198,16 +198,6 @@ def as_image(image, ivar=None):
     return Image(image, ivar)
 
 
-def _psf_xypix(psf, fibre, wavelength):
-    """(xslice, yslice, pixels): the normalised spot of a fibre at a wavelength and the CCD
-    columns and rows it covers, as specter's PSF.xypix (not clipped to the CCD)."""
-    initialize()
-    return psf._xypix(fibre, wavelength)
-
-
-Psf.xypix = _psf_xypix
-
-
 def read_psf(path):
     """Reads a PSF file: GAUSS-HERMITE (specex, PSFVER 1-3), GAUSS-HERMITE2 or SPOTGRID, chosen
     by its PSFTYPE and PSFVER as specter's load_psf does."""

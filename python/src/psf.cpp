@@ -192,6 +192,7 @@ std::shared_ptr<PsfData> psf_from_dict(const py::dict& s) {
 // specter's PSF.xypix(ispec, wavelength) without the clipping to the CCD: (xslice, yslice,
 // pixels[ny][nx]) of the normalised spot, on the host backend.
 py::tuple xypix(const PsfData& psf, int fibre, double wavelength) {
+  py::module_::import("perfex.runtime").attr("initialize")();  // as the API's first call starts it
   require_runtime();
   const int nfib = psf.summary().nfib;
   if (fibre < 0 || fibre >= nfib)
@@ -257,7 +258,7 @@ void register_psf(py::module_& m) {
                              })
       .def("to_dict", &psf_to_dict)
       .def_static("from_dict", &psf_from_dict)
-      .def("_xypix", &xypix, py::arg("fibre"), py::arg("wavelength"),
+      .def("xypix", &xypix, py::arg("fibre"), py::arg("wavelength"),
            "(xslice, yslice, pixels): the normalised spot of a fibre at a wavelength and the "
            "CCD columns and rows it covers (specter's PSF.xypix, not clipped to the CCD).")
       .def("__repr__",

@@ -7,7 +7,7 @@ import numpy
 import numpy.typing
 import typing
 from . import testing
-__all__: list[str] = ['AtomicOutput', 'Error', 'ExtractionOptions', 'HostImage', 'MAX_HOST_THREADS', 'Plan', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_outputs', 'concurrency', 'cuda_device_count', 'default_backend', 'device_for_rank', 'device_sharers', 'extract_files', 'extract_frame', 'finalize', 'frame_mask', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'plan_frame', 'preproc_shape', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'resolve_request', 'set_device_sharers', 'shared_device_budget', 'testing', 'write_frame', 'write_model']
+__all__: list[str] = ['AtomicOutput', 'Error', 'ExtractionOptions', 'HostImage', 'MAX_HOST_THREADS', 'Plan', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_outputs', 'concurrency', 'cuda_device_count', 'default_backend', 'device_for_rank', 'device_sharers', 'extract_files', 'extract_frame', 'finalize', 'frame_mask', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'plan_frame', 'preproc_shape', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'resolve_request', 'set_device_sharers', 'shared_device_budget', 'testing', 'write_frame', 'write_model', 'write_synthetic_psfs']
 class Error(RuntimeError):
     pass
 class RequestError(Error):
@@ -24,6 +24,10 @@ class Psf:
         ...
     def to_dict(self) -> dict:
         ...
+    def xypix(self, fibre: typing.SupportsInt | typing.SupportsIndex, wavelength: typing.SupportsFloat | typing.SupportsIndex) -> tuple:
+        """
+        (xslice, yslice, pixels): the normalised spot of a fibre at a wavelength and the CCD columns and rows it covers (specter's PSF.xypix, not clipped to the CCD).
+        """
     @property
     def fibermin(self) -> int:
         ...
@@ -49,7 +53,16 @@ class Psf:
     def psferr(self) -> float:
         ...
     @property
+    def psftype(self) -> str:
+        ...
+    @property
     def source(self) -> str:
+        ...
+    @property
+    def spot_cols(self) -> int:
+        ...
+    @property
+    def spot_rows(self) -> int:
         ...
     @property
     def wavemax(self) -> float:
@@ -263,7 +276,7 @@ def frame_mask(chi2pix: numpy.ndarray, pixmask_fraction: numpy.ndarray, ivar: nu
     ...
 def initialize(threads: typing.SupportsInt | typing.SupportsIndex = 0, device: typing.SupportsInt | typing.SupportsIndex = -1) -> str:
     """
-    Starts Kokkos (threads <= 0: its default, capped at 512; device: the GPU, -1 Kokkos' default); returns the cap's warning or ''.
+    Starts Kokkos with perfex::host_threads' count (threads <= 0: from the environment, capped at 512; a bad thread variable is a RequestError naming it; device: the GPU, -1 Kokkos' default); returns the cap's warning or ''.
     """
 def is_forked_child() -> bool:
     """
@@ -301,5 +314,9 @@ def write_frame(path: str, frame: typing.Any, image_path: str = '', psf_path: st
     ...
 def write_model(path: str, frame: typing.Any, image_path: str = '', psf_path: str = '') -> list[str]:
     ...
+def write_synthetic_psfs(folder: str, nfib: typing.SupportsInt | typing.SupportsIndex = 25, tailamp: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> list[str]:
+    """
+    Writes the synthetic DESI-like PSF (psf/synthetic.hpp) in every format perfex reads: GAUSS-HERMITE PSFVER 3 and 2, GAUSS-HERMITE2 and sampled into a SPOTGRID; returns the paths.
+    """
 MAX_HOST_THREADS: int = 512
 __version__: str = '0.1.0'
