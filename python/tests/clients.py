@@ -154,7 +154,10 @@ def _report_clients(*names):
     for name in names:
         module = sys.modules.get(name) or importlib.import_module(name)
         version = getattr(module, "__version__", "?")
-        print(f"client {name} {version} from {os.path.dirname(module.__file__)}", flush=True)
+        # One write per line: under mpirun a line written in pieces can interleave with another
+        # rank's.
+        sys.stdout.flush()
+        os.write(sys.stdout.fileno(), f"client {name} {version} from {os.path.dirname(module.__file__)}\n".encode())
 
 
 def _alias():
