@@ -43,7 +43,8 @@ const perfex::psf::GaussHermitePsfData& bench_psf() {
       std::string(env ? env : PERFEX_SHARED_DATA_DIR) + "/psf-r0-00051060.fits";
   struct stat st {};
   if (stat(path.c_str(), &st) == 0) {
-    psf = std::make_unique<perfex::psf::GaussHermitePsfData>(perfex::io::read_psf(path));
+    psf = std::make_unique<perfex::psf::GaussHermitePsfData>(
+        perfex::io::read_gauss_hermite_psf(path));
     benchmark::AddCustomContext("psf", path);
     return *psf;
   }

@@ -36,7 +36,7 @@ def extract_frame(
     allow_image_size_mismatch=False,
     **options,
 ):
-    """Extracts the spectra of a CCD image with a GaussHermite PSF; returns a Frame.
+    """Extracts the spectra of a CCD image with a PSF (any format read_psf reads); returns a Frame.
 
     image, ivar: 2-D arrays (ivar 0 = masked pixel; apply the preproc MASK first, as
     read_preproc does), or a perfex.Image / PreprocImage alone. psf: a perfex.Psf, a PSF file

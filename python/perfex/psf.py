@@ -9,7 +9,8 @@ from ._perfex import Error, Psf
 
 
 def read_psf(path):
-    """Reads a specex GaussHermite PSF file (PSFVER 3)."""
+    """Reads a PSF file: GAUSS-HERMITE (specex, PSFVER 1-3), GAUSS-HERMITE2 or SPOTGRID, chosen
+    by its PSFTYPE and PSFVER as specter's load_psf does."""
     return _perfex.read_psf(os.fspath(path))
 
 
@@ -70,5 +71,7 @@ def as_psf(psf):
     if isinstance(psf, (str, bytes, os.PathLike)):
         return read_psf(os.fsdecode(psf))
     if isinstance(psf, dict):
+        if isinstance(psf.get("perfex"), Psf):  # perfex.gpu_specter.io.read_psf of another format
+            return psf["perfex"]
         return psf_from_tables(psf)
     raise TypeError(f"psf: expected a perfex.Psf, a PSF file name or gpu_specter's PSF dict, got {type(psf).__name__}")

@@ -11,9 +11,9 @@
 
 namespace perfex_py {
 
-using perfex::psf::GaussHermitePsfData;
+using perfex::psf::PsfData;
 
-FrameJob::FrameJob(const GaussHermitePsfData& psf, const perfex::extract::Request& request,
+FrameJob::FrameJob(const PsfData& psf, const perfex::extract::Request& request,
                    int ccd_rows, int ccd_cols, const perfex::extract::ParameterNames& names,
                    const std::string& backend, Times times)
     : psf_(psf), ccd_rows_(ccd_rows), ccd_cols_(ccd_cols), backend_(backend), times_(times) {
@@ -21,7 +21,7 @@ FrameJob::FrameJob(const GaussHermitePsfData& psf, const perfex::extract::Reques
   resolved_ = perfex::extract::check_job(request, psf_, ccd_rows, ccd_cols, names, *times_);
 }
 
-FrameJob::FrameJob(const GaussHermitePsfData& psf, perfex::extract::ResolvedRequest resolved,
+FrameJob::FrameJob(const PsfData& psf, perfex::extract::ResolvedRequest resolved,
                    int ccd_rows, int ccd_cols, const std::string& backend, Times times)
     : psf_(psf),
       resolved_(std::move(resolved)),
@@ -39,8 +39,10 @@ void FrameJob::plan() {
     perfex::while_doing(
         "extracting " + perfex::extract::describe(resolved_.size, backend_ == "cuda"), [&] {
           perfex::with_backend(backend_, [&](const auto& exec) {
-            planned_ =
-                perfex::extract::plan_job(exec, psf_, resolved_, ccd_rows_, ccd_cols_, *times_);
+            psf_.visit([&](const auto& format) {
+              planned_ = perfex::extract::plan_job(exec, format, resolved_, ccd_rows_, ccd_cols_,
+                                                   *times_);
+            });
           });
         });
   });
@@ -110,7 +112,7 @@ namespace {
 // (wall, CPU) seconds of the C++ call alone, its result dropped: the baseline the benchmark
 // measures the Python call's overhead against. host_copy: the C++ entry for host arrays instead
 // (extract_frame of a CcdImage holding a copy of the image, which it checks and uploads).
-std::pair<double, double> time_extract_frame(HostImage& image, const GaussHermitePsfData& psf,
+std::pair<double, double> time_extract_frame(HostImage& image, const PsfData& psf,
                                              const perfex::extract::ExtractionOptions& options,
                                              const std::string& backend, bool host_copy) {
   require_runtime();
@@ -146,7 +148,7 @@ py::dict reference_extract(const std::string& image_path, const std::string& psf
                            const std::string& backend) {
   require_runtime();
   perfex::extract::Frame frame = kokkos_thread().run([&] {
-    const GaussHermitePsfData psf = perfex::io::read_psf(psf_path);
+    const PsfData psf = perfex::io::read_psf(psf_path);
     const perfex::io::PreprocImage image = perfex::io::read_preproc(image_path);
     return perfex::with_backend(backend, [&](const auto& exec) {
       return perfex::extract::extract_frame(exec, psf, image.ccd, options);
@@ -167,7 +169,7 @@ void def_extract(py::class_<FrameJob>& job) {
 
 void register_extraction(py::module_& m) {
   py::class_<FrameJob> job(m, "FrameJob");
-  job.def(py::init([](const GaussHermitePsfData& psf, const py::dict& options, int ccd_rows,
+  job.def(py::init([](const PsfData& psf, const py::dict& options, int ccd_rows,
                       int ccd_cols, bool wavelength_given, bool nspec_given,
                       bool allow_image_size_mismatch, const std::string& backend) {
             perfex::extract::Request request;

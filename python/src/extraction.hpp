@@ -18,11 +18,24 @@
 namespace perfex_py {
 
 namespace job_detail {
-template <class Tuple>
+// The planned jobs of one backend, one per PSF format.
+template <class E, class Formats>
+struct BackendJobs;
+template <class E, class... F>
+struct BackendJobs<E, std::variant<F...>> {
+  using type = std::tuple<perfex::extract::PlannedJobOf<E, F>...>;
+};
+// A variant of every (backend, PSF format)'s planned job.
+template <class Backends>
 struct PlannedJobs;
 template <class... E>
 struct PlannedJobs<std::tuple<E...>> {
-  using type = std::variant<perfex::extract::PlannedJob<E>...>;
+  template <class... Jobs>
+  static std::variant<Jobs...> as_variant(std::tuple<Jobs...>*);
+  using type = decltype(as_variant(
+      static_cast<decltype(std::tuple_cat(
+          std::declval<typename BackendJobs<E, perfex::psf::PsfData::Model>::type>()...))*>(
+          nullptr)));
 };
 }  // namespace job_detail
 
@@ -32,11 +45,11 @@ class FrameJob : public HoldsKokkos {
 
   // job::check of `request` for a ccd_rows x ccd_cols image on `backend`, its phases timed into
   // `times` (shared with the files around it, if any).
-  FrameJob(const perfex::psf::GaussHermitePsfData& psf, const perfex::extract::Request& request,
+  FrameJob(const perfex::psf::PsfData& psf, const perfex::extract::Request& request,
            int ccd_rows, int ccd_cols, const perfex::extract::ParameterNames& names,
            const std::string& backend, Times times);
   // A request resolved already (a frame's files: check_files_job).
-  FrameJob(const perfex::psf::GaussHermitePsfData& psf, perfex::extract::ResolvedRequest resolved,
+  FrameJob(const perfex::psf::PsfData& psf, perfex::extract::ResolvedRequest resolved,
            int ccd_rows, int ccd_cols, const std::string& backend, Times times);
 
   // job::plan, once.
@@ -65,7 +78,7 @@ class FrameJob : public HoldsKokkos {
   template <class F>
   decltype(auto) with_plan(F&& f);
 
-  perfex::psf::GaussHermitePsfData psf_;
+  perfex::psf::PsfData psf_;
   perfex::extract::ResolvedRequest resolved_;
   int ccd_rows_ = 0, ccd_cols_ = 0;
   std::string backend_;

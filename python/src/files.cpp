@@ -152,7 +152,7 @@ void register_files(py::module_& m) {
       .def_property_readonly(
           "psf",
           [](const FrameFiles& f) {
-            return std::make_shared<perfex::psf::GaussHermitePsfData>(f.files().psf);
+            return std::make_shared<perfex::psf::PsfData>(f.files().psf);
           })
       .def_property_readonly("ccd_shape",
                              [](const FrameFiles& f) {

@@ -1,12 +1,19 @@
-// PSFs: read from files, converted from and to dicts (pickling, MPI broadcasts, PSFs built from
-// arrays such as gpu_specter's tables).
+// PSFs of every format perfex reads (perfex::psf::PsfData): read from files, converted from and
+// to dicts (pickling, MPI broadcasts, PSFs built from arrays such as gpu_specter's tables), and
+// evaluated like specter's PSF.xypix.
+#include <perfex/extract/psf_models.hpp>
 #include <perfex/io/psf_fits.hpp>
+#include <perfex/psf/synthetic.hpp>
+#include <perfex/runtime.hpp>
 
 #include "bindings.hpp"
 
 namespace perfex_py {
 
+using perfex::psf::GaussHermite2PsfData;
 using perfex::psf::GaussHermitePsfData;
+using perfex::psf::PsfData;
+using perfex::psf::SpotGridPsfData;
 
 namespace {
 
@@ -27,9 +34,27 @@ perfex::psf::LegendreTraceSet trace_from(const py::handle& coeff, double wavemin
   return t;
 }
 
-// Every field, for pickling (MPI broadcasts) and for PSFs built from arrays.
-py::dict psf_to_dict(const GaussHermitePsfData& d) {
+std::vector<double> doubles(const py::handle& v, const char* what) {
+  const auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(v);
+  if (!a) throw Error(std::string("PSF: ") + what + " must be an array of numbers");
+  return std::vector<double>(a.data(), a.data() + a.size());
+}
+
+void put_traces(py::dict& s, const perfex::psf::LegendreTraceSet& x,
+                const perfex::psf::LegendreTraceSet& y, int nfib) {
+  s["xtrace"] = trace_array(x, nfib);
+  s["xtrace_wavemin"] = x.wavemin;
+  s["xtrace_wavemax"] = x.wavemax;
+  s["ytrace"] = trace_array(y, nfib);
+  s["ytrace_wavemin"] = y.wavemin;
+  s["ytrace_wavemax"] = y.wavemax;
+}
+
+// Every field, for pickling (MPI broadcasts) and for PSFs built from arrays; "psftype" names
+// the format (GAUSS-HERMITE when absent, as psf_from_tables builds it).
+py::dict gauss_hermite_dict(const GaussHermitePsfData& d) {
   py::dict s;
+  s["psftype"] = "GAUSS-HERMITE";
   s["source"] = d.source;
   s["fibermin"] = d.fibermin;
   s["hsizex"] = d.hsizex;
@@ -42,87 +67,236 @@ py::dict psf_to_dict(const GaussHermitePsfData& d) {
   s["psferr"] = d.psferr;
   s["wavemin"] = d.wavemin;
   s["wavemax"] = d.wavemax;
-  s["xtrace"] = trace_array(d.xtrace, d.nfib);
-  s["xtrace_wavemin"] = d.xtrace.wavemin;
-  s["xtrace_wavemax"] = d.xtrace.wavemax;
-  s["ytrace"] = trace_array(d.ytrace, d.nfib);
-  s["ytrace_wavemin"] = d.ytrace.wavemin;
-  s["ytrace_wavemax"] = d.ytrace.wavemax;
+  put_traces(s, d.xtrace, d.ytrace, d.nfib);
   s["param_names"] = d.param_names;
   s["coeff"] = to_numpy(std::vector<double>(d.coeff),
                         {d.nparam(), d.nfib, static_cast<py::ssize_t>(d.ncoeff())});
   return s;
 }
 
-std::shared_ptr<GaussHermitePsfData> psf_from_dict(const py::dict& s) {
-  auto d = std::make_shared<GaussHermitePsfData>();
-  auto get = [&](const char* key) -> py::object {
-    if (!s.contains(key)) throw Error(std::string("PSF: missing '") + key + "'");
-    return s[key];
-  };
-  try {
-    d->source = get("source").cast<std::string>();
-    d->fibermin = get("fibermin").cast<int>();
-    d->hsizex = get("hsizex").cast<int>();
-    d->hsizey = get("hsizey").cast<int>();
-    d->ghdegx = get("ghdegx").cast<int>();
-    d->ghdegy = get("ghdegy").cast<int>();
-    d->legdeg = get("legdeg").cast<int>();
-    d->npix_x = get("npix_x").cast<int>();
-    d->npix_y = get("npix_y").cast<int>();
-    d->psferr = get("psferr").cast<double>();
-    d->wavemin = get("wavemin").cast<double>();
-    d->wavemax = get("wavemax").cast<double>();
-    d->xtrace = trace_from(get("xtrace"), get("xtrace_wavemin").cast<double>(),
-                           get("xtrace_wavemax").cast<double>(), "xtrace");
-    d->ytrace = trace_from(get("ytrace"), get("ytrace_wavemin").cast<double>(),
-                           get("ytrace_wavemax").cast<double>(), "ytrace");
-    d->param_names = get("param_names").cast<std::vector<std::string>>();
-  } catch (const py::cast_error& e) {
-    throw Error(std::string("PSF: a field has the wrong type (") + e.what() + ")");
+py::dict psf_to_dict(const PsfData& psf) {
+  if (const auto* gh = psf.get_if<GaussHermitePsfData>()) return gauss_hermite_dict(*gh);
+  if (const auto* gh2 = psf.get_if<GaussHermite2PsfData>()) {
+    py::dict s = gauss_hermite_dict(gh2->gh);
+    s["psftype"] = "GAUSS-HERMITE2";
+    s["ghdegx2"] = gh2->ghdegx2;
+    s["ghdegy2"] = gh2->ghdegy2;
+    return s;
   }
+  const SpotGridPsfData& d = *psf.get_if<SpotGridPsfData>();
+  py::dict s;
+  s["psftype"] = "SPOTGRID";
+  s["source"] = d.source;
+  s["npix_x"] = d.npix_x;
+  s["npix_y"] = d.npix_y;
+  s["psferr"] = d.psferr;
+  put_traces(s, d.xtrace, d.ytrace, d.nfib);
+  s["fiberpos"] = to_numpy(std::vector<double>(d.fiberpos), {d.nfib});
+  s["spotpos"] =
+      to_numpy(std::vector<double>(d.spotpos), {static_cast<py::ssize_t>(d.spotpos.size())});
+  s["spotwave"] =
+      to_numpy(std::vector<double>(d.spotwave), {static_cast<py::ssize_t>(d.spotwave.size())});
+  s["spots"] = to_numpy(std::vector<double>(d.spots),
+                        {static_cast<py::ssize_t>(d.spotpos.size()),
+                         static_cast<py::ssize_t>(d.spotwave.size()), d.spot_ny, d.spot_nx});
+  s["ccd_pixel_size"] = d.ccd_pixel_size;
+  s["spot_pixel_size"] = d.spot_pixel_size;
+  return s;
+}
+
+template <class T>
+T field(const py::dict& s, const char* key) {
+  if (!s.contains(key)) throw Error(std::string("PSF: missing '") + key + "'");
+  try {
+    return s[key].cast<T>();
+  } catch (const py::cast_error& e) {
+    throw Error(std::string("PSF: field '") + key + "' has the wrong type (" + e.what() + ")");
+  }
+}
+
+GaussHermitePsfData gauss_hermite_from_dict(const py::dict& s) {
+  GaussHermitePsfData d;
+  d.source = field<std::string>(s, "source");
+  d.fibermin = field<int>(s, "fibermin");
+  d.hsizex = field<int>(s, "hsizex");
+  d.hsizey = field<int>(s, "hsizey");
+  d.ghdegx = field<int>(s, "ghdegx");
+  d.ghdegy = field<int>(s, "ghdegy");
+  d.legdeg = field<int>(s, "legdeg");
+  d.npix_x = field<int>(s, "npix_x");
+  d.npix_y = field<int>(s, "npix_y");
+  d.psferr = field<double>(s, "psferr");
+  d.wavemin = field<double>(s, "wavemin");
+  d.wavemax = field<double>(s, "wavemax");
+  d.xtrace = trace_from(field<py::object>(s, "xtrace"), field<double>(s, "xtrace_wavemin"),
+                        field<double>(s, "xtrace_wavemax"), "xtrace");
+  d.ytrace = trace_from(field<py::object>(s, "ytrace"), field<double>(s, "ytrace_wavemin"),
+                        field<double>(s, "ytrace_wavemax"), "ytrace");
+  d.param_names = field<std::vector<std::string>>(s, "param_names");
   const auto coeff =
-      py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(get("coeff"));
+      py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(s["coeff"]);
   if (!coeff || coeff.ndim() != 3)
     throw Error("PSF: coeff must be a 3-D [nparam][nfib][legdeg+1] array");
-  d->nfib = static_cast<int>(d->xtrace.ncoeff > 0 ? d->xtrace.coeff.size() / d->xtrace.ncoeff : 0);
-  if (coeff.shape(1) != d->nfib)
+  d.nfib = static_cast<int>(d.xtrace.ncoeff > 0 ? d.xtrace.coeff.size() / d.xtrace.ncoeff : 0);
+  if (coeff.shape(1) != d.nfib)
     throw Error("PSF: coeff has " + std::to_string(coeff.shape(1)) + " fibres, xtrace " +
-                std::to_string(d->nfib));
-  d->coeff.assign(coeff.data(), coeff.data() + coeff.size());
-  d->validate();
+                std::to_string(d.nfib));
+  d.coeff.assign(coeff.data(), coeff.data() + coeff.size());
   return d;
+}
+
+std::shared_ptr<PsfData> psf_from_dict(const py::dict& s) {
+  const std::string type =
+      s.contains("psftype") ? field<std::string>(s, "psftype") : "GAUSS-HERMITE";
+  PsfData psf;
+  if (type == "GAUSS-HERMITE") {
+    psf = gauss_hermite_from_dict(s);
+  } else if (type == "GAUSS-HERMITE2") {
+    GaussHermite2PsfData d;
+    d.gh = gauss_hermite_from_dict(s);
+    d.ghdegx2 = field<int>(s, "ghdegx2");
+    d.ghdegy2 = field<int>(s, "ghdegy2");
+    psf = std::move(d);
+  } else if (type == "SPOTGRID") {
+    SpotGridPsfData d;
+    d.source = field<std::string>(s, "source");
+    d.npix_x = field<int>(s, "npix_x");
+    d.npix_y = field<int>(s, "npix_y");
+    d.psferr = field<double>(s, "psferr");
+    d.xtrace = trace_from(field<py::object>(s, "xtrace"), field<double>(s, "xtrace_wavemin"),
+                          field<double>(s, "xtrace_wavemax"), "xtrace");
+    d.ytrace = trace_from(field<py::object>(s, "ytrace"), field<double>(s, "ytrace_wavemin"),
+                          field<double>(s, "ytrace_wavemax"), "ytrace");
+    d.nfib = static_cast<int>(d.xtrace.ncoeff > 0 ? d.xtrace.coeff.size() / d.xtrace.ncoeff : 0);
+    d.fiberpos = doubles(field<py::object>(s, "fiberpos"), "fiberpos");
+    d.spotpos = doubles(field<py::object>(s, "spotpos"), "spotpos");
+    d.spotwave = doubles(field<py::object>(s, "spotwave"), "spotwave");
+    const auto spots =
+        py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(s["spots"]);
+    if (!spots || spots.ndim() != 4)
+      throw Error("PSF: spots must be a 4-D [npos][nwave][ny][nx] array");
+    d.spot_ny = static_cast<int>(spots.shape(2));
+    d.spot_nx = static_cast<int>(spots.shape(3));
+    d.spots.assign(spots.data(), spots.data() + spots.size());
+    d.ccd_pixel_size = field<double>(s, "ccd_pixel_size");
+    d.spot_pixel_size = field<double>(s, "spot_pixel_size");
+    psf = std::move(d);
+  } else {
+    throw Error("PSF: psftype '" + type +
+                "' is not one perfex reads (GAUSS-HERMITE, GAUSS-HERMITE2, SPOTGRID)");
+  }
+  psf.validate();
+  return std::make_shared<PsfData>(std::move(psf));
+}
+
+// specter's PSF.xypix(ispec, wavelength) without the clipping to the CCD: (xslice, yslice,
+// pixels[ny][nx]) of the normalised spot, on the host backend.
+py::tuple xypix(const PsfData& psf, int fibre, double wavelength) {
+  py::module_::import("perfex.runtime").attr("initialize")();  // as the API's first call starts it
+  require_runtime();
+  const int nfib = psf.summary().nfib;
+  if (fibre < 0 || fibre >= nfib)
+    throw RequestError("fibre " + std::to_string(fibre) + " outside the PSF's 0-" +
+                       std::to_string(nfib - 1));
+  std::vector<double> values;
+  int col0 = 0, row0 = 0, ny = 0, nx = 0;
+  kokkos_thread().run([&] {
+    const Kokkos::DefaultHostExecutionSpace exec;
+    perfex::extract::with_psf_model(exec, psf, [&](const auto& model) {
+      using Mem = typename std::decay_t<decltype(model)>::memory_space;
+      ny = model.spot_rows();
+      nx = model.spot_cols();
+      Kokkos::View<double*, Mem> wave("perfex::xypix::wave", 1);
+      Kokkos::deep_copy(wave, wavelength);
+      Kokkos::View<double****, Kokkos::LayoutRight, Mem> spot("perfex::xypix::spot", 1, 1, ny, nx);
+      Kokkos::View<int**, Mem> xc("perfex::xypix::xc", 1, 1), yc("perfex::xypix::yc", 1, 1);
+      perfex::psf::compute_spots(exec, model, fibre, 1, wave, spot, xc, yc);
+      exec.fence();
+      values.assign(spot.data(), spot.data() + spot.size());
+      col0 = xc(0, 0);
+      row0 = yc(0, 0);
+      return 0;
+    });
+  });
+  py::object slice = py::module_::import("builtins").attr("slice");
+  return py::make_tuple(slice(col0, col0 + nx), slice(row0, row0 + ny),
+                        to_numpy(std::move(values), {ny, nx}));
 }
 
 }  // namespace
 
 void register_psf(py::module_& m) {
-  py::class_<GaussHermitePsfData, std::shared_ptr<GaussHermitePsfData>> psf(m, "Psf");
-  psf.def_readonly("source", &GaussHermitePsfData::source)
-      .def_readonly("nfib", &GaussHermitePsfData::nfib)
-      .def_readonly("fibermin", &GaussHermitePsfData::fibermin)
-      .def_readonly("hsizex", &GaussHermitePsfData::hsizex)
-      .def_readonly("hsizey", &GaussHermitePsfData::hsizey)
-      .def_readonly("npix_x", &GaussHermitePsfData::npix_x)
-      .def_readonly("npix_y", &GaussHermitePsfData::npix_y)
-      .def_readonly("psferr", &GaussHermitePsfData::psferr)
-      .def_readonly("wavemin", &GaussHermitePsfData::wavemin)
-      .def_readonly("wavemax", &GaussHermitePsfData::wavemax)
-      .def_readonly("param_names", &GaussHermitePsfData::param_names)
+  py::class_<PsfData, std::shared_ptr<PsfData>> psf(m, "Psf");
+  auto summary = [](auto member) {
+    return [member](const PsfData& d) { return d.summary().*member; };
+  };
+  psf.def_property_readonly("source", summary(&perfex::psf::PsfSummary::source))
+      .def_property_readonly("psftype", summary(&perfex::psf::PsfSummary::type))
+      .def_property_readonly("nfib", summary(&perfex::psf::PsfSummary::nfib))
+      .def_property_readonly("npix_x", summary(&perfex::psf::PsfSummary::npix_x))
+      .def_property_readonly("npix_y", summary(&perfex::psf::PsfSummary::npix_y))
+      .def_property_readonly("psferr", summary(&perfex::psf::PsfSummary::psferr))
+      .def_property_readonly("wavemin", summary(&perfex::psf::PsfSummary::wavemin))
+      .def_property_readonly("wavemax", summary(&perfex::psf::PsfSummary::wavemax))
+      .def_property_readonly("spot_rows", summary(&perfex::psf::PsfSummary::spot_rows))
+      .def_property_readonly("spot_cols", summary(&perfex::psf::PsfSummary::spot_cols))
+      // The spot box's half sizes (HSIZEX/HSIZEY for a GAUSS-HERMITE PSF).
+      .def_property_readonly("hsizex", [](const PsfData& d) { return d.summary().spot_cols / 2; })
+      .def_property_readonly("hsizey", [](const PsfData& d) { return d.summary().spot_rows / 2; })
+      .def_property_readonly("fibermin",
+                             [](const PsfData& d) {
+                               const auto* gh = d.get_if<GaussHermitePsfData>();
+                               return gh ? gh->fibermin : 0;
+                             })
+      .def_property_readonly("param_names",
+                             [](const PsfData& d) {
+                               if (const auto* gh = d.get_if<GaussHermitePsfData>())
+                                 return gh->param_names;
+                               if (const auto* gh2 = d.get_if<GaussHermite2PsfData>())
+                                 return gh2->gh.param_names;
+                               return std::vector<std::string>();
+                             })
       .def("to_dict", &psf_to_dict)
       .def_static("from_dict", &psf_from_dict)
+      .def("xypix", &xypix, py::arg("fibre"), py::arg("wavelength"),
+           "(xslice, yslice, pixels): the normalised spot of a fibre at a wavelength and the "
+           "CCD columns and rows it covers (specter's PSF.xypix, not clipped to the CCD).")
       .def("__repr__",
-           [](const GaussHermitePsfData& d) {
-             return "<perfex.Psf " + d.label() + ": " + std::to_string(d.nfib) + " fibres, " +
-                    std::to_string(d.wavemin) + "-" + std::to_string(d.wavemax) + " A>";
+           [](const PsfData& d) {
+             const auto s = d.summary();
+             return "<perfex.Psf " + d.label() + ": " + s.type + ", " + std::to_string(s.nfib) +
+                    " fibres, " + std::to_string(s.wavemin) + "-" + std::to_string(s.wavemax) +
+                    " A>";
            })
-      .def(py::pickle([](const GaussHermitePsfData& d) { return psf_to_dict(d); },
+      .def(py::pickle([](const PsfData& d) { return psf_to_dict(d); },
                       [](const py::dict& s) { return psf_from_dict(s); }));
+  m.def(
+      "write_synthetic_psfs",
+      [](const std::string& folder, int nfib, double tailamp) {
+        perfex::psf::SyntheticPsfOptions o;
+        o.nfib = nfib;
+        o.tailamp = tailamp;
+        o.trace_wavemax = o.wavemax;  // one domain: the older layouts' readers share it
+        const GaussHermitePsfData gh = perfex::psf::make_synthetic_psf(o);
+        std::vector<std::string> paths;
+        for (const char* name :
+             {"gauss-hermite-v3", "gauss-hermite-v2", "gauss-hermite2", "spotgrid"})
+          paths.push_back(folder + "/psf-synthetic-" + name + ".fits");
+        perfex::io::write_psf(paths[0], gh);
+        perfex::io::write_psf(paths[1], gh, 2);
+        perfex::io::write_psf(paths[2], perfex::psf::as_gauss_hermite2(gh));
+        perfex::io::write_psf(paths[3], perfex::psf::make_spot_grid_psf(gh));
+        return paths;
+      },
+      py::arg("folder"), py::arg("nfib") = 25, py::arg("tailamp") = 0.0,
+      "Writes the synthetic DESI-like PSF (psf/synthetic.hpp) in every format perfex reads: "
+      "GAUSS-HERMITE PSFVER 3 and 2, GAUSS-HERMITE2 and sampled into a SPOTGRID; returns the "
+      "paths.");
   m.def(
       "read_psf",
       [](const std::string& path) {
         py::gil_scoped_release nogil;
-        return std::make_shared<GaussHermitePsfData>(perfex::io::read_psf(path));
+        return std::make_shared<PsfData>(perfex::io::read_psf(path));
       },
       py::arg("path"));
 }

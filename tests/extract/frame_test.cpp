@@ -139,10 +139,10 @@ PERFEX_BACKEND_TEST_CASE("the plan's corners are the spot kernel's", "[extract]"
   Kokkos::View<double****, Kokkos::LayoutRight, Mem> spots("spots", nf, nk, psf.ny(), psf.nx());
   Kokkos::View<int**, Mem> xc("xc", nf, nk), yc("yc", nf, nk), px("px", nf, nk), py("py", nf, nk);
   perfex::psf::compute_spots(exec, psf, 0, nf, plan.device_fullwave, spots, xc, yc);
-  Kokkos::parallel_for(
-      "perfex::test::corners",
-      Kokkos::MDRangePolicy<TestType, Kokkos::Rank<2>>(exec, {0, 0}, {nf, nk}),
-      ex::detail::SpotCornersFunctor<Mem>{psf.data(), 0, plan.device_fullwave, px, py});
+  Kokkos::parallel_for("perfex::test::corners",
+                       Kokkos::MDRangePolicy<TestType, Kokkos::Rank<2>>(exec, {0, 0}, {nf, nk}),
+                       ex::detail::SpotCornersFunctor<typename decltype(psf)::device_type, Mem>{
+                           psf.device(), 0, plan.device_fullwave, px, py});
   auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), xc);
   auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), yc);
   auto hpx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), px);

@@ -88,6 +88,30 @@ TEST_CASE("preflight: nwavestep and padding clamped to the grid, defaults kept",
   }
 }
 
+TEST_CASE("preflight: the padding widened to cover the PSF's spots, DESI's kept", "[extract]") {
+  // DESI-like dispersion (~1.8 rows per A): 12 bins of 0.8 A span ~17 rows of 11-row spots.
+  auto desi = grid(6000, 6200, 0.8);
+  CHECK(perfex::extract::fit_padding_to_psf(desi, twenty_fibres()).empty());
+  CHECK(desi.wavepad() == 12);
+  // A quarter of that dispersion: 12 bins span ~4 rows; 1.25 spots need ~40 bins.
+  perfex::psf::SyntheticPsfOptions po;
+  po.nfib = 20;
+  po.y_last = 1000;
+  const auto compressed = perfex::psf::make_synthetic_psf(po);
+  auto o = grid(6000, 6200, 0.8);
+  const auto w = perfex::extract::fit_padding_to_psf(o, compressed);
+  REQUIRE(w.size() == 1);
+  CHECK(o.wavepad() >= 35);
+  CHECK(o.wavepad_frac == 0.2);
+  CHECK_THAT(w[0], Contains("wavelength padding of 12 bins") && Contains("11-row spots") &&
+                       Contains("using " + std::to_string(o.wavepad()) + " bins"));
+  // Through preflight, and a larger padding asked for is kept.
+  auto big = grid(6000, 6200, 0.8);
+  big.wavepad0 = 60;
+  CHECK(perfex::extract::fit_padding_to_psf(big, compressed).empty());
+  CHECK(big.wavepad0 == 60);
+}
+
 TEST_CASE("preflight: the image must be the PSF's CCD", "[extract]") {
   const auto psf = twenty_fibres();
   CHECK_NOTHROW(perfex::extract::check_image_size(psf, 4128, 4114));

@@ -133,7 +133,7 @@ PERFEX_BACKEND_TEST_CASE("extraction reproduces gpu_specter and agrees with spec
   PERFEX_ONLY_SELECTED_BACKEND();
   const std::string dir = perfex_test::shared_data_dir("gpu_specter/specter frame comparison");
   if (dir.empty()) return;
-  const auto psf = perfex::io::read_psf(dir + "/psf-r0-00051060.fits");
+  const auto psf = perfex::io::read_gauss_hermite_psf(dir + "/psf-r0-00051060.fits");
   for (const std::string image : {"sim-r0-b0-1", "sim-r0-b0-1-masked"}) {
     INFO("image " << image);
     const auto pre = perfex::io::read_preproc(dir + "/" + image + ".fits.gz");

@@ -161,7 +161,19 @@ std::vector<std::pair<std::string, Bytes>> synthetic_seeds() {
   po.nfib = 3;
   po.npix_x = 40;
   po.npix_y = 30;
-  perfex::io::write_psf(psf_path, perfex::psf::make_synthetic_psf(po));
+  const auto psf = perfex::psf::make_synthetic_psf(po);
+  perfex::io::write_psf(psf_path, psf);
+  // The same PSF in the other layouts read_psf reads.
+  const std::string v2_path = dir + "-psf-v2.fits", gh2_path = dir + "-psf-gh2.fits",
+                    grid_path = dir + "-psf-spotgrid.fits";
+  perfex::io::write_psf(v2_path, psf, 2);
+  perfex::io::write_psf(gh2_path, perfex::psf::as_gauss_hermite2(psf));
+  perfex::psf::SpotGridSampling sampling;
+  sampling.rebin = 2;
+  sampling.box = 5;
+  sampling.fibre_step = 2;
+  sampling.nwave = 3;
+  perfex::io::write_psf(grid_path, perfex::psf::make_spot_grid_psf(psf, sampling));
 
   perfex::extract::CcdImage img;
   img.nrows = 30;
@@ -194,10 +206,15 @@ std::vector<std::pair<std::string, Bytes>> synthetic_seeds() {
   fr.resolution.assign(n * 5, 0.2);
   perfex::io::write_frame(frame_path, fr, {img_path, psf_path});
 
-  std::vector<std::pair<std::string, Bytes>> seeds{{"synthetic PSF", file_bytes(psf_path)},
-                                                   {"synthetic preproc", file_bytes(img_path)},
-                                                   {"synthetic frame", file_bytes(frame_path)}};
-  for (const auto& p : {psf_path, img_path, frame_path}) std::remove(p.c_str());
+  std::vector<std::pair<std::string, Bytes>> seeds{
+      {"synthetic PSF", file_bytes(psf_path)},
+      {"synthetic preproc", file_bytes(img_path)},
+      {"synthetic frame", file_bytes(frame_path)},
+      {"synthetic PSF, PSFVER 2", file_bytes(v2_path)},
+      {"synthetic GAUSS-HERMITE2", file_bytes(gh2_path)},
+      {"synthetic SPOTGRID", file_bytes(grid_path)}};
+  for (const auto& p : {psf_path, img_path, frame_path, v2_path, gh2_path, grid_path})
+    std::remove(p.c_str());
   return seeds;
 }
 
@@ -224,7 +241,9 @@ int main(int argc, char* argv[]) {
       files.push_back(a);
   }
   auto seeds = synthetic_seeds();
-  const unsigned expected[] = {1, 2, 4};  // the synthetic seeds' own readers accept them
+  // The synthetic seeds' own readers accept them.
+  const unsigned expected[] = {1, 2, 4, 1, 1, 1};
+  const std::size_t nsynthetic = seeds.size();
   for (const auto& f : files) {
     if (access(f.c_str(), R_OK) != 0) {
       std::cout << "perfex_fuzz_readers: seed " << f << " absent: skipped\n";
@@ -242,7 +261,7 @@ int main(int argc, char* argv[]) {
     const Bytes& b = seeds[s].second;
     LLVMFuzzerTestOneInput(b.data(), b.size());
     const unsigned seed_accepted = perfex_fuzz::last_accepted();
-    if (s < 3 && (seed_accepted & expected[s]) == 0) {
+    if (s < nsynthetic && (seed_accepted & expected[s]) == 0) {
       std::cout << "perfex_fuzz_readers: FAIL: the " << seeds[s].first << " seed is rejected\n";
       return 1;
     }

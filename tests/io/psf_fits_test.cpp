@@ -16,6 +16,7 @@
 #include <perfex/psf/synthetic.hpp>
 
 using perfex::io::FitsFile;
+using perfex::io::read_gauss_hermite_psf;
 using perfex::io::read_psf;
 using perfex::io::write_psf;
 
@@ -61,7 +62,7 @@ std::string good_file(const perfex_io_test::TempDir& tmp, const std::string& nam
 TEST_CASE("io: inventory of the real PSF", "[io]") {
   const std::string dir = perfex_test::shared_data_dir("real PSF inventory");
   if (dir.empty()) return;
-  const auto d = read_psf(dir + "/psf-r0-00051060.fits");
+  const auto d = read_gauss_hermite_psf(dir + "/psf-r0-00051060.fits");
   CHECK(d.source == dir + "/psf-r0-00051060.fits");
   CHECK(d.nfib == 500);
   CHECK(d.fibermin == 0);
@@ -97,7 +98,7 @@ TEST_CASE("io: inventory of the real PSF", "[io]") {
 
   perfex_io_test::TempDir tmp;
   write_psf(tmp.file("copy.fits"), d);
-  const auto e = read_psf(tmp.file("copy.fits"));
+  const auto e = read_gauss_hermite_psf(tmp.file("copy.fits"));
   check_equal(d, e);
 }
 
@@ -110,7 +111,7 @@ TEST_CASE("io: synthetic PSF write -> read round trip is exact", "[io]") {
   d.coeff[17] = 0.1 + 0.2;  // a value needing all 17 digits
   d.xtrace.coeff[3] = std::nextafter(123.4, 200.0);
   write_psf(tmp.file("s.fits"), d);
-  const auto e = read_psf(tmp.file("s.fits"));
+  const auto e = read_gauss_hermite_psf(tmp.file("s.fits"));
   CHECK(e.source == tmp.file("s.fits"));
   check_equal(d, e);
   FitsFile f = FitsFile::open(tmp.file("s.fits"));

@@ -199,7 +199,8 @@ PERFEX_BACKEND_TEST_CASE("psf: spots are the same for every team shape", "[psf]"
     };
     const auto one = run({1, 1});
     using Functor =
-        perfex::psf::ComputeSpotsFunctor<TestType, M, decltype(wave), Spots, Corners, Corners>;
+        perfex::psf::ComputeSpotsFunctor<TestType, typename GaussHermitePsf<M>::device_type,
+                                         decltype(wave), Spots, Corners, Corners>;
     const auto shapes = perfex_psf_test::multi_thread_shapes<TestType>(Functor{});
     REQUIRE(!shapes.empty());
     for (const auto& shape : shapes) {

@@ -15,11 +15,11 @@
 #include <perfex/extract/image.hpp>
 #include <perfex/extract/options.hpp>
 #include <perfex/extract/patch_solver.hpp>
+#include <perfex/extract/psf_models.hpp>
 #include <perfex/extract/wavelength_grid.hpp>
 #include <perfex/memory.hpp>
 #include <perfex/profiling.hpp>
-#include <perfex/psf/gauss_hermite.hpp>
-#include <perfex/psf/psf_data.hpp>
+#include <perfex/psf/model.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -158,9 +158,8 @@ PatchSolver<ExecSpace, typename ExecSpace::memory_space> make_solver(
 
 // Spots and corners of the group's fibres that patches [lo, hi) solve (all of them unless a
 // range cuts the group), at their places in the group's spot arrays.
-template <class ExecSpace>
-void compute_group_spots(const ExecSpace& exec,
-                         const psf::GaussHermitePsf<typename ExecSpace::memory_space>& psf,
+template <class ExecSpace, class Psf>
+void compute_group_spots(const ExecSpace& exec, const Psf& psf,
                          const FramePlan<typename ExecSpace::memory_space>& plan,
                          const SpotGroup& group, int lo, int hi,
                          const FrameWork<typename ExecSpace::memory_space>& w) {
@@ -278,19 +277,20 @@ void summarise_frame(const FramePlan<MemorySpace>& plan, const DeviceImage<Memor
 
 }  // namespace detail
 
-// Extracts a planned frame from an image and a PSF already in exec's memory (upload_image,
-// upload_psf): repeated extractions upload nothing but the small patch table of their plan.
+// Extracts a planned frame from an image and a PSF model (psf/model.hpp) already in exec's
+// memory (upload_image, upload_psf): repeated extractions upload nothing but the small patch
+// table of their plan.
 // With a range, only those patches are solved (spots only of the groups they need; the image
 // need only hold their windows): the frame's other bins stay 0, and npatches, linalg_flops and
 // failed_bins count the range alone. Processes that share a plan's patches this way produce,
 // bin for bin, the values of one extraction of the whole plan. Its phases (Frame::phases, each a
 // profiling region "perfex::extract_frame::<phase>"): allocate, then per spot group spots and
 // solve, then finish (per Angstrom, results to the host, statuses and mask).
-template <class ExecSpace>
+template <class ExecSpace, class Psf>
 Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::memory_space>& plan,
-                    const psf::GaussHermitePsf<typename ExecSpace::memory_space>& psf,
-                    const DeviceImage<typename ExecSpace::memory_space>& image,
+                    const Psf& psf, const DeviceImage<typename ExecSpace::memory_space>& image,
                     const ProgressCallback& progress = {}, PatchRange range = {}) {
+  static_assert(psf::require_psf_model<Psf>(), "");
   ScopedRegion region("perfex::extract_frame");
   Kokkos::Timer timer;
   range = detail::check_request(plan, image, range);
@@ -321,10 +321,9 @@ Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::m
   return frame;
 }
 
-// Plans and extracts the requested fibres of an image and a PSF already in exec's memory.
-template <class ExecSpace>
-Frame extract_frame(const ExecSpace& exec,
-                    const psf::GaussHermitePsf<typename ExecSpace::memory_space>& psf,
+// Plans and extracts the requested fibres of an image and a PSF model already in exec's memory.
+template <class ExecSpace, class Psf, std::enable_if_t<psf::is_psf_model<Psf>::value, int> = 0>
+Frame extract_frame(const ExecSpace& exec, const Psf& psf,
                     const DeviceImage<typename ExecSpace::memory_space>& image,
                     const ExtractionOptions& options, const ProgressCallback& progress = {}) {
   Kokkos::Timer timer;
@@ -337,19 +336,20 @@ Frame extract_frame(const ExecSpace& exec,
   return frame;
 }
 
-// Host PSF data: uploaded for this call only.
+// Host PSF data (any format perfex reads): uploaded for this call only.
 template <class ExecSpace>
-Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_data,
+Frame extract_frame(const ExecSpace& exec, const psf::PsfData& psf_data,
                     const DeviceImage<typename ExecSpace::memory_space>& image,
                     const ExtractionOptions& options, const ProgressCallback& progress = {}) {
-  return extract_frame(exec, upload_psf(exec, psf_data), image, options, progress);
+  return with_psf_model(exec, psf_data, [&](const auto& model) {
+    return extract_frame(exec, model, image, options, progress);
+  });
 }
 
 // Host PSF data and host image: both uploaded for this call only.
 template <class ExecSpace>
-Frame extract_frame(const ExecSpace& exec, const psf::GaussHermitePsfData& psf_data,
-                    const CcdImage& image, const ExtractionOptions& options,
-                    const ProgressCallback& progress = {}) {
+Frame extract_frame(const ExecSpace& exec, const psf::PsfData& psf_data, const CcdImage& image,
+                    const ExtractionOptions& options, const ProgressCallback& progress = {}) {
   return extract_frame(exec, psf_data, upload_image(exec, image), options, progress);
 }
 

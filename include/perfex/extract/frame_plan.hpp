@@ -15,8 +15,7 @@
 #include <perfex/extract/wavelength_grid.hpp>
 #include <perfex/memory.hpp>
 #include <perfex/profiling.hpp>
-#include <perfex/psf/gauss_hermite.hpp>
-#include <perfex/psf/psf_data.hpp>
+#include <perfex/psf/model.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -27,29 +26,20 @@
 namespace perfex {
 namespace extract {
 
-// A PSF resident in exec's memory space: upload once, extract many times.
-template <class ExecSpace>
-psf::GaussHermitePsf<typename ExecSpace::memory_space> upload_psf(
-    const ExecSpace& exec, const psf::GaussHermitePsfData& data) {
-  return psf::GaussHermitePsf<typename ExecSpace::memory_space>(exec, data);
-}
-
 namespace detail {
 
-// Spot corners (first column, first row) of fibres [f0, f0 + nf) at every wavelength, placed
-// as psf::compute_spots places its boxes (round the trace to a pixel, step back the half-size),
-// without the spots: all the plan needs.
-template <class MemorySpace>
+// Spot corners (first column, first row) of fibres [f0, f0 + nf) at every wavelength, where
+// psf::compute_spots places its boxes, without the spots: all the plan needs.
+template <class Device, class MemorySpace>
 struct SpotCornersFunctor {
-  psf::detail::PsfDeviceData<MemorySpace> d;
+  Device d;
   int f0;
   Kokkos::View<const double*, MemorySpace> wave;
   Kokkos::View<int**, MemorySpace> xcorner, ycorner;
   KOKKOS_INLINE_FUNCTION void operator()(int f, int k) const {
-    const double X = d.trace_x(f0 + f, wave(k));
-    const double Y = d.trace_y(f0 + f, wave(k));
-    xcorner(f, k) = static_cast<int>(math::floor(X - d.hx + 0.5));
-    ycorner(f, k) = static_cast<int>(math::floor(Y - d.hy + 0.5));
+    const psf::SpotCorner c = d.spot_corner(f0 + f, wave(k));
+    xcorner(f, k) = c.col;
+    ycorner(f, k) = c.row;
   }
 };
 
@@ -111,21 +101,19 @@ namespace detail {
 
 // The plan's options as used (validated, psferr resolved), its patch geometry, and its output
 // and padded wavelength grids (the padded one on the device too).
-template <class ExecSpace>
-void plan_grids(const ExecSpace& exec,
-                const psf::GaussHermitePsf<typename ExecSpace::memory_space>& psf,
-                const ExtractionOptions& options,
+template <class ExecSpace, class Psf>
+void plan_grids(const ExecSpace& exec, const Psf& psf, const ExtractionOptions& options,
                 FramePlan<typename ExecSpace::memory_space>& plan) {
   using Mem = typename ExecSpace::memory_space;
   options.validate();
   plan.options = options;
   if (plan.options.psferr < 0) plan.options.psferr = psf.psferr();
   const ExtractionOptions& opt = plan.options;
-  const int ndiag = psf.hsizey();
-  plan.geometry = patch_geometry(opt, psf.ny(), psf.nx(), ndiag);
+  const int ndiag = psf.spot_rows() / 2;
+  plan.geometry = patch_geometry(opt, psf.spot_rows(), psf.spot_cols(), ndiag);
   if (plan.geometry.wavepad < ndiag)
     throw Error("extraction option wavepad (" + std::to_string(plan.geometry.wavepad) +
-                ") must be >= the PSF's HSIZEY (" + std::to_string(ndiag) +
+                ") must be >= half the PSF's spot rows (" + std::to_string(ndiag) +
                 ") to store the resolution band");
   plan.wave = make_wavelength_grid(opt.wmin, opt.wmax, opt.dw);
   plan.fullwave = make_padded_grid(plan.wave, opt.dw, plan.geometry.wavepad, opt.nwavestep);
@@ -145,9 +133,9 @@ struct PlanCorners {
 };
 
 // The corners of every fibre the bundles solve, in one launch.
-template <class ExecSpace>
+template <class ExecSpace, class Psf>
 PlanCorners<typename ExecSpace::memory_space> plan_corners(
-    const ExecSpace& exec, const psf::GaussHermitePsf<typename ExecSpace::memory_space>& psf,
+    const ExecSpace& exec, const Psf& psf,
     const FramePlan<typename ExecSpace::memory_space>& plan,
     const std::vector<BundlePlan>& bundles) {
   using Mem = typename ExecSpace::memory_space;
@@ -160,7 +148,8 @@ PlanCorners<typename ExecSpace::memory_space> plan_corners(
   Kokkos::parallel_for("perfex::extract::spot_corners",
                        Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>, Kokkos::IndexType<int>>(
                            exec, {0, 0}, {nf, nk}),
-                       SpotCornersFunctor<Mem>{psf.data(), c.lo, plan.device_fullwave, c.x, c.y});
+                       SpotCornersFunctor<typename Psf::device_type, Mem>{
+                           psf.device(), c.lo, plan.device_fullwave, c.x, c.y});
   c.host_x = Kokkos::create_mirror_view(c.x);
   c.host_y = Kokkos::create_mirror_view(c.y);
   Kokkos::deep_copy(exec, c.host_x, c.x);
@@ -232,14 +221,17 @@ void plan_budget(const ExecSpace& exec, const std::vector<BundlePlan>& bundles, 
 
 }  // namespace detail
 
-// Plans the extraction of options' fibres and wavelengths from a ccd_rows x ccd_cols image. Its
-// phases (FramePlan::phases, each a profiling region "perfex::plan_frame::<phase>"): grids,
+// Plans the extraction of options' fibres and wavelengths from a ccd_rows x ccd_cols image with
+// a PSF model (psf/model.hpp) in exec's memory. Its phases (FramePlan::phases, each a profiling region "perfex::plan_frame::<phase>"): grids,
 // corners (one launch), patches (host), bandwidths (one launch), budget.
-template <class ExecSpace>
-FramePlan<typename ExecSpace::memory_space> plan_frame(
-    const ExecSpace& exec, const psf::GaussHermitePsf<typename ExecSpace::memory_space>& psf,
-    int ccd_rows, int ccd_cols, const ExtractionOptions& options) {
+template <class ExecSpace, class Psf>
+FramePlan<typename ExecSpace::memory_space> plan_frame(const ExecSpace& exec, const Psf& psf,
+                                                       int ccd_rows, int ccd_cols,
+                                                       const ExtractionOptions& options) {
+  static_assert(psf::require_psf_model<Psf>(), "");
   using Mem = typename ExecSpace::memory_space;
+  static_assert(std::is_same<typename Psf::memory_space, Mem>::value,
+                "plan_frame: the PSF must be in the execution space's memory (upload_psf)");
   ScopedRegion region("perfex::plan_frame");
   FramePlan<Mem> plan;
   plan.ccd_rows = ccd_rows;
@@ -253,7 +245,7 @@ FramePlan<typename ExecSpace::memory_space> plan_frame(
   corners.stop(exec);
   Phase patches("plan_frame::patches", plan.phases);
   plan.patches = plan_frame_patches(
-      bundles, plan.options, static_cast<int>(plan.wave.size()), psf.nx(), psf.ny(), ccd_cols,
+      bundles, plan.options, static_cast<int>(plan.wave.size()), psf.spot_cols(), psf.spot_rows(), ccd_cols,
       ccd_rows, [&](int f, int k) { return c.host_x(f, k); },
       [&](int f, int k) { return c.host_y(f, k); });
   patches.stop();

@@ -13,8 +13,9 @@
 #include <perfex/extract/frame_plan.hpp>
 #include <perfex/extract/image.hpp>
 #include <perfex/extract/preflight.hpp>
+#include <perfex/extract/psf_models.hpp>
 #include <perfex/profiling.hpp>
-#include <perfex/psf/psf_data.hpp>
+#include <perfex/psf/any_psf.hpp>
 
 #include <string>
 #include <vector>
@@ -23,35 +24,50 @@ namespace perfex {
 namespace extract {
 
 // The request checked and adapted (resolve_request's refusals, warnings and memory estimate).
-inline ResolvedRequest check_job(const Request& request, const psf::GaussHermitePsfData& psf,
+inline ResolvedRequest check_job(const Request& request, const psf::PsfData& psf,
                                  int ccd_rows, int ccd_cols, const ParameterNames& names,
                                  PhaseTimes& times) {
   Phase phase("job::check", times);
   return resolve_request(request, psf, ccd_rows, ccd_cols, names);
 }
 
-// A planned job on one backend: the PSF in exec's memory and the frame's plan.
-template <class ExecSpace>
+// A planned job on one backend: the PSF's model (psf/model.hpp) in exec's memory and the
+// frame's plan.
+template <class ExecSpace, class Psf>
 struct PlannedJob {
   using memory_space = typename ExecSpace::memory_space;
   ExecSpace exec;
-  psf::GaussHermitePsf<memory_space> psf;
+  Psf psf;
   FramePlan<memory_space> plan;
 };
 
-// The job planned on exec for a ccd_rows x ccd_cols CCD, once the run is known to fit in the
-// device's free memory.
-template <class ExecSpace>
-PlannedJob<ExecSpace> plan_job(const ExecSpace& exec, const psf::GaussHermitePsfData& psf,
-                               const ResolvedRequest& request, int ccd_rows, int ccd_cols,
-                               PhaseTimes& times) {
+// The planned job of PSF data of one format (GaussHermitePsfData, ...) on exec.
+template <class ExecSpace, class PsfFormat>
+using PlannedJobOf = PlannedJob<ExecSpace, DeviceModel<ExecSpace, PsfFormat>>;
+
+// The job planned on exec for a ccd_rows x ccd_cols CCD from PSF data of one format, once the
+// run is known to fit in the device's free memory.
+template <class ExecSpace, class PsfFormat>
+PlannedJobOf<ExecSpace, PsfFormat> plan_job(const ExecSpace& exec, const PsfFormat& psf,
+                                            const ResolvedRequest& request, int ccd_rows,
+                                            int ccd_cols, PhaseTimes& times) {
   Phase phase("job::plan", times);
   check_device_memory<ExecSpace>(request.size);
-  PlannedJob<ExecSpace> job{exec, upload_psf(exec, psf), {}};
+  PlannedJobOf<ExecSpace, PsfFormat> job{exec, upload_psf(exec, psf), {}};
   job.plan = plan_frame(exec, job.psf, ccd_rows, ccd_cols, request.options);
   phase.stop(exec);
   times.append(job.plan.phases, 1);
   return job;
+}
+
+// f(planned job) with the job of a PSF in any format perfex reads; returns what f returns.
+template <class ExecSpace, class F>
+decltype(auto) with_planned_job(const ExecSpace& exec, const psf::PsfData& psf,
+                                const ResolvedRequest& request, int ccd_rows, int ccd_cols,
+                                PhaseTimes& times, F&& f) {
+  return psf.visit([&](const auto& format) -> decltype(auto) {
+    return f(plan_job(exec, format, request, ccd_rows, ccd_cols, times));
+  });
 }
 
 namespace detail {
@@ -71,8 +87,8 @@ DeviceImage<typename ExecSpace::memory_space> in_backend(const ExecSpace& exec,
 // DeviceImage in exec's memory, or a host CcdImage (used in place on host backends, copied to a
 // device). The frame's warnings start with `warnings` (the check's, for front ends that report
 // them with the frame).
-template <class ExecSpace, class Image>
-Frame extract_job(const PlannedJob<ExecSpace>& job, const Image& image,
+template <class ExecSpace, class Psf, class Image>
+Frame extract_job(const PlannedJob<ExecSpace, Psf>& job, const Image& image,
                   const ProgressCallback& progress, PatchRange range,
                   const std::vector<std::string>& warnings, PhaseTimes& times) {
   Phase phase("job::extract", times);

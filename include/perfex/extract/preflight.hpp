@@ -6,6 +6,7 @@
 //
 //   check_fibres            the fibres exist in the PSF
 //   check_wavelength_grid   the grid has a sane length and reaches the PSF's domain
+//   fit_padding_to_psf      the wavelength padding widened to cover the PSF's spots
 //   fit_patches_to_grid     nwavestep and the wavelength padding clamped to the grid
 //   check_psf_over_grid     the PSF's widths stay valid where the padded grid extrapolates
 //   check_image_size        the image is the PSF's CCD (not transposed, not cut)
@@ -22,7 +23,7 @@
 #include <perfex/error.hpp>
 #include <perfex/extract/options.hpp>
 #include <perfex/memory.hpp>
-#include <perfex/psf/psf_data.hpp>
+#include <perfex/psf/any_psf.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -50,14 +51,6 @@ inline std::string grid_text(const ExtractionOptions& o) {
   return number(o.wmin) + "," + number(o.wmax) + "," + number(o.dw);
 }
 
-// The PSF's wavelength domain: where both traces are defined.
-inline double domain_lo(const psf::GaussHermitePsfData& p) {
-  return std::max(p.xtrace.wavemin, p.ytrace.wavemin);
-}
-inline double domain_hi(const psf::GaussHermitePsfData& p) {
-  return std::min(p.xtrace.wavemax, p.ytrace.wavemax);
-}
-
 }  // namespace preflight_detail
 
 // Length of make_wavelength_grid(wmin, wmax, dw), without building it (a double: an absurd
@@ -67,21 +60,20 @@ inline double wavelength_grid_length(double wmin, double wmax, double dw) {
 }
 
 // Throws unless fibres [specmin, specmin + nspec) are all in the PSF.
-inline void check_fibres(const ExtractionOptions& o, const psf::GaussHermitePsfData& psf) {
-  if (o.specmin >= 0 && o.nspec >= 1 && o.specmin + static_cast<long long>(o.nspec) <= psf.nfib)
-    return;
+inline void check_fibres(const ExtractionOptions& o, const psf::PsfData& psf) {
+  const int nfib = psf.summary().nfib;
+  if (o.specmin >= 0 && o.nspec >= 1 && o.specmin + static_cast<long long>(o.nspec) <= nfib) return;
   throw RequestError("fibres " + std::to_string(o.specmin) + "-" +
                      std::to_string(o.specmin + static_cast<long long>(o.nspec) - 1) +
                      " (specmin " + std::to_string(o.specmin) + ", nspec " +
                      std::to_string(o.nspec) + ") requested, but the PSF has " +
-                     std::to_string(psf.nfib) + " fibres (0-" + std::to_string(psf.nfib - 1) + ")");
+                     std::to_string(nfib) + " fibres (0-" + std::to_string(nfib - 1) + ")");
 }
 
 // Throws unless the grid wmin,wmax,dw has 1 to kMaxGridLength bins and at least one inside
 // the PSF's trace domain. Returns a warning ("" if none) when some bins fall outside it:
 // there the traces are extrapolated, and bins off the CCD end up NODATA.
-inline std::string check_wavelength_grid(const ExtractionOptions& o,
-                                         const psf::GaussHermitePsfData& psf) {
+inline std::string check_wavelength_grid(const ExtractionOptions& o, const psf::PsfData& psf) {
   using namespace preflight_detail;
   const double n = wavelength_grid_length(o.wmin, o.wmax, o.dw);
   if (!(o.dw > 0) || !std::isfinite(o.wmin) || !std::isfinite(o.wmax) || !(o.wmax >= o.wmin))
@@ -89,7 +81,8 @@ inline std::string check_wavelength_grid(const ExtractionOptions& o,
   if (!(n <= kMaxGridLength))
     throw RequestError("wavelength grid " + grid_text(o) + " has " + number(n) +
                        " wavelengths (at most " + number(kMaxGridLength) + " supported)");
-  const double lo = domain_lo(psf), hi = domain_hi(psf);
+  const psf::PsfSummary ps = psf.summary();
+  const double lo = ps.trace_wavemin, hi = ps.trace_wavemax;
   const double last = o.wmin + (n - 1) * o.dw;
   if (last < lo || o.wmin > hi)
     throw RequestError("wavelength grid " + grid_text(o) + " (" + number(o.wmin) + "-" +
@@ -101,6 +94,35 @@ inline std::string check_wavelength_grid(const ExtractionOptions& o,
   return number(below + above) + " of the grid's " + number(n) + " wavelengths lie outside the " +
          "PSF's domain " + number(lo) + "-" + number(hi) +
          " A: its traces are extrapolated there (bins off the CCD are masked NODATA)";
+}
+
+// The wavelength padding (wavepad0 + int(wavepad0 * wavepad_frac) bins each side of a patch's
+// core) must span more CCD rows than a spot (1.25 spot boxes, at the PSF's smallest dispersion
+// over the padded grid and the requested fibres): else the core's edge bins are fitted with their
+// neighbours' light cut off and differ from specter's by tenths of a sigma. DESI's default of 12
+// bins spans ~17 rows of an 11-row spot; a PSF with taller spots or a finer grid gets more, by
+// raising wavepad0 (wavepad_frac kept). Returns a warning when it changes the padding.
+inline std::vector<std::string> fit_padding_to_psf(ExtractionOptions& o, const psf::PsfData& psf) {
+  const double n = wavelength_grid_length(o.wmin, o.wmax, o.dw);
+  const psf::PsfSummary ps = psf.summary();
+  if (!(n >= 1 && n <= kMaxGridLength) || o.specmin < 0 || o.nspec < 1 ||
+      o.specmin + static_cast<long long>(o.nspec) > ps.nfib)
+    return {};  // the other checks' business
+  const double lo = std::max(ps.trace_wavemin, o.wmin - o.wavepad() * o.dw);
+  const double hi = std::min(ps.trace_wavemax, o.wmin + (n - 1 + o.wavepad() + o.nwavestep) * o.dw);
+  if (!(hi > lo)) return {};
+  const double rows_per_bin = psf.rows().min_slope(o.specmin, o.nspec, lo, hi) * o.dw;
+  if (!(rows_per_bin > 0) || !std::isfinite(rows_per_bin)) return {};
+  const double needed = std::ceil(1.25 * ps.spot_rows / rows_per_bin);
+  if (o.wavepad() >= needed || needed > kMaxGridLength) return {};
+  const int requested = o.wavepad(), requested_pad0 = o.wavepad0;
+  while (o.wavepad() < needed) ++o.wavepad0;
+  return {"wavelength padding of " + std::to_string(requested) + " bins (wavepad " +
+          std::to_string(requested_pad0) + ") spans " +
+          preflight_detail::number(requested * rows_per_bin) +
+          " CCD rows, less than 1.25 times the PSF's " + std::to_string(ps.spot_rows) +
+          "-row spots: using " + std::to_string(o.wavepad()) + " bins (wavepad " +
+          std::to_string(o.wavepad0) + ")"};
 }
 
 // A patch needs at most the grid's own wavelengths as core and as padding: nwavestep is
@@ -146,23 +168,25 @@ inline std::vector<std::string> fit_patches_to_grid(ExtractionOptions& o) {
   return warnings;
 }
 
-// The Gauss-Hermite widths over the padded grid the extraction evaluates, where it reaches
-// beyond the PSF's domain (inside, validate() checked them).
-inline void check_psf_over_grid(const ExtractionOptions& o, const psf::GaussHermitePsfData& psf) {
+// The PSF's validity (for a Gauss-Hermite PSF: its widths) over the padded grid the extraction
+// evaluates, where it reaches beyond the PSF's domain (inside, validate() checked it).
+inline void check_psf_over_grid(const ExtractionOptions& o, const psf::PsfData& psf) {
   const double n = wavelength_grid_length(o.wmin, o.wmax, o.dw);
   const double lo = o.wmin - o.wavepad() * o.dw;
   const double hi = o.wmin + (n - 1 + o.wavepad() + o.nwavestep) * o.dw;
-  if (lo < psf.wavemin) psf.check_widths(lo, psf.wavemin);
-  if (hi > psf.wavemax) psf.check_widths(psf.wavemax, hi);
+  const psf::PsfSummary ps = psf.summary();
+  if (lo < ps.wavemin) psf.check_over(lo, ps.wavemin);
+  if (hi > ps.wavemax) psf.check_over(ps.wavemax, hi);
 }
 
 // Throws unless an image of rows x cols is the PSF's CCD (NPIX_Y rows, NPIX_X columns).
-inline void check_image_size(const psf::GaussHermitePsfData& psf, int rows, int cols) {
-  if (rows == psf.npix_y && cols == psf.npix_x) return;
-  const bool transposed = rows == psf.npix_x && cols == psf.npix_y;
+inline void check_image_size(const psf::PsfData& psf, int rows, int cols) {
+  const psf::PsfSummary ps = psf.summary();
+  if (rows == ps.npix_y && cols == ps.npix_x) return;
+  const bool transposed = rows == ps.npix_x && cols == ps.npix_y;
   throw Error("image of " + std::to_string(rows) + " rows x " + std::to_string(cols) +
-              " columns, but the PSF's CCD has NPIX_Y = " + std::to_string(psf.npix_y) +
-              " rows x NPIX_X = " + std::to_string(psf.npix_x) + " columns" +
+              " columns, but the PSF's CCD has NPIX_Y = " + std::to_string(ps.npix_y) +
+              " rows x NPIX_X = " + std::to_string(ps.npix_x) + " columns" +
               (transposed ? " (the image is transposed?)" : ""));
 }
 
@@ -184,13 +208,13 @@ struct RunSize {
   }
 };
 
-inline RunSize estimate_run_size(const ExtractionOptions& o, const psf::GaussHermitePsfData& psf,
-                                 int ccd_rows, int ccd_cols) {
+inline RunSize estimate_run_size(const ExtractionOptions& o, const psf::PsfData& psf, int ccd_rows,
+                                 int ccd_cols) {
   RunSize s;
   s.nwave = wavelength_grid_length(o.wmin, o.wmax, o.dw);
   s.nspec = o.nspec;
   const double pixels = static_cast<double>(ccd_rows) * ccd_cols;
-  const double diagonals = 2.0 * psf.hsizey + 1;
+  const double diagonals = 2.0 * (psf.summary().spot_rows / 2) + 1;
   s.host_image = 24 * pixels;
   s.device_image = 16 * pixels;
   s.host_model = o.model_image ? 16 * pixels : 0;
@@ -240,13 +264,14 @@ void check_device_memory(const RunSize& size) {
 // Every check above for a library caller: throws perfex::Error for a request that cannot
 // work, adapts what can be adapted and returns the warnings. The image size is checked when
 // ccd_rows and ccd_cols are given (> 0).
-inline std::vector<std::string> preflight(ExtractionOptions& o, const psf::GaussHermitePsfData& psf,
+inline std::vector<std::string> preflight(ExtractionOptions& o, const psf::PsfData& psf,
                                           int ccd_rows = 0, int ccd_cols = 0) {
   o.validate();
   check_fibres(o, psf);
   std::vector<std::string> warnings;
   const std::string outside = check_wavelength_grid(o, psf);
   if (!outside.empty()) warnings.push_back(outside);
+  for (auto& w : fit_padding_to_psf(o, psf)) warnings.push_back(w);
   for (auto& w : fit_patches_to_grid(o)) warnings.push_back(w);
   check_psf_over_grid(o, psf);
   if (ccd_rows > 0 && ccd_cols > 0) check_image_size(psf, ccd_rows, ccd_cols);
@@ -285,15 +310,16 @@ struct ResolvedRequest {
 // the PSF's CCD and the host memory the run needs against what is available. Throws
 // RequestError for a refused request (its message starting with the parameter's name) and Error
 // for an image that is not the PSF's CCD (unless allowed: then a warning).
-inline ResolvedRequest resolve_request(const Request& request, const psf::GaussHermitePsfData& psf,
+inline ResolvedRequest resolve_request(const Request& request, const psf::PsfData& psf,
                                        int ccd_rows, int ccd_cols, const ParameterNames& names = {},
                                        double available = available_host_memory()) {
   ResolvedRequest r;
   ExtractionOptions& o = r.options;
   o = request.options;
+  const psf::PsfSummary ps = psf.summary();
   if (!request.wavelength_given) {
-    o.wmin = psf.wavemin;
-    o.wmax = psf.wavemax;
+    o.wmin = ps.wavemin;
+    o.wmax = ps.wavemax;
     o.dw = 0.8;
   }
   try {
@@ -302,13 +328,13 @@ inline ResolvedRequest resolve_request(const Request& request, const psf::GaussH
     throw RequestError(e.what());
   }
   const std::string fibre_names = request.nspec_given ? names.fibres : names.specmin;
-  if (!request.nspec_given && o.specmin >= 0 && o.specmin < psf.nfib &&
-      o.specmin + static_cast<long long>(o.nspec) > psf.nfib) {
-    r.warnings.push_back("the PSF has " + std::to_string(psf.nfib) + " fibres: extracting " +
-                         std::to_string(psf.nfib - o.specmin) + " (fibres " +
-                         std::to_string(o.specmin) + "-" + std::to_string(psf.nfib - 1) +
+  if (!request.nspec_given && o.specmin >= 0 && o.specmin < ps.nfib &&
+      o.specmin + static_cast<long long>(o.nspec) > ps.nfib) {
+    r.warnings.push_back("the PSF has " + std::to_string(ps.nfib) + " fibres: extracting " +
+                         std::to_string(ps.nfib - o.specmin) + " (fibres " +
+                         std::to_string(o.specmin) + "-" + std::to_string(ps.nfib - 1) +
                          ") instead of the default " + std::to_string(o.nspec));
-    o.nspec = psf.nfib - o.specmin;
+    o.nspec = ps.nfib - o.specmin;
   }
   const std::string grid_name = request.wavelength_given ? names.grid : "the PSF's default grid";
   auto refuse = [](const std::string& name, const std::string& what) {
@@ -325,6 +351,8 @@ inline ResolvedRequest resolve_request(const Request& request, const psf::GaussH
   } catch (const Error& e) {
     refuse(grid_name, e.what());
   }
+  for (const std::string& w : fit_padding_to_psf(o, psf))
+    r.warnings.push_back(names.patches + ": " + w);
   for (const std::string& w : fit_patches_to_grid(o))
     r.warnings.push_back(names.patches + ": " + w);
   try {

@@ -10,7 +10,7 @@
 #include <perfex/error.hpp>
 #include <perfex/extract/image.hpp>
 #include <perfex/extract/wavelength_grid.hpp>
-#include <perfex/psf/gauss_hermite.hpp>
+#include <perfex/psf/model.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -31,14 +31,16 @@ struct SimulatedImage {
 };
 
 // Projects photons[nspec][nwave] (photons per bin, bin centres `wave`) of fibres
-// [specmin, specmin+nspec) onto the full CCD (psf.npix_y() × psf.npix_x()) and adds noise.
+// [specmin, specmin+nspec) through a PSF model (psf/model.hpp) onto the full CCD
+// (psf.npix_y() × psf.npix_x()) and adds noise.
 // Spot pixels outside the CCD are lost. read_noise >= 0; a pixel with read_noise² + model == 0
 // gets ivar 0.
-template <class ExecSpace, class Mem>
-SimulatedImage simulate_image(const ExecSpace& exec, const psf::GaussHermitePsf<Mem>& psf,
-                              int specmin, int nspec, const std::vector<double>& wave,
-                              const std::vector<double>& photons, double read_noise,
-                              unsigned seed) {
+template <class ExecSpace, class Psf>
+SimulatedImage simulate_image(const ExecSpace& exec, const Psf& psf, int specmin, int nspec,
+                              const std::vector<double>& wave, const std::vector<double>& photons,
+                              double read_noise, unsigned seed) {
+  static_assert(psf::require_psf_model<Psf>(), "");
+  using Mem = typename Psf::memory_space;
   const int K = static_cast<int>(wave.size());
   if (specmin < 0 || nspec < 1 || specmin + nspec > psf.nfib())
     throw Error("simulate_image: fibres [" + std::to_string(specmin) + ", " +
@@ -52,7 +54,7 @@ SimulatedImage simulate_image(const ExecSpace& exec, const psf::GaussHermitePsf<
   if (!(read_noise >= 0) || !std::isfinite(read_noise))
     throw Error("simulate_image: read noise must be >= 0, got " + std::to_string(read_noise));
 
-  const int nrows = psf.npix_y(), ncols = psf.npix_x(), ny = psf.ny(), nx = psf.nx();
+  const int nrows = psf.npix_y(), ncols = psf.npix_x(), ny = psf.spot_rows(), nx = psf.spot_cols();
   SimulatedImage sim;
   sim.ccd.nrows = nrows;
   sim.ccd.ncols = ncols;

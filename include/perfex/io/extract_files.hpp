@@ -37,7 +37,7 @@ namespace io {
 // One frame's files and request.
 struct FilesRequest {
   std::string image;     // preproc image (IMAGE, IVAR, MASK[, FIBERMAP])
-  std::string psf;       // GaussHermite PSF
+  std::string psf;       // PSF (any format read_psf reads)
   std::string output;    // frame file (".gz": compressed)
   std::string model;     // model image file ("" = none)
   std::string fibermap;  // fibermap file whose rows replace the image's FIBERMAP ("" = none)
@@ -77,7 +77,7 @@ struct FrameFiles {
   FilesRequest request;
   FilesNames names;
   std::string backend;
-  psf::GaussHermitePsfData psf;
+  psf::PsfData psf;
   extract::PixelBox ccd;
   std::vector<std::string> notes;
 
@@ -170,10 +170,12 @@ inline FilesResult extract_files(const FilesRequest& request, const FilesNames& 
   r.frame = while_doing("extracting " + extract::describe(resolved.size, r.backend == "cuda"), [&] {
     return with_backend(r.backend, [&](const auto& exec) {
       r.threads = perfex::concurrency(exec);
-      const auto job =
-          extract::plan_job(exec, files.psf, resolved, files.ccd_rows(), files.ccd_cols(), times);
-      const PreprocImage image = read_box(files, job.plan.pixel_box(), warn, times);
-      return extract::extract_job(job, image.ccd, progress, {}, {}, times);
+      return extract::with_planned_job(
+          exec, files.psf, resolved, files.ccd_rows(), files.ccd_cols(), times,
+          [&](const auto& job) {
+            const PreprocImage image = read_box(files, job.plan.pixel_box(), warn, times);
+            return extract::extract_job(job, image.ccd, progress, {}, {}, times);
+          });
     });
   });
   write_files(files, r.frame, warn, times);

@@ -1,20 +1,28 @@
 #pragma once
-// Reading and writing specex GaussHermite PSF files, PSFVER 3 layout: HDUs by EXTNAME XTRACE
-// (image [nfib][ncoeff], own WAVEMIN/WAVEMAX), YTRACE (same) and PSF (binary table: PARAM
-// names, COEFF [nfib][LEGDEG+1] per row, keywords HSIZEX/HSIZEY, GHDEGX/GHDEGY, LEGDEG,
-// NPIX_X/NPIX_Y, FIBERMIN/FIBERMAX, WAVEMIN/WAVEMAX, optional PSFERR defaulting to 0.01).
-// Parameters are looked up by name, never by row. read_psf checks what only the file can get
-// wrong (HDU kinds and shapes, keywords, the PSF type, the COEFF layout, FIBERMIN/FIBERMAX),
-// then GaussHermitePsfData::validate() the content (degrees, domains, finite coefficients,
-// parameters). Every problem is a perfex::Error naming the file and the HDU, keyword or
-// parameter at fault.
+// Reading and writing PSF files. read_psf reads every format perfex models, chosen by the
+// primary HDU's PSFTYPE and PSFVER (specter's load_psf rule):
+//  * GAUSS-HERMITE, PSFVER 3 (specex): HDUs by EXTNAME XTRACE (image [nfib][ncoeff], own
+//    WAVEMIN/WAVEMAX), YTRACE (same) and PSF (binary table: PARAM names, COEFF [nfib][LEGDEG+1]
+//    per row, keywords HSIZEX/HSIZEY, GHDEGX/GHDEGY, LEGDEG, NPIX_X/NPIX_Y, FIBERMIN/FIBERMAX,
+//    WAVEMIN/WAVEMAX, optional PSFERR defaulting to 0.01);
+//  * GAUSS-HERMITE, PSFVER 1-2 (the older layout): one binary table in HDU 1 with columns PARAM,
+//    WAVEMIN, WAVEMAX (per row) and COEFF [nfib][ncoeff], the traces as rows X and Y;
+//  * GAUSS-HERMITE2 (psf/gauss_hermite2.hpp) and SPOTGRID (psf/spot_grid.hpp).
+// MONOSPOT and PCA-PIX are refused by name. Parameters are looked up by name, never by row.
+// The readers check what only the file can get wrong (HDU kinds and shapes, keywords, the PSF
+// type, the COEFF layout, FIBERMIN/FIBERMAX), then the data's validate() the content (degrees,
+// domains, finite coefficients, parameters). Every problem is a perfex::Error naming the file
+// and the HDU, keyword or parameter at fault.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include <perfex/error.hpp>
 #include <perfex/io/fits.hpp>
+#include <perfex/io/spot_grid_fits.hpp>
+#include <perfex/psf/any_psf.hpp>
 #include <perfex/psf/psf_data.hpp>
 
 namespace perfex {
@@ -63,10 +71,132 @@ inline bool check_psf_type(FitsFile& file) {
   return true;
 }
 
+// PSFVER's number ('2       ', '3', 2.0), NaN when it is not one.
+inline double version_number(const std::string& ver) {
+  char* end = nullptr;
+  const double v = std::strtod(ver.c_str(), &end);
+  while (end && *end == ' ') ++end;
+  return end == ver.c_str() || *end != '\0' ? std::nan("") : v;
+}
+
+// The PSF keywords of the current HDU (a table of parameters, one per row).
+inline void read_gh_keys(FitsFile& file, psf::GaussHermitePsfData& d) {
+  d.hsizex = read_int_key(file, "HSIZEX");
+  d.hsizey = read_int_key(file, "HSIZEY");
+  d.ghdegx = read_int_key(file, "GHDEGX");
+  d.ghdegy = read_int_key(file, "GHDEGY");
+  d.npix_x = read_int_key(file, "NPIX_X");
+  d.npix_y = read_int_key(file, "NPIX_Y");
+  d.psferr = file.read_key_optional<double>("PSFERR").value_or(0.01);
+}
+
+// The older specex table (HDU 1 of GAUSS-HERMITE PSFVER 1-2 and of GAUSS-HERMITE2): one row per
+// parameter with its own WAVEMIN/WAVEMAX and COEFF [nfib][ncoeff]; rows X and Y are the traces.
+// Fills the traces, the parameters (every other row, on their common domain), nfib and legdeg.
+// kind: "PSFTYPE ..., PSFVER ..." for the messages.
+inline void read_row_table(FitsFile& file, psf::GaussHermitePsfData& d, const std::string& kind) {
+  file.move_to_index(1);
+  if (file.hdu_type() != HduType::binary_table)
+    file.fail(0, "is not a binary table, where a " + kind + " file keeps its parameters");
+  const int fibermin = read_int_key(file, "FIBERMIN"), fibermax = read_int_key(file, "FIBERMAX");
+  d.fibermin = fibermin;
+  d.nfib = fibermax - fibermin + 1;
+  if (d.nfib < 1 || d.nfib > 100000)
+    file.fail(0, "FIBERMIN/FIBERMAX = " + std::to_string(fibermin) + "/" +
+                     std::to_string(fibermax) + " give no valid fibre count");
+  const std::vector<std::string> names = file.read_column_strings("PARAM");
+  const std::vector<double> w0 = file.read_column<double>("WAVEMIN");
+  const std::vector<double> w1 = file.read_column<double>("WAVEMAX");
+  const long repeat = file.column_repeat("COEFF");
+  const std::vector<long> dims = file.column_dims("COEFF");
+  if (repeat % d.nfib != 0 || (dims.size() == 2 && dims[1] != d.nfib))
+    file.fail(0, "column 'COEFF' holds " + std::to_string(repeat) + " values per row, not [" +
+                     std::to_string(d.nfib) + " fibres][ncoeff] (FIBERMIN/FIBERMAX)");
+  const int nc = static_cast<int>(repeat / d.nfib);
+  if (nc < 1 || nc > psf::kMaxLegendreCoeffs)
+    file.fail(0, "column 'COEFF': " + std::to_string(nc) + " coefficients per fibre (1.." +
+                     std::to_string(psf::kMaxLegendreCoeffs) + " supported)");
+  if (auto legdeg = file.read_key_optional<long long>("LEGDEG"))
+    if (*legdeg + 1 != nc)
+      file.fail(0, "keyword 'LEGDEG' = " + std::to_string(*legdeg) + " but column 'COEFF' has " +
+                       std::to_string(nc) + " coefficients per fibre");
+  const std::vector<double> coeff = file.read_column<double>("COEFF");
+  const std::size_t per_row = static_cast<std::size_t>(d.nfib) * nc;
+  d.legdeg = nc - 1;
+  bool have_domain = false;
+  for (std::size_t r = 0; r < names.size(); ++r) {
+    const auto first = coeff.begin() + static_cast<std::ptrdiff_t>(r * per_row);
+    if (names[r] == "X" || names[r] == "Y") {
+      psf::LegendreTraceSet& t = names[r] == "X" ? d.xtrace : d.ytrace;
+      t.wavemin = w0[r];
+      t.wavemax = w1[r];
+      t.ncoeff = nc;
+      t.coeff.assign(first, first + static_cast<std::ptrdiff_t>(per_row));
+      continue;
+    }
+    if (!have_domain) {
+      d.wavemin = w0[r];
+      d.wavemax = w1[r];
+      have_domain = true;
+    } else if (w0[r] != d.wavemin || w1[r] != d.wavemax) {
+      file.fail(0, "parameter '" + names[r] + "' has WAVEMIN/WAVEMAX " + std::to_string(w0[r]) +
+                       "/" + std::to_string(w1[r]) + ", parameter '" + d.param_names.front() +
+                       "' " + std::to_string(d.wavemin) + "/" + std::to_string(d.wavemax) +
+                       ": perfex needs one domain for all parameters");
+    }
+    d.param_names.push_back(names[r]);
+    d.coeff.insert(d.coeff.end(), first, first + static_cast<std::ptrdiff_t>(per_row));
+  }
+  for (const char* trace : {"X", "Y"})
+    if (std::find(names.begin(), names.end(), trace) == names.end())
+      file.fail(0, std::string("column 'PARAM' has no row '") + trace + "' (the trace)");
+  read_gh_keys(file, d);
+}
+
+// The type and version a file states in its primary HDU, else in the HDU of its parameters.
+struct PsfKind {
+  std::string type;     // "" when not stated
+  std::string version;  // "" when not stated
+};
+inline PsfKind psf_kind(FitsFile& file) {
+  PsfKind k;
+  file.move_to_index(0);
+  k.type = file.read_key_optional<std::string>("PSFTYPE").value_or("");
+  k.version = file.read_key_optional<std::string>("PSFVER").value_or("");
+  if ((k.type.empty() || k.version.empty()) && file.num_hdus() > 1) {
+    if (file.has_hdu("PSF"))
+      file.move_to("PSF");
+    else
+      file.move_to_index(1);
+    if (k.type.empty()) k.type = file.read_key_optional<std::string>("PSFTYPE").value_or("");
+    if (k.version.empty()) k.version = file.read_key_optional<std::string>("PSFVER").value_or("");
+  }
+  while (!k.type.empty() && k.type.back() == ' ') k.type.pop_back();
+  return k;
+}
+
+// The older GAUSS-HERMITE layout (PSFVER 1-2).
+inline psf::GaussHermitePsfData read_gauss_hermite_rows(FitsFile& file,
+                                                        const std::string& version) {
+  psf::GaussHermitePsfData d;
+  d.source = file.path();
+  read_row_table(file, d, "GAUSS-HERMITE PSFVER " + version);
+  if (auto type = file.read_key_optional<std::string>("PSFTYPE"))
+    if (*type != "GAUSS-HERMITE") file.fail(0, "PSFTYPE '" + *type + "' is not GAUSS-HERMITE");
+  d.validate();
+  return d;
+}
+
 }  // namespace detail
 
-inline psf::GaussHermitePsfData read_psf(const std::string& path) {
+// A GAUSS-HERMITE PSF file, either layout.
+inline psf::GaussHermitePsfData read_gauss_hermite_psf(const std::string& path) {
   FitsFile file = FitsFile::open(path);
+  // PSFVER 1-2 stated where specter reads it (the primary HDU, else HDU 1 of a file without a
+  // 'PSF' HDU): the older layout.
+  const detail::PsfKind kind = detail::psf_kind(file);
+  const double version = detail::version_number(kind.version);
+  if (version >= 1 && version < 3) return detail::read_gauss_hermite_rows(file, kind.version);
   psf::GaussHermitePsfData d;
   d.source = path;
 
@@ -85,16 +215,10 @@ inline psf::GaussHermitePsfData read_psf(const std::string& path) {
     file.fail(0,
               "no keyword 'PSFVER' (here or in the primary HDU): perfex reads specex "
               "GaussHermite PSFVER 3 files, which state it");
-  d.hsizex = detail::read_int_key(file, "HSIZEX");
-  d.hsizey = detail::read_int_key(file, "HSIZEY");
-  d.ghdegx = detail::read_int_key(file, "GHDEGX");
-  d.ghdegy = detail::read_int_key(file, "GHDEGY");
+  detail::read_gh_keys(file, d);
   d.legdeg = detail::read_int_key(file, "LEGDEG");
-  d.npix_x = detail::read_int_key(file, "NPIX_X");
-  d.npix_y = detail::read_int_key(file, "NPIX_Y");
   d.wavemin = file.read_key<double>("WAVEMIN");
   d.wavemax = file.read_key<double>("WAVEMAX");
-  d.psferr = file.read_key_optional<double>("PSFERR").value_or(0.01);
   d.fibermin = 0;
   if (auto fmin = file.read_key_optional<long long>("FIBERMIN"))
     d.fibermin = static_cast<int>(*fmin);
@@ -120,8 +244,112 @@ inline psf::GaussHermitePsfData read_psf(const std::string& path) {
   return d;
 }
 
-inline void write_psf(const std::string& path, const psf::GaussHermitePsfData& d) {
+// A GAUSS-HERMITE2 PSF file (the older specex table in HDU 1, keywords GHDEGX2/GHDEGY2 too).
+inline psf::GaussHermite2PsfData read_gauss_hermite2_psf(const std::string& path) {
+  FitsFile file = FitsFile::open(path);
+  const detail::PsfKind kind = detail::psf_kind(file);
+  psf::GaussHermite2PsfData d;
+  d.gh.source = path;
+  detail::read_row_table(file, d.gh, "GAUSS-HERMITE2 PSFVER " + kind.version);
+  if (auto type = file.read_key_optional<std::string>("PSFTYPE"))
+    if (*type != "GAUSS-HERMITE2") file.fail(0, "PSFTYPE '" + *type + "' is not GAUSS-HERMITE2");
+  d.ghdegx2 = detail::read_int_key(file, "GHDEGX2");
+  d.ghdegy2 = detail::read_int_key(file, "GHDEGY2");
   d.validate();
+  return d;
+}
+
+// A PSF file of any format perfex models, by its PSFTYPE (GAUSS-HERMITE when not stated).
+inline psf::PsfData read_psf(const std::string& path) {
+  std::string type;
+  {
+    FitsFile file = FitsFile::open(path);
+    type = detail::psf_kind(file).type;
+  }
+  if (type.empty() || type == "GAUSS-HERMITE") return read_gauss_hermite_psf(path);
+  if (type == "GAUSS-HERMITE2") return read_gauss_hermite2_psf(path);
+  if (type == "SPOTGRID") return read_spot_grid_psf(path);
+  throw Error("PSF '" + path + "': PSFTYPE '" + type +
+              "' is not a format perfex reads (GAUSS-HERMITE PSFVER 1-3, GAUSS-HERMITE2, "
+              "SPOTGRID)");
+}
+
+namespace detail {
+
+// The older specex layout: an empty primary HDU, then one table in HDU 1 with a row per
+// parameter (PARAM, WAVEMIN, WAVEMAX, COEFF [nfib][ncoeff]), the traces as rows X and Y, every
+// series padded with zeros to the longest.
+inline void write_psf_rows(const std::string& path, const psf::GaussHermitePsfData& d,
+                           const std::string& type, int ghdegx2, int ghdegy2) {
+  FitsFile file = FitsFile::create(path);
+  file.write_image<double>("", {}, nullptr);
+  file.write_key("PSFTYPE", type);
+  file.write_key("PSFVER", "2");
+  const int nc = std::max({d.xtrace.ncoeff, d.ytrace.ncoeff, d.ncoeff()});
+  std::vector<std::string> names{"X", "Y"};
+  std::vector<double> w0{d.xtrace.wavemin, d.ytrace.wavemin},
+      w1{d.xtrace.wavemax, d.ytrace.wavemax};
+  std::vector<double> coeff;
+  auto add = [&](const double* c, int n) {
+    for (int f = 0; f < d.nfib; ++f)
+      for (int m = 0; m < nc; ++m)
+        coeff.push_back(m < n ? c[static_cast<std::size_t>(f) * n + m] : 0.0);
+  };
+  add(d.xtrace.coeff.data(), d.xtrace.ncoeff);
+  add(d.ytrace.coeff.data(), d.ytrace.ncoeff);
+  for (int p = 0; p < d.nparam(); ++p) {
+    names.push_back(d.param_names[static_cast<std::size_t>(p)]);
+    w0.push_back(d.wavemin);
+    w1.push_back(d.wavemax);
+    add(&d.coeff[static_cast<std::size_t>(p) * d.nfib * d.ncoeff()], d.ncoeff());
+  }
+  std::size_t width = 8;
+  for (const auto& n : names) width = std::max(width, n.size());
+  file.create_table(
+      "", static_cast<long>(names.size()),
+      {{"PARAM", std::to_string(width) + "A", "", {}},
+       {"WAVEMIN", "D", "", {}},
+       {"WAVEMAX", "D", "", {}},
+       {"COEFF", std::to_string(static_cast<long>(d.nfib) * nc) + "D", "", {nc, d.nfib}}});
+  file.write_column_strings("PARAM", names);
+  file.write_column<double>("WAVEMIN", w0);
+  file.write_column<double>("WAVEMAX", w1);
+  file.write_column<double>("COEFF", coeff);
+  file.write_key("PSFTYPE", type);
+  file.write_key("PSFVER", "2");
+  file.write_key("NPIX_X", d.npix_x);
+  file.write_key("NPIX_Y", d.npix_y);
+  file.write_key("HSIZEX", d.hsizex);
+  file.write_key("HSIZEY", d.hsizey);
+  file.write_key("FIBERMIN", d.fibermin);
+  file.write_key("FIBERMAX", d.fibermin + d.nfib - 1);
+  file.write_key("NPARAMS", static_cast<int>(names.size()));
+  file.write_key("LEGDEG", nc - 1);
+  file.write_key("GHDEGX", d.ghdegx);
+  file.write_key("GHDEGY", d.ghdegy);
+  if (ghdegx2 >= 0) {
+    file.write_key("GHDEGX2", ghdegx2);
+    file.write_key("GHDEGY2", ghdegy2);
+  }
+  file.write_key("PSFERR", d.psferr);
+  file.close();
+}
+
+}  // namespace detail
+
+// GAUSS-HERMITE2 in its (the older specex) layout.
+inline void write_psf(const std::string& path, const psf::GaussHermite2PsfData& d) {
+  d.validate();
+  detail::write_psf_rows(path, d.gh, "GAUSS-HERMITE2", d.ghdegx2, d.ghdegy2);
+}
+
+// GAUSS-HERMITE: specex's PSFVER 3 layout, or the older PSFVER 2 one (version 2).
+inline void write_psf(const std::string& path, const psf::GaussHermitePsfData& d, int version = 3) {
+  d.validate();
+  if (version == 2) return detail::write_psf_rows(path, d, "GAUSS-HERMITE", -1, -1);
+  if (version != 3)
+    throw Error("write_psf: GAUSS-HERMITE PSFVER " + std::to_string(version) +
+                " is not a layout perfex writes (2 or 3)");
   FitsFile file = FitsFile::create(path);
   auto write_trace = [&](const char* name, const psf::LegendreTraceSet& t) {
     file.write_image<double>(name, {static_cast<long>(t.ncoeff), static_cast<long>(d.nfib)},

@@ -2,6 +2,7 @@
 // Host description of a GaussHermite PSF (the content of a specex "PSFVER 3" file): trace
 // Legendre coefficients with their own wavelength domain, and the PSF table's parameters
 // (Legendre coefficients per parameter and fibre, on the PSF HDU's domain).
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -17,11 +18,49 @@ constexpr int kMaxGhDegree = 10;        // GHDEGX, GHDEGY
 constexpr int kMaxHalfSize = 20;        // HSIZEX, HSIZEY (box up to 41 pixels)
 constexpr int kMaxLegendreCoeffs = 24;  // trace coefficients, LEGDEG + 1
 
+// What every PSF format tells the front ends before any device work (the request's defaults
+// and checks): psf::PsfData::summary().
+struct PsfSummary {
+  std::string type;                             // PSFTYPE: "GAUSS-HERMITE", ...
+  std::string source;                           // the file ("" when built in memory)
+  int nfib = 0, npix_x = 0, npix_y = 0;         // fibres, CCD columns and rows
+  int spot_rows = 0, spot_cols = 0;             // the spot box
+  double psferr = 0.01;                         // PSFERR (0.01 when absent)
+  double wavemin = 0, wavemax = 0;              // the default grid's ends (the PSF's own domain)
+  double trace_wavemin = 0, trace_wavemax = 0;  // where the traces are defined
+};
+
 // Legendre coefficients of x(λ) or y(λ) for every fibre, on [wavemin, wavemax].
 struct LegendreTraceSet {
   double wavemin = 0, wavemax = 0;
   int ncoeff = 0;
   std::vector<double> coeff;  // [nfib][ncoeff]
+
+  // The series of fibre f at w (host; the device models evaluate it the same way).
+  double value(int f, double w) const {
+    const double u = (w - wavemin) * (2.0 / (wavemax - wavemin)) - 1.0;
+    const double* c = &coeff[static_cast<std::size_t>(f) * ncoeff];
+    double p0 = 1.0, p1 = u, s = c[0];
+    if (ncoeff > 1) s += c[1] * u;
+    for (int m = 2; m < ncoeff; ++m) {
+      const double p2 = ((2 * m - 1) * u * p1 - (m - 1) * p0) / m;
+      s += c[m] * p2;
+      p0 = p1;
+      p1 = p2;
+    }
+    return s;
+  }
+  // The smallest |d value / dw| of fibres [f0, f0 + nf) over [w0, w1] (65 samples each).
+  double min_slope(int f0, int nf, double w0, double w1) const {
+    double slope = HUGE_VAL;
+    const double h = 1e-3 * (wavemax - wavemin);
+    for (int f = f0; f < f0 + nf; ++f)
+      for (int i = 0; i <= 64; ++i) {
+        const double w = w0 + (w1 - w0) * i / 64;
+        slope = std::min(slope, std::abs(value(f, w + h) - value(f, w - h)) / (2 * h));
+      }
+    return slope;
+  }
 };
 
 // Parses "GH-i-j" into (i, j); false for any other name.
@@ -169,6 +208,26 @@ struct GaussHermitePsfData {
     check_widths(wavemin, wavemax);
   }
 
+  const LegendreTraceSet& rows() const { return ytrace; }  // y(λ): CCD rows
+  PsfSummary summary() const {
+    PsfSummary s;
+    s.type = "GAUSS-HERMITE";
+    s.source = source;
+    s.nfib = nfib;
+    s.npix_x = npix_x;
+    s.npix_y = npix_y;
+    s.spot_rows = 2 * hsizey + 1;
+    s.spot_cols = 2 * hsizex + 1;
+    s.psferr = psferr;
+    s.wavemin = wavemin;
+    s.wavemax = wavemax;
+    s.trace_wavemin = std::max(xtrace.wavemin, ytrace.wavemin);
+    s.trace_wavemax = std::min(xtrace.wavemax, ytrace.wavemax);
+    return s;
+  }
+  // What validate() checks of the domain, over [w0, w1] where a grid extrapolates.
+  void check_over(double w0, double w1) const { check_widths(w0, w1); }
+
   // Value at wavelength w of parameter row p for fibre f (Legendre series on the PSF domain).
   double param_value(int p, int f, double w) const {
     const double u = 2.0 * (w - wavemin) / (wavemax - wavemin) - 1.0;
@@ -200,6 +259,55 @@ struct GaussHermitePsfData {
                       " at fibre " + std::to_string(f) + ", wavelength " + std::to_string(w) +
                       ": a Gauss-Hermite width must be > 0 and at most HSIZE" + (name + 5) + " = " +
                       std::to_string(hsize) + " pixels");
+        }
+    }
+  }
+};
+
+// specex's GAUSS-HERMITE2 PSF (device model: psf/gauss_hermite2.hpp).
+struct GaussHermite2PsfData {
+  // Traces, keywords (HSIZEX/Y, GHDEGX/Y of the first core, NPIX_X/Y, PSFERR) and every
+  // parameter row (GH-i-j, GH2-i-j, GHNSIG, GHSIGX2, GHSIGY2, TAIL*, ...).
+  GaussHermitePsfData gh;
+  int ghdegx2 = 0, ghdegy2 = 0;  // the second core's degrees
+
+  std::string label() const { return gh.label(); }
+  const LegendreTraceSet& rows() const { return gh.ytrace; }
+  PsfSummary summary() const {
+    PsfSummary s = gh.summary();
+    s.type = "GAUSS-HERMITE2";
+    s.spot_rows = 2 * gh.hsizey;
+    s.spot_cols = 2 * gh.hsizex;
+    return s;
+  }
+  static std::string core2_name(int i, int j) {
+    return "GH2-" + std::to_string(i) + "-" + std::to_string(j);
+  }
+  void validate() const {
+    gh.validate();
+    auto fail = [&](const std::string& what) { throw Error(label() + ", HDU 1: " + what); };
+    if (ghdegx2 < 0 || ghdegy2 < 0 || ghdegx2 > kMaxGhDegree || ghdegy2 > kMaxGhDegree)
+      fail("keywords GHDEGX2/GHDEGY2 = " + std::to_string(ghdegx2) + "/" + std::to_string(ghdegy2) +
+           " outside [0, " + std::to_string(kMaxGhDegree) + "]");
+    for (const char* p : {"GHNSIG", "GHSIGX2", "GHSIGY2", "TAILAMP"}) gh.param_index(p);
+    for (int i = 0; i <= ghdegx2; ++i)
+      for (int j = 0; j <= ghdegy2; ++j) gh.param_index(core2_name(i, j));
+    check_over(gh.wavemin, gh.wavemax);
+  }
+  // Both cores' widths positive and finite over [w0, w1] (the first also within the box).
+  void check_over(double w0, double w1) const {
+    gh.check_widths(w0, w1);
+    const int nsample = 16 * (gh.legdeg + 1) + 1;
+    for (const char* name : {"GHSIGX2", "GHSIGY2"}) {
+      const int p = gh.param_index(name);
+      for (int f = 0; f < gh.nfib; ++f)
+        for (int i = 0; i < nsample; ++i) {
+          const double w = w0 + (w1 - w0) * i / (nsample - 1);
+          const double v = gh.param_value(p, f, w);
+          if (std::isfinite(v) && v > 0) continue;
+          throw Error(label() + ", HDU 1: parameter '" + name + "' = " + std::to_string(v) +
+                      " at fibre " + std::to_string(f) + ", wavelength " + std::to_string(w) +
+                      ": a Gauss-Hermite width must be > 0");
         }
     }
   }

@@ -4,11 +4,14 @@
 // from y ≈ −5 at 5543 Å to y ≈ 4312 at 7826 Å (dispersion ≈ 1.8 → 2.0 px/Å), sigmas ≈ 1.0–1.15
 // px varying smoothly, small Gauss-Hermite terms from a fixed seed, the 59 parameter rows of
 // the real files (TAILAMP 0 unless asked otherwise).
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include <perfex/psf/psf_data.hpp>
+#include <perfex/psf/spot_grid_data.hpp>
 
 namespace perfex {
 namespace psf {
@@ -148,6 +151,100 @@ inline GaussHermitePsfData make_synthetic_psf(const SyntheticPsfOptions& o = {})
     set("TAILINDE", f, 0, 2.0);
     set("BUNDLE", f, 0, static_cast<double>(f / bs));
   }
+  d.validate();
+  return d;
+}
+
+// A GaussHermite PSF in the other layouts perfex reads: as a GAUSS-HERMITE2 PSF (the same core,
+// no second core, no cut-off, an even box of 2·HSIZE + 2 pixels per side).
+inline GaussHermite2PsfData as_gauss_hermite2(const GaussHermitePsfData& gh) {
+  GaussHermite2PsfData d;
+  d.gh = gh;
+  d.gh.hsizex += 1;
+  d.gh.hsizey += 1;
+  d.ghdegx2 = d.ghdegy2 = 0;
+  const int nc = gh.ncoeff();
+  auto add = [&](const std::string& name, double c0) {
+    d.gh.param_names.push_back(name);
+    for (int f = 0; f < gh.nfib; ++f)
+      for (int m = 0; m < nc; ++m) d.gh.coeff.push_back(m == 0 ? c0 : 0.0);
+  };
+  add("GHNSIG", 100.0);
+  add("GHSIGX2", 2.0);
+  add("GHSIGY2", 2.0);
+  add("GH2-0-0", 0.0);
+  if (gh.find_param("TAILAMP") < 0)
+    for (const char* t : {"TAILAMP", "TAILCORE", "TAILXSCA", "TAILYSCA", "TAILINDE"})
+      add(t, std::string(t) == "TAILAMP" ? 0.0 : 1.0);
+  d.validate();
+  return d;
+}
+
+struct SpotGridSampling {
+  int rebin = 4;       // spot pixels per CCD pixel
+  int box = 15;        // CCD pixels sampled along each side (odd: the trace at the centre)
+  int fibre_step = 5;  // a sample every fibre_step fibres, and at the last
+  int nwave = 16;      // sample wavelengths over the PSF's domain
+};
+
+// The PSF sampled into a SPOTGRID: at fibres 0, fibre_step, ..., nfib − 1 and nwave wavelengths
+// over the PSF's domain, the Gauss-Hermite core (tails are not sampled) integrated over spot
+// pixels of 1/rebin CCD pixel around the trace, clipped at 0 and normalised; the same traces;
+// fibre f at slit position f.
+inline SpotGridPsfData make_spot_grid_psf(const GaussHermitePsfData& gh,
+                                          const SpotGridSampling& o = {}) {
+  SpotGridPsfData d;
+  d.nfib = gh.nfib;
+  d.npix_x = gh.npix_x;
+  d.npix_y = gh.npix_y;
+  d.psferr = gh.psferr;
+  d.xtrace = gh.xtrace;
+  d.ytrace = gh.ytrace;
+  d.ccd_pixel_size = 0.015;
+  d.spot_pixel_size = 0.015 / o.rebin;
+  const int n = o.box * o.rebin;
+  d.spot_ny = d.spot_nx = n;
+  for (int f = 0; f < gh.nfib; ++f) d.fiberpos.push_back(f);
+  for (int f = 0; f < gh.nfib - 1; f += std::max(1, o.fibre_step)) d.spotpos.push_back(f);
+  d.spotpos.push_back(gh.nfib - 1);
+  for (int k = 0; k < o.nwave; ++k)
+    d.spotwave.push_back(gh.wavemin + (gh.wavemax - gh.wavemin) * k / (o.nwave - 1));
+  // B_m[j]: integral over spot pixel j (offsets (j − n/2)/rebin .. from the trace) of He_m·φ.
+  auto bases = [&](double sigma, int deg) {
+    std::vector<double> E((deg + 1) * (n + 1)), B((deg + 1) * n);
+    for (int e = 0; e <= n; ++e) {
+      const double t = (e - 0.5 * n) / o.rebin / sigma;
+      const double phi = std::exp(-0.5 * t * t) / std::sqrt(2 * M_PI);
+      E[e] = 0.5 * std::erf(t / std::sqrt(2.0));
+      double h0 = 0, h1 = 1;
+      for (int m = 1; m <= deg; ++m) {
+        E[m * (n + 1) + e] = -phi * h1;
+        const double h2 = t * h1 - (m - 1) * h0;
+        h0 = h1;
+        h1 = h2;
+      }
+    }
+    for (int m = 0; m <= deg; ++m)
+      for (int j = 0; j < n; ++j) B[m * n + j] = E[m * (n + 1) + j + 1] - E[m * (n + 1) + j];
+    return B;
+  };
+  for (double pos : d.spotpos)
+    for (double w : d.spotwave) {
+      const int f = static_cast<int>(pos);
+      const auto bx = bases(gh.param_value(gh.param_index("GHSIGX"), f, w), gh.ghdegx);
+      const auto by = bases(gh.param_value(gh.param_index("GHSIGY"), f, w), gh.ghdegy);
+      std::vector<double> spot(static_cast<std::size_t>(n) * n, 0.0);
+      for (int i = 0; i <= gh.ghdegx; ++i)
+        for (int j = 0; j <= gh.ghdegy; ++j) {
+          const double a = gh.param_value(
+              gh.param_index("GH-" + std::to_string(i) + "-" + std::to_string(j)), f, w);
+          for (int p = 0; p < n; ++p)
+            for (int q = 0; q < n; ++q) spot[p * n + q] += a * by[j * n + p] * bx[i * n + q];
+        }
+      double total = 0;
+      for (double& v : spot) total += (v = std::max(v, 0.0));
+      for (double v : spot) d.spots.push_back(v / total);
+    }
   d.validate();
   return d;
 }

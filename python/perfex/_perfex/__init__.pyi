@@ -7,7 +7,7 @@ import numpy
 import numpy.typing
 import typing
 from . import testing
-__all__: list[str] = ['AtomicOutput', 'Error', 'ExtractionOptions', 'FrameFiles', 'FrameJob', 'HostImage', 'MAX_HOST_THREADS', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_outputs', 'concurrency', 'cuda_device_count', 'default_backend', 'device_for_rank', 'device_sharers', 'extract_files', 'finalize', 'format_phases', 'frame_mask', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'pop_region', 'preproc_shape', 'push_region', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'set_device_sharers', 'shared_device_budget', 'testing', 'write_frame', 'write_model']
+__all__: list[str] = ['AtomicOutput', 'Error', 'ExtractionOptions', 'FrameFiles', 'FrameJob', 'HostImage', 'MAX_HOST_THREADS', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_outputs', 'concurrency', 'cuda_device_count', 'default_backend', 'device_for_rank', 'device_sharers', 'extract_files', 'finalize', 'format_phases', 'frame_mask', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'pop_region', 'preproc_shape', 'push_region', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'set_device_sharers', 'shared_device_budget', 'testing', 'write_frame', 'write_model', 'write_synthetic_psfs']
 class Error(RuntimeError):
     pass
 class RequestError(Error):
@@ -24,6 +24,10 @@ class Psf:
         ...
     def to_dict(self) -> dict:
         ...
+    def xypix(self, fibre: typing.SupportsInt | typing.SupportsIndex, wavelength: typing.SupportsFloat | typing.SupportsIndex) -> tuple:
+        """
+        (xslice, yslice, pixels): the normalised spot of a fibre at a wavelength and the CCD columns and rows it covers (specter's PSF.xypix, not clipped to the CCD).
+        """
     @property
     def fibermin(self) -> int:
         ...
@@ -49,7 +53,16 @@ class Psf:
     def psferr(self) -> float:
         ...
     @property
+    def psftype(self) -> str:
+        ...
+    @property
     def source(self) -> str:
+        ...
+    @property
+    def spot_cols(self) -> int:
+        ...
+    @property
+    def spot_rows(self) -> int:
         ...
     @property
     def wavemax(self) -> float:
@@ -351,5 +364,9 @@ def write_frame(path: str, frame: typing.Any, image_path: str = '', psf_path: st
     ...
 def write_model(path: str, frame: typing.Any, image_path: str = '', psf_path: str = '') -> list[str]:
     ...
+def write_synthetic_psfs(folder: str, nfib: typing.SupportsInt | typing.SupportsIndex = 25, tailamp: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> list[str]:
+    """
+    Writes the synthetic DESI-like PSF (psf/synthetic.hpp) in every format perfex reads: GAUSS-HERMITE PSFVER 3 and 2, GAUSS-HERMITE2 and sampled into a SPOTGRID; returns the paths.
+    """
 MAX_HOST_THREADS: int = 512
 __version__: str = '0.1.0'

@@ -61,9 +61,27 @@ def read_psf(filename):
     """A dict of astropy Tables keyed XTRACE, YTRACE and PSF, as gpu_specter.io.read_psf
     returns: PSF is the PSF HDU's table (its header in .meta, PSFERR set to 0.01 when
     absent); XTRACE / YTRACE hold the coefficient image in column X / Y and WAVEMIN/WAVEMAX
-    in .meta."""
+    in .meta.
+
+    The other formats perfex reads (GAUSS-HERMITE PSFVER 1-2, GAUSS-HERMITE2, SPOTGRID), which
+    gpu_specter does not: a dict with PSF, an empty Table whose .meta has PSFTYPE, WAVEMIN,
+    WAVEMAX, PSFERR, NPIX_X and NPIX_Y (what desispec reads of it), and "perfex", the
+    perfex.Psf that core.extract_frame extracts with."""
     from astropy.io import fits
     from astropy.table import Table
+
+    if not _specex_layout(filename):
+        psf = perfex.read_psf(filename)
+        table = Table()
+        table.meta.update(
+            PSFTYPE=psf.psftype,
+            WAVEMIN=psf.wavemin,
+            WAVEMAX=psf.wavemax,
+            PSFERR=psf.psferr,
+            NPIX_X=psf.npix_x,
+            NPIX_Y=psf.npix_y,
+        )
+        return {"PSF": table, "perfex": psf}
 
     psfdata = {"PSF": Table.read(filename, "PSF")}
     if "PSFERR" not in psfdata["PSF"].meta:
@@ -80,6 +98,15 @@ def read_psf(filename):
                 table.meta[key] = hdu.header[key]
             psfdata[extname] = table
     return psfdata
+
+
+def _specex_layout(filename):
+    """Whether a PSF file is specex's GAUSS-HERMITE PSFVER 3 layout (a PSF HDU), gpu_specter's."""
+    from astropy.io import fits
+
+    with fits.open(filename) as hdus:
+        kind = str(hdus[0].header.get("PSFTYPE", "GAUSS-HERMITE")).strip()
+        return kind == "GAUSS-HERMITE" and "PSF" in hdus
 
 
 def read_img(filename):

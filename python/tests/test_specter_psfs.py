@@ -1,0 +1,163 @@
+"""perfex against specter, the peer that reads every PSF format: specter's own test PSFs
+(GAUSS-HERMITE PSFVER 2 and GAUSS-HERMITE2, from its checkout under $PERFEX_CLIENTS) and the
+project's synthetic PSF written in each format (perfex._perfex.write_synthetic_psfs). For each:
+spots against specter's PSF.xypix, then an image made by projecting known spectra through
+specter's PSF (PSF.project, plus noise) extracted by specter's ex2d and by perfex with the same
+psferr (the PSF's) and regularisation, compared as gpu_specter's test_compare_specter compares:
+pulls |Δflux|/√(σ₁² + σ₂²) below 0.01 for >= 99 % of the bins. Skips with a message without
+specter's checkout or its dependencies (numba, scipy). The numbers are printed (pytest -s)."""
+
+import importlib.util
+import os
+import sys
+
+import numpy as np
+import perfex
+import pytest
+
+import clients
+
+SPECTER_TEST_PSFS = {"gauss-hermite-v2": "psf-gausshermite.fits", "gauss-hermite2": "psf-gausshermite2.fits"}
+# Fibres and wavelengths extracted (inside every PSF's coverage): fibres 0-4, 400 A.
+NSPEC, GRID = 5, {"gauss-hermite-v2": (6000.0, 6400.0, 1.0), "gauss-hermite2": (6500.0, 6900.0, 1.0)}
+SYNTHETIC_GRID = (6000.0, 6400.0, 0.8)
+
+
+def specter_psf_module():
+    path = clients.client_py("specter")
+    if path is None:
+        pytest.skip(f"specter's checkout not found in {clients.clients_root()} (set PERFEX_CLIENTS)")
+    missing = [m for m in ("numba", "scipy", "astropy") if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"specter needs {', '.join(missing)}, not installed for {sys.executable}")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    import specter.extract
+    import specter.psf
+
+    return specter
+
+
+def psf_files(tmp_path_factory):
+    specter = specter_psf_module()
+    files = {}
+    folder = os.path.join(os.path.dirname(specter.__file__), "test", "t")
+    for name, base in SPECTER_TEST_PSFS.items():
+        path = os.path.join(folder, base)
+        if os.path.exists(path):
+            files["specter-" + name] = path
+    synthetic = tmp_path_factory.mktemp("psfs")
+    for path in perfex._perfex.write_synthetic_psfs(str(synthetic), 25, 0.002):
+        files[os.path.basename(path)[len("psf-") : -len(".fits")]] = path
+    return files
+
+
+@pytest.fixture(scope="module")
+def psfs(tmp_path_factory):
+    return psf_files(tmp_path_factory)
+
+
+CASES = [
+    "specter-gauss-hermite-v2",
+    "specter-gauss-hermite2",
+    "synthetic-gauss-hermite-v3",
+    "synthetic-gauss-hermite-v2",
+    "synthetic-gauss-hermite2",
+    "synthetic-spotgrid",
+]
+
+
+def grid(case):
+    for name, g in GRID.items():
+        if case == "specter-" + name:
+            return g
+    return SYNTHETIC_GRID
+
+
+def load(psfs, case):
+    specter = specter_psf_module()
+    if case not in psfs:
+        pytest.skip(f"{case}: specter's test PSF is not in its checkout")
+    return specter.psf.load_psf(psfs[case]), perfex.read_psf(psfs[case])
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_spots_match_specter_xypix(psfs, case):
+    sp, px = load(psfs, case)
+    w0, w1, _ = grid(case)
+    worst = 0.0
+    for fibre in (0, 2, 4, px.nfib - 1):
+        for wave in np.linspace(w0, w1, 7):
+            xs, ys, ref = sp.xypix(fibre, wave)
+            xp, yp, pix = px.xypix(fibre, wave)
+            # Both boxes in the union box (specter's is clipped at the CCD's edges only).
+            c0, c1 = min(xs.start, xp.start), max(xs.stop, xp.stop)
+            r0, r1 = min(ys.start, yp.start), max(ys.stop, yp.stop)
+            a = np.zeros((r1 - r0, c1 - c0))
+            b = np.zeros_like(a)
+            a[ys.start - r0 : ys.stop - r0, xs.start - c0 : xs.stop - c0] = ref
+            b[yp.start - r0 : yp.stop - r0, xp.start - c0 : xp.stop - c0] = pix
+            worst = max(worst, np.abs(a - b).max() / ref.max())
+    print(f"\n{case}: spots, max |perfex - specter| / max spot = {worst:.2e}")
+    assert worst < 1e-10
+
+
+def spectra(nspec, wave, seed):
+    """Photons per bin: a faint continuum and a few lines per fibre (dark-sky levels, S/N ~3 per
+    bin, as the reference images)."""
+    rng = np.random.default_rng(seed)
+    dw = np.gradient(wave)
+    phot = np.empty((nspec, wave.size))
+    for f in range(nspec):
+        density = 5.0 * (1 + 0.3 * np.sin((wave - wave[0]) / (60 + 20 * f)))
+        for centre in rng.uniform(wave[0] + 20, wave[-1] - 20, 4):
+            density += rng.uniform(20, 200) * np.exp(-0.5 * ((wave - centre) / 1.2) ** 2)
+        phot[f] = density * dw
+    return phot
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_extraction_matches_specter_ex2d(psfs, case):
+    specter = specter_psf_module()
+    sp, px = load(psfs, case)
+    w0, w1, dw = grid(case)
+    wave = np.arange(w0, w1 + dw / 2, dw)
+    phot = spectra(NSPEC, wave, seed=40)
+    model = sp.project(wave, phot, specmin=0)
+    rng = np.random.default_rng(41)
+    read_noise = 3.0
+    image = rng.poisson(np.clip(model, 0, None)) + rng.normal(0, read_noise, model.shape)
+    ivar = 1.0 / (read_noise**2 + np.clip(model, 0, None))
+    ref = specter.extract.ex2d(
+        image, ivar, sp, 0, NSPEC, wave, bundlesize=NSPEC, nsubbundles=1, wavesize=50, full_output=True
+    )
+    frame = perfex.extract_frame(
+        image,
+        ivar,
+        px,
+        wavelength=f"{w0},{w1},{dw}",
+        specmin=0,
+        nspec=NSPEC,
+        bundlesize=NSPEC,
+        nsubbundles=1,
+        nwavestep=50,
+        progress=False,
+    )
+    ok = (ref["ivar"] > 0) & (frame.ivar > 0)
+    sigma = np.sqrt(1 / np.where(ok, ref["ivar"], 1) + 1 / np.where(ok, frame.ivar, 1))
+    pull = np.abs(frame.flux - ref["flux"]) / sigma
+    below = np.mean(pull[ok] < 0.01)
+    ivar_rel = np.median(np.abs(frame.ivar[ok] / ref["ivar"][ok] - 1))
+    # Resolution: the diagonals both keep, over the bins both constrain.
+    nd_p, nd_s = frame.resolution.shape[1] // 2, ref["resolution_data"].shape[1] // 2
+    nd = min(nd_p, nd_s)
+    rp = frame.resolution[:, nd_p - nd : nd_p + nd + 1, :]
+    rs = ref["resolution_data"][:, nd_s - nd : nd_s + nd + 1, :]
+    r_diff = np.abs(rp - rs).transpose(0, 2, 1)[ok].max()
+    print(
+        f"\n{case}: {ok.sum()} bins, pulls < 0.01 sigma: {100 * below:.2f} %, max pull "
+        f"{pull[ok].max():.4f}; ivar median |rel diff| {ivar_rel:.1e}; R max |diff| {r_diff:.1e} "
+        f"(+-{nd} diagonals)"
+    )
+    assert ok.mean() > 0.95
+    assert below >= 0.99
