@@ -159,10 +159,10 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
     stamps["init-mpi-comm"] = start
     initialize(threads, comm=comm)
     rank, size = comm.rank, comm.size
-    pixels = weights = img = region = None
+    pixels = weights = img = region = plan = None
 
     def prepare():
-        nonlocal pixels, weights, img, region
+        nonlocal pixels, weights, img, region, plan
         frame_psf = as_psf(psf)
         nspec_given = "nspec" in options
         opts = make_options(**options)
@@ -221,9 +221,10 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
                 img = Image(pixels, weights, (r0, c0, shape[0], shape[1]))
             label = f"extract rank 0 (patches {first}-{last - 1} of {starts[-1]})"
             callback = progress_callback(progress, label) if rank == 0 else None
+            # Ranks other than 0 return their model's blocks, which rank 0 adds after its own.
             local = _perfex.extract_frame(img._handle, header["psf"], opts, True,
                                           bool(allow_image_size_mismatch), header["backend"],
-                                          callback, first, last)
+                                          callback, first, last, model_blocks=rank != 0)
         except Exception as e:
             error = Error(f"rank {rank}: {type(e).__name__}: {e}")
     agree(comm, error)
@@ -253,10 +254,21 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
     arrays["resolution"] = gather("resolution", ndiags)
     model = None
     if opts["model_image"]:
-        send = np.zeros(shape) if local is None else local["model"]
-        model = np.empty(shape) if rank == 0 else None
-        wait_idle(comm.Ireduce([np.ascontiguousarray(send), MPI.DOUBLE],
-                               [model, MPI.DOUBLE] if rank == 0 else None, op=MPI.SUM, root=0))
+        # Rank 0's image holds the patches from the plan's first; it adds the other ranks'
+        # blocks, rank after rank, in the plan's order: the one-process image to the last bit.
+        send = local.get("model_blocks") if local is not None and rank != 0 else None
+        send = np.ascontiguousarray(np.empty(0) if send is None else send)
+        recv = None
+        if rank == 0:
+            sizes = [0] + [plan.model_block_values(starts[r], starts[r + 1]) for r in range(1, size)]
+            recv = [np.empty(sum(sizes)), sizes, MPI.DOUBLE]
+        wait_idle(comm.Igatherv([send, MPI.DOUBLE], recv, root=0))
+        if rank == 0:
+            model = local["model"]
+            offsets = np.cumsum([0] + sizes)
+            for r in range(1, size):
+                _perfex.fold_model_blocks(model, plan, starts[r], starts[r + 1],
+                                          recv[0][offsets[r]:offsets[r + 1]])
     keys = ("npatches", "failed_patches", "linalg_flops", "max_band", "warnings", "failed_bins")
     mine_stats = {k: local[k] for k in keys} if local is not None else None
     idle_barrier(comm)
@@ -331,12 +343,12 @@ CLI_NAMES = dict(input="-i/--input", psf="-p/--psf", output="-o/--output", model
                  fibermap="-f/--fibermap")
 
 
-def check_jobs(jobs):
+def check_jobs(jobs, frames_list=None):
     """Raises RequestError unless every job's outputs can be written and none is an input or an
     output of any job (the same file by device and inode, or by folder and name): so two
     outputs d/a.fits and d/./a.fits, or a model that is another frame's input, are refused
-    before any work."""
-    outputs, inputs = [], []
+    before any work. frames_list: the file that listed the jobs (an input too)."""
+    outputs, inputs = [], [("--frames", frames_list)]
     for n, job in enumerate(jobs, 1):
         where = f" (frame {n}, {job.name})" if len(jobs) > 1 else ""
         outputs += [(CLI_NAMES["output"] + where, job.output), (CLI_NAMES["model"] + where, job.model)]

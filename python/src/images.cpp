@@ -175,7 +175,7 @@ std::set<CudaArrayImage*> CudaArrayImage::live_cuda_images;
 template <class Image>
 py::dict extract_frame(Image& image, const GaussHermitePsfData& psf, const py::dict& options,
                        bool nspec_given, bool allow_image_size_mismatch, const std::string& backend,
-                       const py::object& progress, int first, int last) {
+                       const py::object& progress, int first, int last, bool model_blocks) {
   require_runtime();
   perfex::check_backend(backend);
   perfex::extract::Request request;
@@ -201,7 +201,7 @@ py::dict extract_frame(Image& image, const GaussHermitePsfData& psf, const py::d
                                                           image.ncols(), resolved.options);
             return perfex::extract::extract_frame(exec, plan, device_psf,
                                                   image.on(typename Exec::memory_space()), callback,
-                                                  {first, last});
+                                                  {first, last, model_blocks});
           });
         });
   });
@@ -273,6 +273,13 @@ struct PlanInfo {
     const auto box = p.pixel_box(first, last);
     if (box.empty()) return py::none();
     return py::make_tuple(box.row0, box.row1, box.col0, box.col1);
+  }
+  // Values of the model image's blocks of patches [first, last) (their window pixels).
+  long long model_block_values(int first, int last) const {
+    long long n = 0;
+    for (int i = first; i < last; ++i)
+      n += perfex::extract::model_block_size(patches[static_cast<std::size_t>(i)]);
+    return n;
   }
   // [npatches][4]: (first kept fibre's frame row, kept fibres, first core bin, core bins).
   py::array_t<int> blocks() const {
@@ -386,14 +393,15 @@ void register_images(py::module_& m) {
   m.def("extract_frame", &extract_frame<CudaArrayImage>, py::arg("image"), py::arg("psf"),
         py::arg("options"), py::arg("nspec_given"), py::arg("allow_image_size_mismatch"),
         py::arg("backend"), py::arg("progress") = py::none(), py::arg("first") = 0,
-        py::arg("last") = -1);
+        py::arg("last") = -1, py::arg("model_blocks") = false);
 #endif
   m.def("extract_frame", &extract_frame<HostImage>, py::arg("image"), py::arg("psf"),
         py::arg("options"), py::arg("nspec_given"), py::arg("allow_image_size_mismatch"),
         py::arg("backend"), py::arg("progress") = py::none(), py::arg("first") = 0,
-        py::arg("last") = -1,
+        py::arg("last") = -1, py::arg("model_blocks") = false,
         "Checks the request (resolve_request), plans the frame and extracts its patches "
-        "[first, last) (all by default).");
+        "[first, last) (all by default); model_blocks: the model image's blocks of the range "
+        "(flat, in 'model_blocks') instead of the image.");
   py::class_<PlanInfo>(m, "Plan")
       .def_readonly("ccd_rows", &PlanInfo::ccd_rows)
       .def_readonly("ccd_cols", &PlanInfo::ccd_cols)
@@ -406,7 +414,32 @@ void register_images(py::module_& m) {
       .def_property_readonly("flops", [](const PlanInfo& p) { return p.flops; })
       .def("pixel_box", &PlanInfo::pixel_box, py::arg("first") = 0, py::arg("last") = -1,
            "(row0, row1, col0, col1) of the pixels patches [first, last) read, or None.")
-      .def("blocks", &PlanInfo::blocks);
+      .def("blocks", &PlanInfo::blocks)
+      .def("model_block_values", &PlanInfo::model_block_values, py::arg("first"), py::arg("last"));
+  m.def(
+      "fold_model_blocks",
+      [](py::array_t<double, py::array::c_style> model, const PlanInfo& plan, int first, int last,
+         py::array_t<double, py::array::c_style | py::array::forcecast> blocks) {
+        if (model.ndim() != 2 || model.shape(0) != plan.ccd_rows ||
+            model.shape(1) != plan.ccd_cols || !model.writeable())
+          throw Error("model: a writable float64 " + std::to_string(plan.ccd_rows) + " x " +
+                      std::to_string(plan.ccd_cols) + " array is required");
+        if (first < 0 || first > last || last > static_cast<int>(plan.patches.size()))
+          throw Error("patches " + std::to_string(first) + "-" + std::to_string(last) +
+                      " of a plan of " + std::to_string(plan.patches.size()));
+        const std::vector<perfex::extract::PatchDesc> range(plan.patches.begin() + first,
+                                                            plan.patches.begin() + last);
+        double* out = model.mutable_data();
+        const double* in = blocks.data();
+        const std::size_t n = static_cast<std::size_t>(blocks.size());
+        require_runtime();
+        kokkos_thread().run([&] {
+          perfex::extract::fold_model_blocks(out, plan.ccd_rows, plan.ccd_cols, range, in, n);
+        });
+      },
+      py::arg("model"), py::arg("plan"), py::arg("first"), py::arg("last"), py::arg("blocks"),
+      "perfex::extract::fold_model_blocks: adds the model blocks of patches [first, last) (as a "
+      "range's extract_frame returns them) into model, in the plan's order.");
   m.def("plan_frame", &plan_info, py::arg("psf"), py::arg("options"), py::arg("ccd_rows"),
         py::arg("ccd_cols"), py::arg("backend"),
         "The frame's plan for resolved options (resolve_request's), on the host.");

@@ -1,6 +1,7 @@
 // Extraction options as dicts and objects, and the request checks every Python entry point
 // shares with perfex-extract (perfex::extract::resolve_request).
 #include <perfex/extract/plan.hpp>
+#include <perfex/extract/wavelength_grid.hpp>
 #include <perfex/io/extract_files.hpp>
 
 #include <limits>
@@ -159,6 +160,15 @@ void register_options(py::module_& m) {
         return ranges;
       },
       "The requested fibres of each bundle, [lo, hi), in order.");
+  m.def(
+      "grid_of_values",
+      [](const std::vector<double>& wave, const std::string& what) {
+        const auto g = perfex::extract::grid_of_values(wave, what);
+        return py::make_tuple(g.wmin, g.wmax, g.dw);
+      },
+      py::arg("wave"), py::arg("what") = "wavelength",
+      "perfex::extract::grid_of_values: (wmin, wmax, dw) of a uniform grid given by its values; "
+      "RequestError naming the first value at fault.");
 }
 
 }  // namespace perfex_py

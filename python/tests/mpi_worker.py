@@ -24,7 +24,8 @@ frame = perfex.extract_frame(pre, None, psf, comm=comm, progress=False, **SMALL)
 timing = {}
 drop_in = perfex.gpu_specter.extract_frame(img, psf, 25, SMALL["specmin"], SMALL["nspec"],
                                            SMALL["wavelength"] if comm.rank == 0 else None,
-                                           nsubbundles=5, psferr=0.01, comm=comm, timing=timing)
+                                           nsubbundles=5, psferr=0.01, comm=comm, timing=timing,
+                                           model=True)
 # gpu_specter's time stamps on every rank, in the order of its stages.
 stages = ["init-mpi-comm", "init-mpi-bcast", "host-to-device", "extracted-bundles", "staged-bundles",
           "merged-bundles", "assembled-frame"]

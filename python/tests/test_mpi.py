@@ -24,7 +24,8 @@ def test_library_ranks_bitwise(nranks, masked, psf, small_frame, tmp_path):
     assert_frames_identical(small_frame, got)
     assert int(got["npatches"]) == small_frame.npatches
     single = gpu_specter.extract_frame({"image": masked.pixels, "ivar": masked.ivar}, psf, 25, SMALL["specmin"],
-                                       SMALL["nspec"], SMALL["wavelength"], nsubbundles=5, psferr=0.01)
+                                       SMALL["nspec"], SMALL["wavelength"], nsubbundles=5, psferr=0.01,
+                                       model=True)
     for key, value in single.items():
         if value is not None:
             assert np.array_equal(got["drop_in_" + key], value), key
@@ -79,16 +80,19 @@ def test_exposure_groups_with_a_broken_frame(clean, masked, psf, tmp_path):
 
 @pytest.mark.parametrize("nranks", [5, 16])
 def test_many_ranks_bitwise(nranks, masked, psf, small_frame, tmp_path):
-    """More ranks than the frame's three bundle pieces: every rank gets patches, the frame is
-    bitwise the one-process frame."""
+    """More ranks than the frame's three bundle pieces: every rank gets patches, the frame and
+    its model image are bitwise the one-process ones (rank 0 adds the other ranks' model blocks
+    in the plan's order; on 16 ranks it has no patch of its own)."""
     out = tmp_path / "frame.npz"
     r = mpirun(nranks, [os.path.join(HERE, "mpi_balance.py"), masked.path, psf.source, str(out),
-                        str(SMALL["specmin"]), str(SMALL["nspec"])], timeout=900)
+                        str(SMALL["specmin"]), str(SMALL["nspec"]), "model"], timeout=900)
     assert r.returncode == 0, r.stdout + r.stderr
     got = np.load(out)
     one = perfex.extract_frame(masked, psf=psf, progress=False, wavelength="5760,6160,0.8",
-                               specmin=SMALL["specmin"], nspec=SMALL["nspec"], psferr=0.01)
+                               specmin=SMALL["specmin"], nspec=SMALL["nspec"], psferr=0.01,
+                               model_image=True)
     assert_frames_identical(one, got)
+    assert np.array_equal(one.model, got["model"]), np.max(np.abs(one.model - got["model"]))
     patches = got["records"][:, 0]
     assert patches.sum() == one.npatches == int(got["npatches"]) == 165
     # Dealt by their flops, rank 0 taking less for its own work (none on 16 ranks: it only

@@ -12,6 +12,7 @@
 #include <perfex/extract/frame.hpp>
 #include <perfex/extract/frame_plan.hpp>
 #include <perfex/extract/image.hpp>
+#include <perfex/extract/model_image.hpp>
 #include <perfex/extract/options.hpp>
 #include <perfex/extract/patch_solver.hpp>
 #include <perfex/extract/wavelength_grid.hpp>
@@ -46,6 +47,42 @@ template <class ExecSpace, class View>
 void copy_to_frame(const ExecSpace& exec, const View& view, std::vector<double>& host) {
   if constexpr (!results_in_host_memory<ExecSpace>())
     Kokkos::deep_copy(exec, typename View::HostMirror(host.data(), view.layout()), view);
+}
+
+// The model image's part of a solver launch (patches [first, first + count) of the plan): their
+// blocks added into `model` in the plan's order, or (model empty: a range that returns its
+// blocks) appended to frame.model_blocks.
+template <class ExecSpace, class Model>
+void model_of_launch(const ExecSpace& exec, const FramePlan<typename ExecSpace::memory_space>& plan,
+                     const PatchWorkspace<typename ExecSpace::memory_space>& ws, int first,
+                     int count, const Model& model, Frame& frame) {
+  using Mem = typename ExecSpace::memory_space;
+  const std::int64_t stride = static_cast<std::int64_t>(ws.model_block.extent(0));
+  if (model.extent(0) > 0) {
+    int row0 = plan.ccd_rows, row1 = 0;
+    for (int i = first; i < first + count; ++i) {
+      row0 = std::min(row0, plan.patches[static_cast<std::size_t>(i)].row0);
+      row1 = std::max(row1, plan.patches[static_cast<std::size_t>(i)].row1);
+    }
+    Kokkos::View<std::int64_t*, Mem> offsets(uninitialized("perfex::model_offsets"), count);
+    Kokkos::parallel_for(
+        "perfex::extract::model_offsets", Kokkos::RangePolicy<ExecSpace>(exec, 0, count),
+        KOKKOS_LAMBDA(int i) { offsets(i) = i * stride; });
+    fold_model_blocks(
+        exec, model, Kokkos::View<const double*, Mem>(ws.model_block.data(), stride * count),
+        offsets, Kokkos::subview(plan.device_patches, Kokkos::make_pair(first, first + count)),
+        row0, row1);
+    return;
+  }
+  const auto blocks = Kokkos::create_mirror_view(ws.model_block);
+  Kokkos::deep_copy(exec, blocks, ws.model_block);
+  exec.fence();
+  for (int i = 0; i < count; ++i) {
+    const double* block = blocks.data() + i * stride;
+    frame.model_blocks.insert(
+        frame.model_blocks.end(), block,
+        block + model_block_size(plan.patches[static_cast<std::size_t>(first + i)]));
+  }
 }
 
 }  // namespace detail
@@ -110,7 +147,7 @@ Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::m
       frame.resolution, "perfex::resolution", nspec, ndiags, nwave);
   Kokkos::View<int*, Mem> status(uninitialized("perfex::patch_status"), plan.npatches());
   Kokkos::View<double**, Kokkos::LayoutRight, Mem> model;
-  if (opt.model_image) {
+  if (opt.model_image && !range.model_blocks) {
     frame.model_rows = plan.ccd_rows;
     frame.model_cols = plan.ccd_cols;
     perfex::detail::assign_advised(frame.model,
@@ -133,7 +170,6 @@ Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::m
   solver.ycorner = ycorner;
   solver.image = image;
   solver.out = PatchResults<Mem>(flux, ivar, chi2pix, pixmask, resolution, status);
-  solver.model = model;
   const perfex::detail::TeamShape shape{opt.team_size, opt.vector_length};
   int done = 0;
   const int total = range.last - range.first;
@@ -157,6 +193,7 @@ Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::m
     for (int first = lo; first < hi; first += plan.launches.batch) {
       const int count = std::min(plan.launches.batch, hi - first);
       solve_patches(exec, solver, plan.device_patches, first, count, shape);
+      if (opt.model_image) dt::model_of_launch(exec, plan, solver.ws, first, count, model, frame);
       ++frame.solver_launches;
       done += count;
       if (progress) {
@@ -185,7 +222,7 @@ Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::m
   dt::copy_to_frame(exec, chi2pix, frame.chi2pix);
   dt::copy_to_frame(exec, pixmask, frame.pixmask_fraction);
   dt::copy_to_frame(exec, resolution, frame.resolution);
-  if (opt.model_image) dt::copy_to_frame(exec, model, frame.model);
+  if (model.extent(0) > 0) dt::copy_to_frame(exec, model, frame.model);
   const auto hstatus = Kokkos::create_mirror_view(status);
   Kokkos::deep_copy(exec, hstatus, status);
   exec.fence();

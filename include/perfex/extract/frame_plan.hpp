@@ -88,6 +88,9 @@ int default_batch_cap(const ExecSpace& exec) {
 // Patches [first, last) of a plan, in its order (last < 0: to the end).
 struct PatchRange {
   int first = 0, last = -1;
+  // With model_image: the range's blocks of the model image in Frame::model_blocks instead of
+  // the image they make (for a process that adds them after the ranges before, model_image.hpp).
+  bool model_blocks = false;
 };
 
 // A frame planned for one PSF, CCD size and set of options: everything extract_frame needs
