@@ -11,8 +11,9 @@ accuracy  perfex against gpu_specter's reference extraction of the simulated DES
           write theirs), and the model image.
 speed     perfex-extract against gpu_specter's `spex` (its CPU path, numba) as whole processes,
           one thread each, the runs of each pair in turn, on one bundle (25 fibres,
-          5760-6760 A) of the image decompressed once (both would spend seconds on gzip). Needs a gpu_specter checkout (../clients/gpu_specter, $PERFEX_CLIENTS)
-          and a Python that imports numba, fitsio, astropy and scipy (--spex-python).
+          5760-6760 A) of the image decompressed once (both would spend seconds on gzip).
+          Needs a gpu_specter checkout (../clients/gpu_specter, $PERFEX_CLIENTS) and a Python
+          that imports numba, fitsio, astropy and scipy (--spex-python).
 memory    peak resident memory of perfex-extract on that bundle and on the 50-fibre image
           (decompressed, as for speed).
 
@@ -96,9 +97,8 @@ def run(cmd, env=None):
 
 def accuracy(args):
     import numpy as np
-    from astropy.io import fits
-
     import perfex
+    from astropy.io import fits
 
     with fits.open(data(REFERENCE)) as hdus:
         ref = {h.name: np.asarray(h.data, dtype=np.float64) for h in hdus if h.data is not None}
@@ -114,40 +114,72 @@ def accuracy(args):
 
     with tempfile.TemporaryDirectory() as tmp:
         out, model = os.path.join(tmp, "frame.fits"), os.path.join(tmp, "model.fits")
-        subprocess.run([extract_exe(args), "-i", data(IMAGE), "-p", data(PSF), "-o", out, "-m", model,
-                        "-w", GRID, "-s", "0", "-n", "50", "--psferr", "0.01"], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                extract_exe(args),
+                "-i",
+                data(IMAGE),
+                "-p",
+                data(PSF),
+                "-o",
+                out,
+                "-m",
+                model,
+                "-w",
+                GRID,
+                "-s",
+                "0",
+                "-n",
+                "50",
+                "--psferr",
+                "0.01",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         with fits.open(out) as hdus:
             written = {h.name: np.asarray(h.data) for h in hdus if h.data is not None}
         with fits.open(model) as hdus:
             written_model = np.asarray(hdus[0].data, dtype=np.float64)
     print("the frame file perfex-extract writes (float32) against gpu_specter's arrays:")
     flux32 = written["FLUX"].astype(np.float64)
-    print(f"  flux   max |dflux| * sqrt(ivar) = {np.max(np.abs(flux32 - ref['FLUX']) * sigma):.2g} sigma "
-          "(float32 rounding)")
+    print(
+        f"  flux   max |dflux| * sqrt(ivar) = {np.max(np.abs(flux32 - ref['FLUX']) * sigma):.2g} sigma "
+        "(float32 rounding)"
+    )
     for name in ("FLUX", "IVAR", "RESOLUTION", "CHI2PIX"):
         mine, theirs = written[name].astype("=f4"), ref[name].astype("=f4")  # native order
         ulps = np.abs(mine.view(np.int32).astype(np.int64) - theirs.view(np.int32).astype(np.int64))
-        print(f"  {name:10s} {np.count_nonzero(ulps)} of {mine.size} float32 values differ from gpu_specter's "
-              f"rounded to float32 (at most {ulps.max()} ulp)")
+        print(
+            f"  {name:10s} {np.count_nonzero(ulps)} of {mine.size} float32 values differ from gpu_specter's "
+            f"rounded to float32 (at most {ulps.max()} ulp)"
+        )
 
     with fits.open(data(REFERENCE_MODEL)) as hdus:
         hdu = next(h for h in hdus if h.data is not None)
         y0, x0 = int(hdu.header["Y0"]), int(hdu.header["X0"])
         cut = np.asarray(hdu.data, dtype=np.float64)
     full = np.zeros_like(frame.model)
-    full[y0:y0 + cut.shape[0], x0:x0 + cut.shape[1]] = cut
-    print("model image against gpu_specter's (electrons, peak "
-          f"{cut.max():.0f}): in memory max |difference| {np.max(np.abs(frame.model - full)):.2g}; "
-          f"the file -m writes: {np.max(np.abs(written_model - full)):.2g}")
+    full[y0 : y0 + cut.shape[0], x0 : x0 + cut.shape[1]] = cut
+    print(
+        "model image against gpu_specter's (electrons, peak "
+        f"{cut.max():.0f}): in memory max |difference| {np.max(np.abs(frame.model - full)):.2g}; "
+        f"the file -m writes: {np.max(np.abs(written_model - full)):.2g}"
+    )
 
 
 def speed(args):
     spex = os.path.join(args.gpu_specter, "bin", "spex")
     if not os.path.exists(spex):
         sys.exit(f"claims.py: {spex} not found (a gpu_specter checkout: --gpu-specter)")
-    one_thread = dict(os.environ, OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="1", MKL_NUM_THREADS="1",
-                      OPENBLAS_NUM_THREADS="1", OMP_PROC_BIND="false")
+    one_thread = dict(
+        os.environ,
+        OMP_NUM_THREADS="1",
+        NUMBA_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+        OPENBLAS_NUM_THREADS="1",
+        OMP_PROC_BIND="false",
+    )
     spex_env = dict(one_thread, PYTHONPATH=os.path.join(args.gpu_specter, "py"))
     with tempfile.TemporaryDirectory() as tmp:
         common = ["-i", decompressed(tmp), "-p", data(PSF)] + BUNDLE
@@ -161,23 +193,28 @@ def speed(args):
             p, p_rss = run(perfex_cmd, one_thread)
             s, s_rss = run(spex_cmd, spex_env)
             pairs.append((p, s))
-            print(f"  pair {n + 1}: perfex {p:.3f} s ({p_rss:.0f} MB), spex {s:.2f} s ({s_rss:.0f} MB): "
-                  f"{s / p:.1f}x   [load {os.getloadavg()[0]:.2f}]")
+            print(
+                f"  pair {n + 1}: perfex {p:.3f} s ({p_rss:.0f} MB), spex {s:.2f} s ({s_rss:.0f} MB): "
+                f"{s / p:.1f}x   [load {os.getloadavg()[0]:.2f}]"
+            )
     perfex_median = statistics.median(p for p, _ in pairs)
     spex_median = statistics.median(s for _, s in pairs)
     ratios = [s / p for p, s in pairs]
-    print(f"median perfex {perfex_median:.3f} s, spex {spex_median:.2f} s: perfex "
-          f"{spex_median / perfex_median:.0f}x faster (pairs {min(ratios):.0f}-{max(ratios):.0f}x)")
+    print(
+        f"median perfex {perfex_median:.3f} s, spex {spex_median:.2f} s: perfex "
+        f"{spex_median / perfex_median:.0f}x faster (pairs {min(ratios):.0f}-{max(ratios):.0f}x)"
+    )
 
 
 def memory(args):
     exe = extract_exe(args)
     with tempfile.TemporaryDirectory() as tmp:
         image = decompressed(tmp)
-        for label, extra in (("bundle (25 fibres)", BUNDLE),
-                             ("50-fibre image", ["-w", GRID, "-n", "50", "--psferr", "0.01"])):
-            cmd = [exe, "-i", image, "-p", data(PSF), "-o", os.path.join(tmp, "f.fits"),
-                   "--threads", "1"] + extra
+        for label, extra in (
+            ("bundle (25 fibres)", BUNDLE),
+            ("50-fibre image", ["-w", GRID, "-n", "50", "--psferr", "0.01"]),
+        ):
+            cmd = [exe, "-i", image, "-p", data(PSF), "-o", os.path.join(tmp, "f.fits"), "--threads", "1"] + extra
             seconds, rss = run(cmd, dict(os.environ, OMP_PROC_BIND="false"))
             print(f"{label}: peak resident memory {rss:.0f} MB ({seconds:.2f} s)   {' '.join(cmd)}")
 
@@ -186,10 +223,16 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("what", choices=("accuracy", "speed", "memory"))
     p.add_argument("--perfex-extract", help="perfex-extract to run (default build/tools/perfex-extract)")
-    p.add_argument("--spex-python", default=sys.executable,
-                   help="a Python with numba, fitsio, astropy and scipy, for gpu_specter's spex")
-    p.add_argument("--gpu-specter", default=os.path.join(CLIENTS, "gpu_specter"),
-                   help="gpu_specter checkout (default ../clients/gpu_specter)")
+    p.add_argument(
+        "--spex-python",
+        default=sys.executable,
+        help="a Python with numba, fitsio, astropy and scipy, for gpu_specter's spex",
+    )
+    p.add_argument(
+        "--gpu-specter",
+        default=os.path.join(CLIENTS, "gpu_specter"),
+        help="gpu_specter checkout (default ../clients/gpu_specter)",
+    )
     p.add_argument("--pairs", type=int, default=3, help="speed: runs of each, in turn")
     args = p.parse_args()
     print(f"machine: {machine()}")

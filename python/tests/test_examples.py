@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import numpy as np
-
 import perfex
 
 from conftest import REPO, data_path, python_env
@@ -28,13 +27,22 @@ def test_quickstart(tmp_path, psf_path):
     os.symlink(psf_path, tmp_path / "psf-r0-00051060.fits")
     os.symlink(image, tmp_path / "preproc-r0-00051060.fits")
     script = os.path.join(REPO, "examples", "python", "quickstart.py")
-    r = subprocess.run([sys.executable, script], env=python_env(), cwd=tmp_path, capture_output=True,
-                       text=True, timeout=900)
+    r = subprocess.run(
+        [sys.executable, script], env=python_env(), cwd=tmp_path, capture_output=True, text=True, timeout=900
+    )
     assert r.returncode == 0, r.stderr
     printed = re.search(r"print\(.*\)\s*# (.*)", readme_block()).group(1)  # what the README shows
     assert r.stdout.strip() == printed, r.stdout
     frame = perfex.read_frame(tmp_path / "frame-r0.fits")
     pre = perfex.read_preproc(image)
-    direct = perfex.extract_frame(pre.pixels, pre.ivar, perfex.read_psf(psf_path), progress=False,
-                                  wavelength="5760,7620,0.8", specmin=0, nspec=50, psferr=0.01)
+    direct = perfex.extract_frame(
+        pre.pixels,
+        pre.ivar,
+        perfex.read_psf(psf_path),
+        progress=False,
+        wavelength="5760,7620,0.8",
+        specmin=0,
+        nspec=50,
+        psferr=0.01,
+    )
     assert np.array_equal(frame.flux, direct.flux.astype(np.float32))

@@ -3,9 +3,8 @@
 import warnings
 
 import numpy as np
-import pytest
-
 import perfex
+import pytest
 
 from conftest import run_python
 
@@ -72,14 +71,20 @@ def test_output_names(small_frame, tmp_path):
 def odd_frame(nspec, nwave, masked=False):
     """A frame of nspec fibres x nwave wavelengths; every bin masked (ivar 0, NODATA) when asked."""
     shape = (nspec, nwave)
-    return perfex.Frame(flux=np.ones(shape), ivar=np.zeros(shape) if masked else np.ones(shape),
-                        mask=np.full(shape, 256 if masked else 0, np.uint32),
-                        wave=5000 + 0.8 * np.arange(nwave), resolution=np.zeros((nspec, 11, nwave)),
-                        chi2pix=np.zeros(shape), pixmask_fraction=np.zeros(shape))
+    return perfex.Frame(
+        flux=np.ones(shape),
+        ivar=np.zeros(shape) if masked else np.ones(shape),
+        mask=np.full(shape, 256 if masked else 0, np.uint32),
+        wave=5000 + 0.8 * np.arange(nwave),
+        resolution=np.zeros((nspec, 11, nwave)),
+        chi2pix=np.zeros(shape),
+        pixmask_fraction=np.zeros(shape),
+    )
 
 
-@pytest.mark.parametrize("nspec, nwave, masked", [(1, 50, False), (5, 1, False), (1, 1, False),
-                                                  (5, 50, True), (1, 1, True)])
+@pytest.mark.parametrize(
+    "nspec, nwave, masked", [(1, 50, False), (5, 1, False), (1, 1, False), (5, 50, True), (1, 1, True)]
+)
 def test_odd_frames(nspec, nwave, masked, tmp_path):
     """One fibre, one wavelength, every bin masked: a picture, no warning (a one-wavelength frame
     drew on an empty axis, with matplotlib's singular-limits warning), from the API and from a

@@ -29,10 +29,28 @@ def _grid(wavelength, psf):
     raise perfex.Error(f"wavelength: expected None, 'wmin,wmax,dw', a tuple or an array, got {wavelength!r}")
 
 
-def extract_frame(img, psf, bundlesize, specmin, nspec, wavelength=None, nwavestep=50,
-                  nsubbundles=1, model=None, regularize=0, psferr=None, comm=None, gpu=None,
-                  loglevel=None, timing=None, wavepad=10, pixpad_frac=0.8, wavepad_frac=0.2,
-                  batch_subbundle=True, ranks_per_bundle=None):
+def extract_frame(
+    img,
+    psf,
+    bundlesize,
+    specmin,
+    nspec,
+    wavelength=None,
+    nwavestep=50,
+    nsubbundles=1,
+    model=None,
+    regularize=0,
+    psferr=None,
+    comm=None,
+    gpu=None,
+    loglevel=None,
+    timing=None,
+    wavepad=10,
+    pixpad_frac=0.8,
+    wavepad_frac=0.2,
+    batch_subbundle=True,
+    ranks_per_bundle=None,
+):
     """Extracts 1D spectra from a 2D image, as gpu_specter.core.extract_frame.
 
     img: dict with 'image' and 'ivar' (the ivar already mask-applied; other keys ignored);
@@ -67,9 +85,17 @@ def extract_frame(img, psf, bundlesize, specmin, nspec, wavelength=None, nwavest
 
     image = ivar = None
     options = dict(
-        bundlesize=bundlesize, specmin=specmin, nspec=nspec, nwavestep=nwavestep,
-        nsubbundles=nsubbundles, model_image=bool(model), regularize=regularize, psferr=psferr,
-        wavepad0=wavepad, pixpad_frac=pixpad_frac, wavepad_frac=wavepad_frac,
+        bundlesize=bundlesize,
+        specmin=specmin,
+        nspec=nspec,
+        nwavestep=nwavestep,
+        nsubbundles=nsubbundles,
+        model_image=bool(model),
+        regularize=regularize,
+        psferr=psferr,
+        wavepad0=wavepad,
+        pixpad_frac=pixpad_frac,
+        wavepad_frac=wavepad_frac,
     )
 
     def prepare():
@@ -95,8 +121,9 @@ def extract_frame(img, psf, bundlesize, specmin, nspec, wavelength=None, nwavest
             log.info("Sending inputs to other MPI ranks (each the pixels of its patches)")
     options["wavelength"] = grid
     if distributed:
-        frame = perfex.mpi.extract_frame(comm, image, ivar, psf, backend=backend, timing=stamps,
-                                         progress=False, **options)
+        frame = perfex.mpi.extract_frame(
+            comm, image, ivar, psf, backend=backend, timing=stamps, progress=False, **options
+        )
     else:
         stamps["init-mpi-bcast"] = stamps["host-to-device"] = time.time()
         frame = perfex.extract_frame(image, ivar, psf, backend=backend, progress=False, **options)
@@ -106,8 +133,10 @@ def extract_frame(img, psf, bundlesize, specmin, nspec, wavelength=None, nwavest
     result = None
     if frame is not None:
         if frame.nonfinite_pixels:
-            log.warning(f"{frame.nonfinite_pixels} NaN/Inf image or ivar pixels masked (ivar 0); "
-                        "gpu_specter stops with a ValueError on such pixels with ivar > 0")
+            log.warning(
+                f"{frame.nonfinite_pixels} NaN/Inf image or ivar pixels masked (ivar 0); "
+                "gpu_specter stops with a ValueError on such pixels with ivar > 0"
+            )
         for warning in frame.warnings:
             if "NaN/Inf" not in warning:
                 log.warning(warning)
@@ -125,8 +154,7 @@ def extract_frame(img, psf, bundlesize, specmin, nspec, wavelength=None, nwavest
     stamps.setdefault("merged-bundles", time.time())
     stamps["assembled-frame"] = time.time()
     if rank == 0:
-        for name in ("init-mpi-bcast", "extracted-bundles", "staged-bundles", "merged-bundles",
-                     "assembled-frame"):
+        for name in ("init-mpi-bcast", "extracted-bundles", "staged-bundles", "merged-bundles", "assembled-frame"):
             timer.split("mpi-bcast-raw" if name == "init-mpi-bcast" else name, stamps[name])
         timer.log_splits(log)
     if isinstance(timing, dict):
