@@ -37,13 +37,14 @@ io::FilesRequest files_request(const ExtractArgs& a) {
   return job;
 }
 
-std::string extract_options_help() {
+std::string extract_options_help(bool input_output) {
   std::ostringstream o;
   const extract::ExtractionOptions d;
-  o << "  -i, --input FILE        preproc image (HDUs IMAGE, IVAR, MASK[, FIBERMAP])\n"
-    << "  -p, --psf FILE          GaussHermite PSF file (specex PSFVER 3)\n"
-    << "  -o, --output FILE       output frame file (FILE.gz: gzip-compressed)\n"
-    << "  -m, --model FILE        also write the model image\n"
+  if (input_output)
+    o << "  -i, --input FILE        preproc image (HDUs IMAGE, IVAR, MASK[, FIBERMAP])\n"
+      << "  -p, --psf FILE          GaussHermite PSF file (specex PSFVER 3)\n"
+      << "  -o, --output FILE       output frame file (FILE.gz: gzip-compressed)\n";
+  o << "  -m, --model FILE        also write the model image\n"
     << "  -f, --fibermap FILE     FIBERMAP rows SPECMIN.. from this file (default: the image's)\n"
     << "  -w, --wavelength WMIN,WMAX,DW\n"
     << "                          output wavelength grid in Angstrom (default: the PSF's\n"

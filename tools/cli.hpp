@@ -63,8 +63,9 @@ using io::WarningCallback;
 // The library request of a command line.
 io::FilesRequest files_request(const ExtractArgs& args);
 
-// Usage text of perfex-extract's options (the demo prints its own above it).
-std::string extract_options_help();
+// Usage text of perfex-extract's options (the demo prints its own above it); input_output:
+// with -i, -p and -o (the demo chooses its own files).
+std::string extract_options_help(bool input_output = true);
 
 // Walks a command line: "--opt value", "--opt=value" and "-x value". Every error is a
 // UsageError naming the option.

@@ -46,8 +46,9 @@ std::string usage() {
        "                          truth.fits, frame.fits\n"
        "      --seed N            spectra and noise seed (default 20260101)\n"
        "      --read-noise X      read noise in electrons (default 3)\n\n"
-       "extraction options (as perfex-extract; defaults here: -n 50, -w 5760,6760,0.8):\n"
-    << cli::extract_options_help();
+       "extraction options (as perfex-extract's but -i, -p and -o; defaults here: -n 50,\n"
+       "-w 5760,6760,0.8):\n"
+    << cli::extract_options_help(/*input_output=*/false);
   return o.str();
 }
 

@@ -1,17 +1,14 @@
-"""perfex from Python in ten lines: read a PSF and a preproc image, extract, write the frame.
-
-python3 examples/python/quickstart.py PSF PREPROC FRAME
-"""
-
-import sys
-
 import perfex
 
-psf_path, image_path, frame_path = sys.argv[1:4]
-psf = perfex.read_psf(psf_path)
-img = perfex.read_preproc(image_path)  # float64 pixels, ivar = 0 where MASK & 0x2FF
+psf = perfex.read_psf("psf-r0-00051060.fits")
+img = perfex.read_preproc("preproc-r0-00051060.fits")  # float64, ivar = 0 where MASK & 0x2FF
 frame = perfex.extract_frame(
-    img.pixels, img.ivar, psf, wavelength="5760,5960,0.8", specmin=0, nspec=25, psferr=0.01, progress=False
+    img.pixels,
+    img.ivar,
+    psf,  # numpy in, numpy out, GIL released
+    wavelength="5760,7620,0.8",
+    nspec=50,
+    psferr=0.01,
 )
-perfex.write_frame(frame_path, frame, img.path, psf.source)
-print(f"{frame}: mean |flux| {float(abs(frame.flux).mean()):.1f} e-/A, {frame.failed_patches} failed patches")
+perfex.write_frame("frame-r0.fits", frame, img.path, psf.source)
+print(frame.flux.shape, frame.failed_patches)  # (50, 2326) 0

@@ -17,7 +17,7 @@ import sys
 from . import runtime
 from ._perfex import Error, RequestError
 from .exposure import extract_frames
-from .files import FailedPatches, FrameFiles, check_frame_outputs
+from .files import CLI_NAMES, FailedPatches, FrameFiles, check_frame_outputs
 from .options import cxx_options, make_options
 
 # Frames named in the summary line of an exposure with failures.
@@ -135,10 +135,87 @@ def parse(argv=None):
     opts["nspec"] = 1 if opts["nspec"] is None else opts["nspec"]
     try:
         cxx_options(make_options(**opts))
-        check_frame_outputs(args.jobs)  # outputs: writable, none an input or another output
+        check_frame_outputs(args.jobs, args.frames)  # outputs: writable, none an input or another output
     except Error as e:
         p.error(str(e))
     return args
+
+
+def frames_line_fields(line):
+    """The fields of a --frames line, split as a POSIX shell splits words: blanks separate them,
+    '...' and "..." quote (a backslash escapes \\, " and $ inside "..."), a backslash escapes the
+    next character, and # starts a comment only at the start of a word (so a#1.fits is one
+    name). Raises ValueError for an unclosed quote or a trailing backslash."""
+    fields, word, quote, in_word, i = [], [], None, False, 0
+    while i < len(line):
+        c = line[i]
+        if quote == "'":
+            if c == "'":
+                quote = None
+            else:
+                word.append(c)
+        elif quote == '"':
+            if c == '"':
+                quote = None
+            elif c == "\\" and i + 1 < len(line) and line[i + 1] in '\\"$`':
+                i += 1
+                word.append(line[i])
+            else:
+                word.append(c)
+        elif c in " \t\r\n\f\v":
+            if in_word:
+                fields.append("".join(word))
+                word, in_word = [], False
+        elif c == "#" and not in_word:
+            break
+        elif c in "'\"":
+            quote, in_word = c, True
+        elif c == "\\":
+            if i + 1 >= len(line) or line[i + 1] == "\n":
+                raise ValueError("a backslash ends the line")
+            i += 1
+            word.append(line[i])
+            in_word = True
+        else:
+            word.append(c)
+            in_word = True
+        i += 1
+    if quote:
+        raise ValueError(f"no closing {quote}")
+    if in_word:
+        fields.append("".join(word))
+    return fields
+
+
+def _frames_list(p, path):
+    """The FrameFiles of a --frames file (UTF-8 text, one INPUT PSF OUTPUT [MODEL] line per
+    frame); a bad file is a command-line error naming the line."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        p.error(f"--frames: {e}")
+    jobs = []
+    for n, raw in enumerate(data.split(b"\n"), 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            p.error(
+                f"--frames {path} line {n}: not UTF-8 text (byte 0x{raw[e.start]:02x} at byte "
+                f"{e.start + 1}); perfex reads the list as UTF-8"
+            )
+        try:
+            fields = frames_line_fields(line)
+        except ValueError as e:
+            p.error(f"--frames {path} line {n}: {e}")
+        if fields and len(fields) not in (3, 4):
+            p.error(
+                f"--frames {path} line {n}: expected INPUT PSF OUTPUT [MODEL], got {len(fields)} "
+                f"fields {fields} (quote a name with blanks or a leading #)"
+            )
+        if fields:
+            jobs.append(FrameFiles(*fields))
+    return jobs
 
 
 def _jobs(p, args):
@@ -146,16 +223,9 @@ def _jobs(p, args):
     if args.frames:
         if args.input or args.psf or args.output or args.model:
             p.error("--frames replaces -i/-p/-o/-m")
-        try:
-            with open(args.frames) as f:
-                lines = [ln.split("#")[0].split() for ln in f]
-        except OSError as e:
-            p.error(f"--frames: {e}")
-        for n, fields in enumerate(lines, 1):
-            if fields and len(fields) not in (3, 4):
-                p.error(f"--frames {args.frames} line {n}: expected INPUT PSF OUTPUT [MODEL]")
-            if fields:
-                jobs.append(FrameFiles(*fields))
+        jobs = _frames_list(p, args.frames)
+        if args.fibermap and len(args.fibermap) != len(jobs):
+            p.error(f"{len(args.fibermap)} -f for the {len(jobs)} frames of --frames: give one per frame, in order")
     else:
         if not args.input or not args.psf or not args.output:
             p.error("-i/--input, -p/--psf and -o/--output are required (or --frames)")
@@ -177,6 +247,13 @@ def _jobs(p, args):
             job.fibermap = fibermap
     if not jobs:
         p.error("no frame to extract")
+    for n, job in enumerate(jobs, 1):
+        for name, path in vars(job).items():
+            try:
+                (path or "").encode("utf-8")
+            except UnicodeEncodeError:
+                where = f" (frame {n})" if len(jobs) > 1 else ""
+                p.error(f"{CLI_NAMES[name]}{where}: the file name {path!r} is not UTF-8; perfex takes UTF-8 file names")
     return jobs
 
 

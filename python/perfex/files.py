@@ -52,12 +52,12 @@ class FailedPatches(Error):
         return cls(f"{failed} of {total} patches failed; their bins are masked BAD2DFIT | NODATA in {files.output}")
 
 
-def check_frame_outputs(frames):
+def check_frame_outputs(frames, frames_list=None):
     """Raises RequestError unless every frame's outputs can be written and none is an input or
     an output of any frame (the same file by device and inode, or by folder and name): so two
     outputs d/a.fits and d/./a.fits, or a model that is another frame's input, are refused
-    before any work."""
-    outputs, inputs = [], []
+    before any work. frames_list: the file that listed the frames (an input too)."""
+    outputs, inputs = [], [("--frames", frames_list)]
     for n, files in enumerate(frames, 1):
         where = f" (frame {n}, {files.name})" if len(frames) > 1 else ""
         outputs += [(CLI_NAMES["output"] + where, files.output), (CLI_NAMES["model"] + where, files.model)]

@@ -167,7 +167,8 @@ def extract_over_ranks(
                     local_job = job_of(header["psf"], shape, opts, header["backend"], allow_image_size_mismatch)
                 label = f"extract rank 0 (patches {first}-{last - 1} of {starts[-1]})"
                 callback = progress_callback(progress, label) if rank == 0 else None
-                local = local_job.extract(img._handle, callback, first, last)
+                # Ranks other than 0 return their model's blocks, which rank 0 adds after its own.
+                local = local_job.extract(img._handle, callback, first, last, model_blocks=rank != 0)
             except Exception as e:
                 error = RankError.of(e, f"rank {rank}: {e}")
         agree(comm, error)
@@ -201,16 +202,20 @@ def extract_over_ranks(
         arrays["resolution"] = gather("resolution", ndiags)
         model = None
         if opts["model_image"]:
-            send = np.zeros(shape) if local is None else local["model"]
-            model = np.empty(shape) if rank == 0 else None
-            wait_idle(
-                comm.Ireduce(
-                    [np.ascontiguousarray(send), MPI.DOUBLE],
-                    [model, MPI.DOUBLE] if rank == 0 else None,
-                    op=MPI.SUM,
-                    root=0,
-                )
-            )
+            # Rank 0's image holds the patches from the plan's first; it adds the other ranks'
+            # blocks, rank after rank, in the plan's order: the one-process image to the last bit.
+            send = local.get("model_blocks") if local is not None and rank != 0 else None
+            send = np.ascontiguousarray(np.empty(0) if send is None else send)
+            recv = sizes = None
+            if rank == 0:
+                sizes = [0] + [local_job.model_block_values(starts[r], starts[r + 1]) for r in range(1, size)]
+                recv = [np.empty(sum(sizes)), sizes, MPI.DOUBLE]
+            wait_idle(comm.Igatherv([send, MPI.DOUBLE], recv, root=0))
+            if rank == 0:
+                model = local["model"]
+                offsets = np.cumsum([0] + sizes)
+                for r in range(1, size):
+                    local_job.fold_model_blocks(model, starts[r], starts[r + 1], recv[0][offsets[r] : offsets[r + 1]])
         keys = ("npatches", "failed_patches", "linalg_flops", "max_band", "warnings", "failed_bins")
         mine_stats = {k: local[k] for k in keys} if local is not None else None
         idle_barrier(comm)

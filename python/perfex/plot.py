@@ -14,8 +14,8 @@ import sys
 
 import numpy as np
 
-from ._perfex import Error
-from .frames import Frame, read_frame
+from ._perfex import Error, RequestError
+from .frames import Frame, atomic_output, check_outputs, read_frame
 
 # desispec specmask bits perfex sets (perfex::extract::FrameMaskBits) and the bin state drawn
 # for each, in drawing order (a later state wins).
@@ -45,19 +45,22 @@ def default_fibers(frame, count=3):
 def quicklook(frame, path, fibers=None, title=None, dpi=110):
     """Writes the quick-look PNG of frame (a perfex.Frame or a frame file name) to path;
     fibers: frame indices of the spectra to draw, one panel each (default: three spread over
-    the frame).
+    the frame). The picture is written atomically (a hidden temporary renamed over path), never
+    over the frame file (perfex.RequestError, as for every perfex output).
     Returns the path."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.colors import LogNorm
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
-    name = "frame"
+    name, source = "frame", None
     if not isinstance(frame, Frame):
-        name = os.path.splitext(os.path.basename(os.fspath(frame)))[0]
-        title = title or os.path.basename(os.fspath(frame))
+        source = os.fspath(frame)
+        name = os.path.splitext(os.path.basename(source))[0]
+        title = title or os.path.basename(source)
         frame = read_frame(frame)
     path = output_path(path, name)
+    check_outputs([("output", path)], [("frame", source)])
     fibers = default_fibers(frame) if fibers is None else list(fibers)
     for f in fibers:
         if not 0 <= f < frame.nspec:
@@ -69,7 +72,9 @@ def quicklook(frame, path, fibers=None, title=None, dpi=110):
     states[nonfinite] = len(_MASK_STATES)
     flux = np.where(nonfinite, 0.0, flux)
     ivar = np.where(nonfinite, 0.0, ivar)
-    extent = [wave[0], wave[-1], frame.specmin - 0.5, frame.specmin + frame.nspec - 0.5]
+    # Bin edges: a frame of one wavelength still spans one bin (of 1 A when it is alone).
+    half = 0.5 * ((wave[-1] - wave[0]) / (wave.size - 1) if wave.size > 1 else 1.0)
+    extent = [wave[0] - half, wave[-1] + half, frame.specmin - 0.5, frame.specmin + frame.nspec - 0.5]
 
     fig = Figure(figsize=(11, 4.5 + 1.6 * len(fibers)), dpi=dpi, layout="constrained")
     FigureCanvasAgg(fig)
@@ -129,6 +134,7 @@ def quicklook(frame, path, fibers=None, title=None, dpi=110):
     )  # below the axes: it must not hide a masked bin
     ax_mask.set_ylabel("fibre")
     ax_mask.set_xlabel("wavelength [Å]")
+    ax_mask.set_xlim(extent[0], extent[1])  # shared by every panel
     for f in fibers:  # where the drawn spectra sit in the maps
         for ax in (ax_chi, ax_mask):
             ax.axhline(frame.specmin + f, color="white" if ax is ax_chi else "#888888", lw=0.5, ls=":")
@@ -142,7 +148,8 @@ def quicklook(frame, path, fibers=None, title=None, dpi=110):
         + (f", {int(nonfinite.sum())} non-finite bins" if nonfinite.any() else ""),
         fontsize=10,
     )
-    fig.savefig(path, format="png")
+    with atomic_output(path) as f:
+        fig.savefig(f, format="png")
     return path
 
 
@@ -175,6 +182,12 @@ def main(argv=None):
             fibers = [int(f) for f in args.fibers.split(",")]
         except ValueError:
             p.error(f"--fibers: expected integers, got '{args.fibers}'")
+    name = os.path.splitext(os.path.basename(args.frame))[0]
+    try:  # refused first: an output that cannot be written, or that is the frame file
+        check_outputs([("-o/--output", output_path(output, name))], [("frame", args.frame)])
+    except RequestError as e:
+        print(f"{p.prog}: error: {e}", file=sys.stderr)
+        return 2
     try:
         frame = read_frame(args.frame)
         bad = nonfinite_bins(frame)
@@ -183,7 +196,6 @@ def main(argv=None):
                 f"{p.prog}: warning: {args.frame}: {bad} bins with a NaN or infinite flux or ivar, drawn as masked",
                 file=sys.stderr,
             )
-        name = os.path.splitext(os.path.basename(args.frame))[0]
         written = quicklook(frame, output_path(output, name), fibers=fibers, title=os.path.basename(args.frame))
     except (Error, OSError, ValueError) as e:
         print(f"{p.prog}: error: {e}", file=sys.stderr)

@@ -13,16 +13,16 @@ namespace perfex_py {
 
 using perfex::psf::PsfData;
 
-FrameJob::FrameJob(const PsfData& psf, const perfex::extract::Request& request,
-                   int ccd_rows, int ccd_cols, const perfex::extract::ParameterNames& names,
+FrameJob::FrameJob(const PsfData& psf, const perfex::extract::Request& request, int ccd_rows,
+                   int ccd_cols, const perfex::extract::ParameterNames& names,
                    const std::string& backend, Times times)
     : psf_(psf), ccd_rows_(ccd_rows), ccd_cols_(ccd_cols), backend_(backend), times_(times) {
   perfex::check_backend(backend_);
   resolved_ = perfex::extract::check_job(request, psf_, ccd_rows, ccd_cols, names, *times_);
 }
 
-FrameJob::FrameJob(const PsfData& psf, perfex::extract::ResolvedRequest resolved,
-                   int ccd_rows, int ccd_cols, const std::string& backend, Times times)
+FrameJob::FrameJob(const PsfData& psf, perfex::extract::ResolvedRequest resolved, int ccd_rows,
+                   int ccd_cols, const std::string& backend, Times times)
     : psf_(psf),
       resolved_(std::move(resolved)),
       ccd_rows_(ccd_rows),
@@ -40,8 +40,8 @@ void FrameJob::plan() {
         "extracting " + perfex::extract::describe(resolved_.size, backend_ == "cuda"), [&] {
           perfex::with_backend(backend_, [&](const auto& exec) {
             psf_.visit([&](const auto& format) {
-              planned_ = perfex::extract::plan_job(exec, format, resolved_, ccd_rows_, ccd_cols_,
-                                                   *times_);
+              planned_ =
+                  perfex::extract::plan_job(exec, format, resolved_, ccd_rows_, ccd_cols_, *times_);
             });
           });
         });
@@ -56,7 +56,8 @@ decltype(auto) FrameJob::with_plan(F&& f) {
 }
 
 template <class Image>
-py::dict FrameJob::extract(Image& image, const py::object& progress, int first, int last) {
+py::dict FrameJob::extract(Image& image, const py::object& progress, int first, int last,
+                           bool model_blocks) {
   require_runtime();
   const perfex::extract::ProgressCallback callback = [&progress](int done, int total) {
     kokkos_thread().check_cancel();
@@ -70,8 +71,9 @@ py::dict FrameJob::extract(Image& image, const py::object& progress, int first, 
         "extracting " + perfex::extract::describe(resolved_.size, backend_ == "cuda"), [&] {
           return with_plan([&](const auto& job) {
             using Mem = typename std::decay_t<decltype(job)>::memory_space;
-            return perfex::extract::extract_job(job, image.on(Mem()), callback, {first, last},
-                                                resolved_.warnings, *times_);
+            return perfex::extract::extract_job(job, image.on(Mem()), callback,
+                                                {first, last, model_blocks}, resolved_.warnings,
+                                                *times_);
           });
         });
   });
@@ -160,18 +162,19 @@ py::dict reference_extract(const std::string& image_path, const std::string& psf
 template <class Image>
 void def_extract(py::class_<FrameJob>& job) {
   job.def("extract", &FrameJob::extract<Image>, py::arg("image"), py::arg("progress") = py::none(),
-          py::arg("first") = 0, py::arg("last") = -1,
+          py::arg("first") = 0, py::arg("last") = -1, py::arg("model_blocks") = false,
           "job::extract of patches [first, last) (all by default) from the image; the frame as a "
-          "dict, its phases the job's so far.");
+          "dict, its phases the job's so far. model_blocks: the model image's blocks of the range "
+          "(flat, in 'model_blocks') instead of the image.");
 }
 
 }  // namespace
 
 void register_extraction(py::module_& m) {
   py::class_<FrameJob> job(m, "FrameJob");
-  job.def(py::init([](const PsfData& psf, const py::dict& options, int ccd_rows,
-                      int ccd_cols, bool wavelength_given, bool nspec_given,
-                      bool allow_image_size_mismatch, const std::string& backend) {
+  job.def(py::init([](const PsfData& psf, const py::dict& options, int ccd_rows, int ccd_cols,
+                      bool wavelength_given, bool nspec_given, bool allow_image_size_mismatch,
+                      const std::string& backend) {
             perfex::extract::Request request;
             request.options = options_from_dict(options);
             request.wavelength_given = wavelength_given;
@@ -215,7 +218,41 @@ void register_extraction(py::module_& m) {
             const auto n = static_cast<py::ssize_t>(j.patches().size());
             return to_numpy(std::move(v), {n, 4});
           },
-          "[npatches][4]: (first kept fibre's frame row, kept fibres, first core bin, core bins).");
+          "[npatches][4]: (first kept fibre's frame row, kept fibres, first core bin, core bins).")
+      .def(
+          "model_block_values",
+          [](FrameJob& j, int first, int last) {
+            long long n = 0;
+            for (int i = first; i < last; ++i)
+              n += perfex::extract::model_block_size(j.patches().at(static_cast<std::size_t>(i)));
+            return n;
+          },
+          py::arg("first"), py::arg("last"),
+          "Values of the model image's blocks of patches [first, last) (their window pixels).")
+      .def(
+          "fold_model_blocks",
+          [](FrameJob& j, py::array_t<double, py::array::c_style> model, int first, int last,
+             py::array_t<double, py::array::c_style | py::array::forcecast> blocks) {
+            const auto& patches = j.patches();
+            if (model.ndim() != 2 || model.shape(0) != j.ccd_rows() ||
+                model.shape(1) != j.ccd_cols() || !model.writeable())
+              throw Error("model: a writable float64 " + std::to_string(j.ccd_rows()) + " x " +
+                          std::to_string(j.ccd_cols()) + " array is required");
+            if (first < 0 || first > last || last > static_cast<int>(patches.size()))
+              throw Error("patches " + std::to_string(first) + "-" + std::to_string(last) +
+                          " of a plan of " + std::to_string(patches.size()));
+            const std::vector<perfex::extract::PatchDesc> range(patches.begin() + first,
+                                                                patches.begin() + last);
+            double* out = model.mutable_data();
+            const double* in = blocks.data();
+            const std::size_t n = static_cast<std::size_t>(blocks.size());
+            kokkos_thread().run([&] {
+              perfex::extract::fold_model_blocks(out, j.ccd_rows(), j.ccd_cols(), range, in, n);
+            });
+          },
+          py::arg("model"), py::arg("first"), py::arg("last"), py::arg("blocks"),
+          "perfex::extract::fold_model_blocks: adds the model blocks of patches [first, last) (as "
+          "a range's extract returns them) into model, in the plan's order.");
 #ifdef KOKKOS_ENABLE_CUDA
   def_extract<CudaArrayImage>(job);
 #endif

@@ -45,19 +45,21 @@ class FrameJob : public HoldsKokkos {
 
   // job::check of `request` for a ccd_rows x ccd_cols image on `backend`, its phases timed into
   // `times` (shared with the files around it, if any).
-  FrameJob(const perfex::psf::PsfData& psf, const perfex::extract::Request& request,
-           int ccd_rows, int ccd_cols, const perfex::extract::ParameterNames& names,
-           const std::string& backend, Times times);
+  FrameJob(const perfex::psf::PsfData& psf, const perfex::extract::Request& request, int ccd_rows,
+           int ccd_cols, const perfex::extract::ParameterNames& names, const std::string& backend,
+           Times times);
   // A request resolved already (a frame's files: check_files_job).
-  FrameJob(const perfex::psf::PsfData& psf, perfex::extract::ResolvedRequest resolved,
-           int ccd_rows, int ccd_cols, const std::string& backend, Times times);
+  FrameJob(const perfex::psf::PsfData& psf, perfex::extract::ResolvedRequest resolved, int ccd_rows,
+           int ccd_cols, const std::string& backend, Times times);
 
   // job::plan, once.
   void plan();
   // job::extract of patches [first, last) (last < 0: to the end), planning first if needed;
-  // progress: a Python callable(done, total) or None (an exception it raises ends the run).
+  // progress: a Python callable(done, total) or None (an exception it raises ends the run);
+  // model_blocks: the model image's blocks of the range instead of the image (an MPI rank's).
   template <class Image>
-  py::dict extract(Image& image, const py::object& progress, int first, int last);
+  py::dict extract(Image& image, const py::object& progress, int first, int last,
+                   bool model_blocks);
 
   void release() override { planned_.reset(); }
 

@@ -26,6 +26,10 @@ py::dict frame_to_dict(perfex::extract::Frame&& fr) {
     d["model"] = py::none();
   else
     d["model"] = to_numpy(std::move(fr.model), {fr.model_rows, fr.model_cols});
+  if (!fr.model_blocks.empty()) {
+    const auto n = static_cast<py::ssize_t>(fr.model_blocks.size());
+    d["model_blocks"] = to_numpy(std::move(fr.model_blocks), {n});
+  }
   d["options"] = options_to_dict(fr.options);
   d["npatches"] = fr.npatches;
   d["failed_patches"] = fr.failed_patches;
@@ -205,6 +209,15 @@ void register_frames(py::module_& m) {
       .def_property_readonly("path", &perfex::io::AtomicOutput::path)
       .def_property_readonly("target", &perfex::io::AtomicOutput::target)
       .def("commit", &perfex::io::AtomicOutput::commit);
+  m.def(
+      "check_fits",
+      [](const std::string& path, const std::vector<std::string>& hdus) {
+        py::gil_scoped_release nogil;
+        perfex::io::check_fits_file(path, hdus);
+      },
+      py::arg("path"), py::arg("hdus") = std::vector<std::string>{},
+      "perfex::io::check_fits_file: opens the file as every perfex reader does and requires the "
+      "HDUs named (Error naming the file and HDU).");
   m.def(
       "read_frame",
       [](const std::string& path) {

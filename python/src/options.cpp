@@ -1,5 +1,6 @@
 // perfex.options: extraction options as dicts and objects, checked exactly as they convert.
 #include <perfex/extract/plan.hpp>
+#include <perfex/extract/wavelength_grid.hpp>
 
 #include <limits>
 #include <set>
@@ -134,6 +135,15 @@ void register_options(py::module_& m) {
         return ranges;
       },
       "The requested fibres of each bundle, [lo, hi), in order.");
+  m.def(
+      "grid_of_values",
+      [](const std::vector<double>& wave, const std::string& what) {
+        const auto g = perfex::extract::grid_of_values(wave, what);
+        return py::make_tuple(g.wmin, g.wmax, g.dw);
+      },
+      py::arg("wave"), py::arg("what") = "wavelength",
+      "perfex::extract::grid_of_values: (wmin, wmax, dw) of a uniform grid given by its values; "
+      "RequestError naming the first value at fault.");
 }
 
 }  // namespace perfex_py

@@ -1,6 +1,7 @@
 """Run under mpirun by test_mpi.py: one frame on every rank of COMM_WORLD, each rank recording
 the patches it solved and its CPU and wall time inside the call. Rank 0 saves the frame and the
-per-rank records to OUT.npz."""
+per-rank records to OUT.npz. Further arguments: "model" (the frame's model image too),
+"grid=WMIN,WMAX,DW" (default 5760,6160,0.8)."""
 
 import resource
 import sys
@@ -12,6 +13,8 @@ from mpi4py import MPI
 
 comm = MPI.COMM_WORLD
 image_path, psf_path, out, specmin, nspec = sys.argv[1:6]
+model = "model" in sys.argv[6:]
+grid = next((a[5:] for a in sys.argv[6:] if a.startswith("grid=")), "5760,6160,0.8")
 pre = psf = None
 if comm.rank == 0:
     pre = perfex.read_preproc(image_path)
@@ -34,10 +37,11 @@ frame = perfex.mpi.extract_over_ranks(
     psf,
     progress=False,
     work=work,
-    wavelength="5760,6160,0.8",
+    wavelength=grid,
     specmin=int(specmin),
     nspec=int(nspec),
     psferr=0.01,
+    model_image=model,
 )
 record = (work["patches"], cpu() - cpu0, time.perf_counter() - wall0)
 records = comm.gather(record, root=0)
@@ -53,4 +57,5 @@ if comm.rank == 0:
         pixmask_fraction=frame.pixmask_fraction,
         npatches=frame.npatches,
         records=np.array(records, dtype=np.float64),
+        **({"model": frame.model} if model else {}),
     )

@@ -32,6 +32,7 @@ drop_in = perfex.gpu_specter.extract_frame(
     psferr=0.01,
     comm=comm,
     timing=timing,
+    model=True,
 )
 # gpu_specter's time stamps on every rank, in the order of its stages.
 stages = [

@@ -31,6 +31,7 @@ def test_library_ranks_bitwise(nranks, masked, psf, small_frame, tmp_path):
         SMALL["wavelength"],
         nsubbundles=5,
         psferr=0.01,
+        model=True,
     )
     for key, value in single.items():
         if value is not None:
@@ -111,8 +112,9 @@ def test_exposure_groups_with_a_broken_frame(clean, masked, psf, tmp_path):
 
 @pytest.mark.parametrize("nranks", [5, 16])
 def test_many_ranks_bitwise(nranks, masked, psf, small_frame, tmp_path):
-    """More ranks than the frame's three bundle pieces: every rank gets patches, the frame is
-    bitwise the one-process frame."""
+    """More ranks than the frame's three bundle pieces: every rank gets patches, the frame and
+    its model image are bitwise the one-process ones (rank 0 adds the other ranks' model blocks
+    in the plan's order; on 16 ranks it has no patch of its own)."""
     out = tmp_path / "frame.npz"
     r = mpirun(
         nranks,
@@ -123,6 +125,7 @@ def test_many_ranks_bitwise(nranks, masked, psf, small_frame, tmp_path):
             str(out),
             str(SMALL["specmin"]),
             str(SMALL["nspec"]),
+            "model",
         ],
         timeout=900,
     )
@@ -136,8 +139,10 @@ def test_many_ranks_bitwise(nranks, masked, psf, small_frame, tmp_path):
         specmin=SMALL["specmin"],
         nspec=SMALL["nspec"],
         psferr=0.01,
+        model_image=True,
     )
     assert_frames_identical(one, got)
+    assert np.array_equal(one.model, got["model"]), np.max(np.abs(one.model - got["model"]))
     patches = got["records"][:, 0]
     assert patches.sum() == one.npatches == int(got["npatches"]) == 165
     # Dealt by their flops, rank 0 taking less for its own work (none on 16 ranks: it only

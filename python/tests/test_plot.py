@@ -1,5 +1,8 @@
 """perfex.plot: the quick-look PNG."""
 
+import warnings
+
+import numpy as np
 import perfex
 import pytest
 
@@ -63,3 +66,54 @@ def test_output_names(small_frame, tmp_path):
     r = run_python(["-m", "perfex.plot", str(tmp_path / "frame.fits"), "-o", str(tmp_path / "quick")])
     assert r.returncode == 0 and r.stdout.strip() == str(tmp_path / "quick.png")
     assert (tmp_path / "quick.png").exists()
+
+
+def odd_frame(nspec, nwave, masked=False):
+    """A frame of nspec fibres x nwave wavelengths; every bin masked (ivar 0, NODATA) when asked."""
+    shape = (nspec, nwave)
+    return perfex.Frame(
+        flux=np.ones(shape),
+        ivar=np.zeros(shape) if masked else np.ones(shape),
+        mask=np.full(shape, 256 if masked else 0, np.uint32),
+        wave=5000 + 0.8 * np.arange(nwave),
+        resolution=np.zeros((nspec, 11, nwave)),
+        chi2pix=np.zeros(shape),
+        pixmask_fraction=np.zeros(shape),
+    )
+
+
+@pytest.mark.parametrize(
+    "nspec, nwave, masked", [(1, 50, False), (5, 1, False), (1, 1, False), (5, 50, True), (1, 1, True)]
+)
+def test_odd_frames(nspec, nwave, masked, tmp_path):
+    """One fibre, one wavelength, every bin masked: a picture, no warning (a one-wavelength frame
+    drew on an empty axis, with matplotlib's singular-limits warning), from the API and from a
+    frame file on the command line."""
+    frame = odd_frame(nspec, nwave, masked)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        path = perfex.plot.quicklook(frame, tmp_path / "odd.png")
+    assert open(path, "rb").read()[:8] == b"\x89PNG\r\n\x1a\n"
+    perfex.write_frame(tmp_path / "odd.fits", frame)
+    r = run_python(["-W", "error::UserWarning", "-m", "perfex.plot", str(tmp_path / "odd.fits")])
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert (tmp_path / "odd.png").stat().st_size > 1000
+
+
+def test_what_is_not_a_frame_and_outputs_refused(small_frame, tmp_path, psf_path):
+    text = tmp_path / "notes.txt"
+    text.write_text("a note\n")
+    for source, words in ((text, "not a FITS file"), (psf_path, "no HDU with EXTNAME 'FLUX' (its HDUs:")):
+        r = run_python(["-m", "perfex.plot", str(source), "-o", str(tmp_path / "p.png")])
+        assert r.returncode == 1 and words in r.stderr and str(source) in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr and not (tmp_path / "p.png").exists()
+    # A frame file named f.png: its default picture is f.png itself, never written over.
+    perfex.write_frame(tmp_path / "f.png", small_frame)
+    before = (tmp_path / "f.png").read_bytes()
+    for extra in ([], ["-o", str(tmp_path / "f.png")], ["-o", "/proc/q.png"]):
+        r = run_python(["-m", "perfex.plot", str(tmp_path / "f.png")] + extra)
+        assert r.returncode == 2 and "-o/--output" in r.stderr, r.stderr
+    assert (tmp_path / "f.png").read_bytes() == before
+    with pytest.raises(perfex.RequestError, match="is the frame file"):
+        perfex.plot.quicklook(str(tmp_path / "f.png"), tmp_path / "f.png")
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary

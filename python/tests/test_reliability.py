@@ -193,6 +193,42 @@ def test_multiprocessing_fork_workers_get_an_error(masked, psf_path):
     assert all("forked after the perfex runtime started" in r for r in results), results
 
 
+def test_spawn_workers_extract(masked, psf_path):
+    """The recipe of docs/python.md: workers started with 'spawn' (or 'forkserver') start their
+    own runtime and extract, whatever the parent's runtime does."""
+    perfex.initialize()
+    expected = perfex.extract_frame(masked, psf=psf_path, progress=False, **QUICK).flux
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(2, initializer=perfex.initialize, initargs=(1,)) as pool:
+        flux = pool.map_async(_flux_in_worker, [(masked.path, psf_path)] * 2).get(timeout=300)
+    assert all(np.array_equal(f, expected) for f in flux)
+
+
+def _flux_in_worker(args):
+    image, psf = args
+    return perfex.extract_frame(perfex.read_preproc(image), psf=psf, progress=False, **QUICK).flux
+
+
+def test_fork_before_the_runtime_started(masked, psf_path, tmp_path):
+    """A child forked before the runtime started (perfex imported, nothing run) starts its own."""
+    code = f"""
+import os, sys, numpy as np, perfex
+QUICK = {QUICK!r}
+pid = os.fork()
+frame = perfex.extract_frame(perfex.read_preproc({masked.path!r}), psf={psf_path!r}, progress=False,
+                             **QUICK)
+if pid == 0:
+    np.save(sys.argv[1], frame.flux)
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+assert os.waitstatus_to_exitcode(status) == 0
+assert np.array_equal(np.load(sys.argv[1]), frame.flux)
+print("both extracted")
+"""
+    r = run_python(["-c", code, str(tmp_path / "child.npy")], timeout=300)
+    assert r.returncode == 0 and "both extracted" in r.stdout, r.stdout + r.stderr
+
+
 @pytest.mark.parametrize(
     "extra, expect",
     [
@@ -523,3 +559,209 @@ except perfex.RequestError as e:
 """
     r = run_python(["-c", code], timeout=120, OMP_NUM_THREADS="4,x")
     assert r.returncode == 0 and "refused: OMP_NUM_THREADS='4,x'" in r.stdout, r.stdout + r.stderr
+
+
+# ---- 8. the drop-in's messages name the file, the HDU, the value -------------------------------
+
+
+@pytest.fixture
+def not_fits(tmp_path):
+    """Files the drop-in's readers must refuse with perfex's messages."""
+    fits = pytest.importorskip("astropy.io.fits")
+    text = tmp_path / "notes.txt"
+    text.write_text("not a FITS file\n")
+    empty = tmp_path / "empty.fits"
+    empty.write_bytes(b"")
+    primary = tmp_path / "primary-only.fits"
+    fits.HDUList([fits.PrimaryHDU(np.zeros(3))]).writeto(primary)
+    return dict(text=text, empty=empty, primary=primary, folder=tmp_path)
+
+
+@pytest.mark.parametrize("reader, hdu", [("read_psf", "PSF"), ("read_img", "IMAGE"), ("read_frame", "FLUX")])
+def test_drop_in_readers_name_the_file_and_hdu(reader, hdu, not_fits):
+    read = getattr(gpu_specter.io, reader)
+    expected = {
+        "text": "not a FITS file (it does not begin with a SIMPLE card)",
+        "empty": "the file is empty",
+        "folder": "is a directory",
+        "primary": f"no HDU with EXTNAME '{hdu}' (its HDUs: primary)",
+    }
+    for name, words in expected.items():
+        path = not_fits[name]
+        with pytest.raises(OSError) as e:
+            read(str(path))
+        assert f"FITS file '{path}'" in str(e.value) and words in str(e.value), str(e.value)
+        assert "SIMPLE card found" not in str(e.value) and "No table found" not in str(e.value)
+
+
+def test_drop_in_writers_say_file_too_large(tmp_path):
+    """Under `ulimit -f` the system's reason reaches the message (astropy said only "31275
+    requested and 18080 written"); the old file stays, no temporary is left."""
+    code = f"""
+import resource, numpy as np
+from perfex import gpu_specter
+resource.setrlimit(resource.RLIMIT_FSIZE, (200000, 200000))
+frame = dict(specflux=np.ones((50, 2000)), specivar=np.ones((50, 2000)), specmask=np.zeros((50, 2000), int),
+             wave=np.arange(2000.0), Rdiags=np.zeros((50, 11, 2000)), chi2pix=np.zeros((50, 2000)),
+             imagehdr=None, fibermap=None, fibermaphdr=None, modelimage=np.ones((300, 300)))
+for write, name in ((gpu_specter.io.write_frame, "frame.fits"), (gpu_specter.io.write_model, "model.fits")):
+    try:
+        write({str(tmp_path)!r} + "/" + name, frame)
+        print("written", name)
+    except OSError as e:
+        print("refused:", e.errno, e)
+"""
+    (tmp_path / "frame.fits").write_bytes(b"old")
+    (tmp_path / "model.fits").write_bytes(b"old")
+    r = run_python(["-c", code], timeout=120)
+    assert r.returncode == 0, r.stderr
+    for name in ("frame.fits", "model.fits"):
+        assert f"refused: 27 [Errno 27] cannot write {tmp_path}/{name}: File too large" in r.stdout, r.stdout
+        assert (tmp_path / name).read_bytes() == b"old"
+    assert sorted(os.listdir(tmp_path)) == ["frame.fits", "model.fits"]
+
+
+@pytest.mark.parametrize(
+    "grid, words",
+    [
+        ("nan", "wavelength: value [7] = nan is not finite"),
+        ("decreasing", "the grid must increase, but [1] = 5799.2"),
+        ("uneven", "[10] = 5768.1"),
+        ("one", "a grid needs at least two wavelengths, got 1"),
+    ],
+)
+def test_drop_in_grid_messages(grid, words, masked, psf):
+    wave = np.arange(5760, 5800.4, 0.8)
+    wave = {
+        "nan": np.where(np.arange(wave.size) == 7, np.nan, wave),
+        "decreasing": wave[::-1],
+        "uneven": np.r_[wave[:10], wave[10:] + 0.1],
+        "one": wave[:1],
+    }[grid]
+    img = {"image": masked.pixels, "ivar": masked.ivar}
+    with pytest.raises(perfex.RequestError, match="wavelength") as e:
+        gpu_specter.extract_frame(img, psf, 25, 0, 5, wave, psferr=0.01)
+    assert words in str(e.value)
+    if grid == "decreasing":
+        assert "not uniform" not in str(e.value) and "uniform grids" not in str(e.value)
+
+
+@pytest.mark.parametrize("wavepad", [2**40, -5, float("nan"), None, "10", 10.5])
+def test_drop_in_absurd_wavepad(wavepad, masked, psf):
+    img = {"image": masked.pixels, "ivar": masked.ivar}
+    with pytest.raises(perfex.RequestError, match="extraction option wavepad[: ]") as e:
+        gpu_specter.extract_frame(img, psf, 25, 0, 5, "5760,5800,0.8", wavepad=wavepad, psferr=0.01)
+    assert "wavepad0" not in str(e.value)
+
+
+def test_drop_in_largest_wavepad_is_clamped(masked, psf, caplog):
+    img = {"image": masked.pixels, "ivar": masked.ivar}
+    out = gpu_specter.extract_frame(img, psf, 25, 0, 5, "5760,5800,0.8", wavepad=2**31 - 1, psferr=0.01)
+    assert out["specflux"].shape == (5, 51)
+    assert any("padding of 2147483647 bins" in r.message and "using 51" in r.message for r in caplog.records)
+
+
+# ---- 9. frames lists, inputs from streams, folders that take no file ---------------------------
+
+
+def test_frames_list_names_with_special_characters(inputs, tmp_path):
+    """'#' inside a name, blanks and quotes: the list splits as a shell does."""
+    image, psf = inputs
+    odd = tmp_path / "run #3"
+    odd.mkdir()
+    listing = tmp_path / "frames.txt"
+    listing.write_text(
+        f"# INPUT PSF OUTPUT\n'{image}' {psf} '{odd}/frame a#1.fits'  # first\n"
+        f"{image} {psf} {str(odd).replace(' ', chr(92) + ' ')}/frame\\ b.fits\n"
+    )
+    r = run_cli(["--frames", listing] + QUICK_ARGS)
+    assert r.returncode == 0, r.stderr
+    assert (odd / "frame a#1.fits").exists() and (odd / "frame b.fits").exists()
+
+
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        (b"i.fits p.fits \xff\xfe.fits\n", "line 1: not UTF-8 text (byte 0xff at byte 15)"),
+        (b"i.fits p.fits 'o.fits\n", "line 1: no closing '"),
+        (b"\ni.fits p.fits\n", "line 2: expected INPUT PSF OUTPUT [MODEL], got 2 fields"),
+    ],
+)
+def test_frames_list_that_cannot_be_read(content, words, tmp_path):
+    listing = tmp_path / "frames.txt"
+    listing.write_bytes(content)
+    r = run_cli(["--frames", listing] + QUICK_ARGS)
+    assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_frames_list_collisions(inputs, tmp_path):
+    image, psf = inputs
+    (tmp_path / "d").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "d")
+    listing = tmp_path / "frames.txt"
+    cases = {
+        "through a linked folder": f"{image} {psf} {tmp_path}/d/a.fits\n{image} {psf} {tmp_path}/link/a.fits\n",
+        "d/../d": f"{image} {psf} {tmp_path}/d/a.fits\n{image} {psf} {tmp_path}/d/../d/a.fits\n",
+        "the list itself": f"{image} {psf} {listing}\n",
+        "a model over the list": f"{image} {psf} {tmp_path}/a.fits {listing}\n",
+    }
+    for what, text in cases.items():
+        listing.write_text(text)
+        before = listing.read_bytes()
+        r = run_cli(["--frames", listing] + QUICK_ARGS)
+        assert r.returncode == 2, (what, r.stderr)
+        assert "is also the" in r.stderr or "never writes over its inputs" in r.stderr, (what, r.stderr)
+        assert listing.read_bytes() == before
+        assert not (tmp_path / "d" / "a.fits").exists() and not (tmp_path / "a.fits").exists()
+    listing.write_text(f"{image} {psf} {tmp_path}/a.fits\n{image} {psf} {tmp_path}/b.fits\n")
+    r = run_cli(["--frames", listing, "-f", image] + QUICK_ARGS)
+    assert r.returncode == 2 and "1 -f for the 2 frames of --frames" in r.stderr, r.stderr
+
+
+def test_non_utf8_file_name_on_the_command_line(inputs, tmp_path):
+    image, psf = inputs
+    out = os.fsdecode(os.fsencode(str(tmp_path)) + b"/\xff.fits")
+    r = subprocess.run(
+        [sys.executable, "-m", "perfex.extract", "-i", str(image), "-p", str(psf), "-o", out] + QUICK_ARGS,
+        env=python_env(),
+        capture_output=True,
+        timeout=300,
+    )
+    assert r.returncode == 2, r.stderr
+    assert b"-o/--output: the file name" in r.stderr and b"is not UTF-8" in r.stderr
+    assert b"Traceback" not in r.stderr
+
+
+def test_psf_from_standard_input_or_a_pipe(inputs, tmp_path):
+    """Refused with a message (perfex may open an input more than once; a FIFO would wait
+    for a writer): never a hang, never CFITSIO's seek error."""
+    image, psf = inputs
+    args = ["-m", "perfex.extract", "-i", str(image), "-o", str(tmp_path / "f.fits")] + QUICK_ARGS
+    with open(psf, "rb") as f:
+        data = f.read()
+    for source, words in (("-", "standard input is not read"), ("/dev/stdin", "is a pipe (FIFO)")):
+        r = subprocess.run(
+            [sys.executable] + args + ["-p", source], input=data, env=python_env(), capture_output=True, timeout=120
+        )
+        assert r.returncode == 1 and words.encode() in r.stderr, r.stderr
+    fifo = tmp_path / "psf.fifo"
+    os.mkfifo(fifo)
+    r = run_cli(["-i", image, "-p", fifo, "-o", tmp_path / "f.fits"] + QUICK_ARGS)
+    assert r.returncode == 1 and "is a pipe (FIFO)" in r.stderr, r.stderr
+    with pytest.raises(OSError, match="is a pipe"):
+        gpu_specter.io.read_psf(str(fifo))
+    assert not (tmp_path / "f.fits").exists()
+
+
+def test_folder_that_takes_no_file(inputs, small_frame, tmp_path):
+    """/proc takes no new file, whatever its permission bits say (root): refused before any work
+    by the command line, the API and the plots, naming the folder."""
+    image, psf = inputs
+    t0 = time.time()
+    r = run_cli(["-i", image, "-p", psf, "-o", "/proc/frame.fits"] + QUICK_ARGS)
+    assert r.returncode == 2 and "cannot write /proc/frame.fits: folder /proc" in r.stderr, r.stderr
+    assert time.time() - t0 < 60
+    with pytest.raises(perfex.Error, match="cannot write /proc/frame.fits: folder /proc"):
+        perfex.write_frame("/proc/frame.fits", small_frame)
+    with pytest.raises(perfex.RequestError, match="folder /proc"):
+        gpu_specter.io.write_model("/proc/model.fits", {"modelimage": np.zeros((2, 2)), "imagehdr": None})

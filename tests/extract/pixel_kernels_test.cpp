@@ -43,6 +43,7 @@ const PixelScene& pixel_scene() {
     sc.opt.bundlesize = 10;
     sc.opt.nsubbundles = 2;
     sc.opt.nwavestep = 25;
+    sc.opt.model_image = true;  // the solver's scratch holds the model's blocks
     const auto wave = ex::make_wavelength_grid(sc.opt.wmin, sc.opt.wmax, sc.opt.dw);
     sc.nwave = static_cast<int>(wave.size());
     sc.fullwave = ex::make_padded_grid(wave, sc.opt.dw, sc.opt.wavepad(), sc.opt.nwavestep);
@@ -64,7 +65,8 @@ struct PixelSetup {
   Kokkos::View<double****, Kokkos::LayoutRight, Kokkos::HostSpace> spots;
   Kokkos::View<int**, Kokkos::HostSpace> xc, yc;
   ex::PatchSolver<ExecSpace, Mem> solver;
-  Kokkos::View<double**, Kokkos::LayoutLeft, Mem> phi;  // (unknown, patch)
+  Kokkos::View<double**, Kokkos::LayoutLeft, Mem> phi;     // (unknown, patch)
+  Kokkos::View<double**, Kokkos::LayoutRight, Mem> model;  // the CCD
   std::vector<double> hphi;
   int nwt = 0, nmax = 0;
 };
@@ -99,12 +101,22 @@ PixelSetup<ExecSpace> make_pixel_setup() {
   const int ndiag = psf.hsizey();
   using Bins = typename ex::PatchResults<Mem>::Bins;
   const Bins flux("flux", nspec, nwave);
-  {  // a flux for add_model
-    auto hf = Kokkos::create_mirror_view(flux);
-    for (std::size_t i = 0; i < hf.size(); ++i) hf.data()[i] = 40.0 + 7.0 * std::sin(0.37 * i);
-    Kokkos::deep_copy(flux, hf);
-  }
+  auto hf = Kokkos::create_mirror_view(flux);  // a flux for the model's blocks
+  for (std::size_t i = 0; i < hf.size(); ++i) hf.data()[i] = 40.0 + 7.0 * std::sin(0.37 * i);
+  Kokkos::deep_copy(flux, hf);
   s.solver = ex::PatchSolver<ExecSpace, Mem>(plan.geometry, plan.options, npatch);
+  {  // store_fibre's reconvolved flux: the kept bins' (0 beyond them)
+    const int nwavestep = plan.geometry.nwavestep;
+    auto hm = Kokkos::create_mirror_view(s.solver.ws.model_flux);
+    Kokkos::deep_copy(hm, 0.0);
+    for (int ip = 0; ip < npatch; ++ip) {
+      const ex::PatchDesc& p = plan.patches[static_cast<std::size_t>(ip)];
+      for (int f = 0; f < p.nkeepfib; ++f)
+        for (int k = 0; k < p.nkeep; ++k)
+          hm(f * nwavestep + k, ip) = hf(p.out_fibre0 + f, p.kf0 + k);
+    }
+    Kokkos::deep_copy(s.solver.ws.model_flux, hm);
+  }
   s.solver.spots = spots;
   s.solver.xcorner = xc;
   s.solver.ycorner = yc;
@@ -116,7 +128,7 @@ PixelSetup<ExecSpace> make_pixel_setup() {
       Kokkos::View<int*, Mem>("status", npatch));
   s.solver.patches = plan.device_patches;
   s.solver.out.select(plan.device_patches, 0);
-  s.solver.model =
+  s.model =
       Kokkos::View<double**, Kokkos::LayoutRight, Mem>("model", sc.image.nrows, sc.image.ncols);
   s.phi = decltype(s.phi)("phi", s.nmax, npatch);
   s.hphi.resize(static_cast<std::size_t>(s.nmax) * npatch);
@@ -126,7 +138,7 @@ PixelSetup<ExecSpace> make_pixel_setup() {
   return s;
 }
 
-// weigh_spots, normal_matrix, chi2_and_pixmask (with the given φ) and add_model of each patch.
+// weigh_spots, normal_matrix, chi2_and_pixmask (with the given φ) and model_block of each patch.
 template <class ExecSpace>
 struct PixelKernels {
   using Mem = typename ExecSpace::memory_space;
@@ -141,7 +153,7 @@ struct PixelKernels {
     member.team_barrier();
     s.chi2_and_pixmask(member, p, Kokkos::subview(phi, Kokkos::make_pair(0, n), ip));
     member.team_barrier();
-    s.add_model(member, p);
+    s.model_block(member, p);
   }
 };
 
@@ -154,10 +166,21 @@ struct PixelResults {
 template <class ExecSpace>
 PixelResults run_pixel_kernels(const PixelSetup<ExecSpace>& s, const TeamShape& shape) {
   const ExecSpace exec;
-  Kokkos::deep_copy(s.solver.model, 0.0);
+  using Mem = typename ExecSpace::memory_space;
+  Kokkos::deep_copy(s.model, 0.0);
+  const int npatch = static_cast<int>(s.plan.size());
   Kokkos::parallel_for("perfex::test::pixel_kernels",
-                       perfex::detail::team_policy(exec, static_cast<int>(s.plan.size()), shape),
+                       perfex::detail::team_policy(exec, npatch, shape),
                        PixelKernels<ExecSpace>{s.solver, s.phi});
+  // The blocks into the image, in the plan's order (as extract_frame does after a launch).
+  const auto& blocks = s.solver.ws.model_block;
+  Kokkos::View<std::int64_t*, Mem> offsets("offsets", npatch);
+  auto hoffsets = Kokkos::create_mirror_view(offsets);
+  for (int i = 0; i < npatch; ++i) hoffsets(i) = static_cast<std::int64_t>(i) * blocks.extent(0);
+  Kokkos::deep_copy(offsets, hoffsets);
+  ex::fold_model_blocks(exec, s.model,
+                        Kokkos::View<const double*, Mem>(blocks.data(), blocks.size()), offsets,
+                        s.solver.patches, 0, static_cast<int>(s.model.extent(0)));
   exec.fence();
   const auto& ws = s.solver.ws;
   auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ws.b);
@@ -165,7 +188,7 @@ PixelResults run_pixel_kernels(const PixelSetup<ExecSpace>& s, const TeamShape& 
   auto hH = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ws.H);
   auto hc = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.solver.out.chi2pix.frame);
   auto hp = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.solver.out.pixmask.frame);
-  auto hm = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.solver.model);
+  auto hm = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s.model);
   PixelResults r;
   for (std::size_t ip = 0; ip < s.plan.size(); ++ip) {
     const ex::PatchDesc& p = s.plan[ip];
@@ -361,16 +384,20 @@ PERFEX_BACKEND_TEST_CASE("pixel kernels give the same results for every team sha
     INFO("relative differences: b " << d[0] << ", omega " << d[1] << ", H " << d[2] << ", chi2pix "
                                     << d[3] << ", pixmask " << d[4] << ", model " << d[5]);
     for (double x : d) CHECK(x < 1e-12);
-    // Every value but the model image (patches overlap there) is computed by one thread in a
-    // fixed order: with one vector lane, bitwise the same for any team size.
+    // Every value is computed by one thread in a fixed order: with one vector lane, bitwise
+    // the same for any team size. The model image sums each pixel's spots in one order, and
+    // its blocks in the plan's: the same bits for every team shape.
     if (shape.vector_length == 1) {
       CHECK(r.b == one.b);
       CHECK(r.H == one.H);
       CHECK(r.chi2pix == one.chi2pix);
       CHECK(r.pixmask == one.pixmask);
     }
-    // chi2pix has no atomics: a second run gives the same bits.
-    CHECK(run_pixel_kernels(s, shape).chi2pix == r.chi2pix);
+    CHECK(r.model == one.model);
+    // No atomics: a second run gives the same bits.
+    const auto again = run_pixel_kernels(s, shape);
+    CHECK(again.chi2pix == r.chi2pix);
+    CHECK(again.model == r.model);
   }
 }
 

@@ -94,7 +94,8 @@ PERFEX_BACKEND_TEST_CASE("psf: golden values of psf-r0-00051060 (gpu_specter)", 
 PERFEX_BACKEND_TEST_CASE("psf: CCD coverage of the real PSF (specter's wavelength range)",
                          "[psf]") {
   PERFEX_ONLY_SELECTED_BACKEND();
-  perfex::psf::GaussHermitePsf<Mem<TestType>> psf(perfex::io::read_gauss_hermite_psf(perfex_test::golden_psf()));
+  perfex::psf::GaussHermitePsf<Mem<TestType>> psf(
+      perfex::io::read_gauss_hermite_psf(perfex_test::golden_psf()));
   auto cov = perfex::psf::wavelength_coverage(TestType(), psf, 0, 500);
   CHECK(cov.wmin[0] == Approx(5545.9).margin(0.1));
   CHECK(cov.wmax[0] == Approx(7735.6).margin(0.1));

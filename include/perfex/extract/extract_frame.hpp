@@ -13,6 +13,7 @@
 #include <perfex/extract/frame.hpp>
 #include <perfex/extract/frame_plan.hpp>
 #include <perfex/extract/image.hpp>
+#include <perfex/extract/model_image.hpp>
 #include <perfex/extract/options.hpp>
 #include <perfex/extract/patch_solver.hpp>
 #include <perfex/extract/psf_models.hpp>
@@ -49,6 +50,42 @@ template <class ExecSpace, class View>
 void copy_to_frame(const ExecSpace& exec, const View& view, std::vector<double>& host) {
   if constexpr (!reaches_host_memory<ExecSpace>())
     Kokkos::deep_copy(exec, typename View::HostMirror(host.data(), view.layout()), view);
+}
+
+// The model image's part of a solver launch (patches [first, first + count) of the plan): their
+// blocks added into `model` in the plan's order, or (model empty: a range that returns its
+// blocks) appended to frame.model_blocks.
+template <class ExecSpace, class Model>
+void model_of_launch(const ExecSpace& exec, const FramePlan<typename ExecSpace::memory_space>& plan,
+                     const PatchWorkspace<typename ExecSpace::memory_space>& ws, int first,
+                     int count, const Model& model, Frame& frame) {
+  using Mem = typename ExecSpace::memory_space;
+  const std::int64_t stride = static_cast<std::int64_t>(ws.model_block.extent(0));
+  if (model.extent(0) > 0) {
+    int row0 = plan.ccd_rows, row1 = 0;
+    for (int i = first; i < first + count; ++i) {
+      row0 = std::min(row0, plan.patches[static_cast<std::size_t>(i)].row0);
+      row1 = std::max(row1, plan.patches[static_cast<std::size_t>(i)].row1);
+    }
+    Kokkos::View<std::int64_t*, Mem> offsets(uninitialized("perfex::model_offsets"), count);
+    Kokkos::parallel_for(
+        "perfex::extract::model_offsets", Kokkos::RangePolicy<ExecSpace>(exec, 0, count),
+        KOKKOS_LAMBDA(int i) { offsets(i) = i * stride; });
+    fold_model_blocks(
+        exec, model, Kokkos::View<const double*, Mem>(ws.model_block.data(), stride * count),
+        offsets, Kokkos::subview(plan.device_patches, Kokkos::make_pair(first, first + count)),
+        row0, row1);
+    return;
+  }
+  const auto blocks = Kokkos::create_mirror_view(ws.model_block);
+  Kokkos::deep_copy(exec, blocks, ws.model_block);
+  exec.fence();
+  for (int i = 0; i < count; ++i) {
+    const double* block = blocks.data() + i * stride;
+    frame.model_blocks.insert(
+        frame.model_blocks.end(), block,
+        block + model_block_size(plan.patches[static_cast<std::size_t>(first + i)]));
+  }
 }
 
 // What one extract_frame call works in: the frame-shaped results (the Frame's own arrays on host
@@ -93,7 +130,7 @@ PatchRange check_request(const FramePlan<MemorySpace>& plan, const DeviceImage<M
 // statuses, and the spots and corners of one spot group.
 template <class ExecSpace>
 FrameWork<typename ExecSpace::memory_space> allocate_frame(
-    const FramePlan<typename ExecSpace::memory_space>& plan, Frame& frame) {
+    const FramePlan<typename ExecSpace::memory_space>& plan, PatchRange range, Frame& frame) {
   using Mem = typename ExecSpace::memory_space;
   using Work = FrameWork<Mem>;
   const ExtractionOptions& opt = plan.options;
@@ -120,7 +157,7 @@ FrameWork<typename ExecSpace::memory_space> allocate_frame(
   w.resolution = frame_view<ExecSpace, typename Work::Diagonals>(
       frame.resolution, "perfex::resolution", nspec, ndiags, nwave);
   w.status = Kokkos::View<int*, Mem>(uninitialized("perfex::patch_status"), plan.npatches());
-  if (opt.model_image) {
+  if (opt.model_image && !range.model_blocks) {
     frame.model_rows = plan.ccd_rows;
     frame.model_cols = plan.ccd_cols;
     perfex::detail::assign_advised(frame.model,
@@ -152,7 +189,6 @@ PatchSolver<ExecSpace, typename ExecSpace::memory_space> make_solver(
   solver.ycorner = w.ycorner;
   solver.image = image;
   solver.out = PatchResults<Mem>(w.flux, w.ivar, w.chi2pix, w.pixmask, w.resolution, w.status);
-  solver.model = w.model;
   return solver;
 }
 
@@ -181,13 +217,16 @@ void compute_group_spots(const ExecSpace& exec, const Psf& psf,
 template <class ExecSpace>
 int solve_group(const ExecSpace& exec,
                 PatchSolver<ExecSpace, typename ExecSpace::memory_space>& solver,
-                const FramePlan<typename ExecSpace::memory_space>& plan, int lo, int hi,
-                const ProgressCallback& progress, int& done, int total) {
+                const FramePlan<typename ExecSpace::memory_space>& plan,
+                const FrameWork<typename ExecSpace::memory_space>& w, int lo, int hi,
+                const ProgressCallback& progress, int& done, int total, Frame& frame) {
   const perfex::detail::TeamShape shape{plan.options.team_size, plan.options.vector_length};
   int launches = 0;
   for (int first = lo; first < hi; first += plan.launches.batch) {
     const int count = std::min(plan.launches.batch, hi - first);
     solve_patches(exec, solver, plan.device_patches, first, count, shape);
+    if (plan.options.model_image)
+      model_of_launch(exec, plan, solver.ws, first, count, w.model, frame);
     ++launches;
     done += count;
     if (progress) {
@@ -296,7 +335,7 @@ Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::m
   range = detail::check_request(plan, image, range);
   Frame frame;
   Phase allocate("extract_frame::allocate", frame.phases);
-  const auto work = detail::allocate_frame<ExecSpace>(plan, frame);
+  const auto work = detail::allocate_frame<ExecSpace>(plan, range, frame);
   auto solver = detail::make_solver<ExecSpace>(plan, image, work);
   allocate.stop(exec);
   int done = 0;
@@ -309,7 +348,8 @@ Frame extract_frame(const ExecSpace& exec, const FramePlan<typename ExecSpace::m
     ++frame.spot_launches;
     spots.stop(exec);
     Phase solve("extract_frame::solve", frame.phases);
-    frame.solver_launches += detail::solve_group(exec, solver, plan, lo, hi, progress, done, total);
+    frame.solver_launches +=
+        detail::solve_group(exec, solver, plan, work, lo, hi, progress, done, total, frame);
     solve.stop(exec);
   }
   Phase finish("extract_frame::finish", frame.phases);

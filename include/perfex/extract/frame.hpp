@@ -41,6 +41,9 @@ struct Frame {
   std::vector<double> pixmask_fraction;  // [nspec][nwave]
   std::vector<double> model;             // [npix_y][npix_x] when options.model_image, else empty
   int model_rows = 0, model_cols = 0;
+  // Instead of `model` when a range asks for them (PatchRange::model_blocks): the blocks of the
+  // range's patches, one after another in the plan's order (model_image.hpp).
+  std::vector<double> model_blocks;
   ExtractionOptions options;  // the settings actually used (psferr resolved)
   // Run statistics.
   int npatches = 0;

@@ -58,6 +58,9 @@ int default_batch_cap(const ExecSpace& exec) {
 // Patches [first, last) of a plan, in its order (last < 0: to the end).
 struct PatchRange {
   int first = 0, last = -1;
+  // With model_image: the range's blocks of the model image in Frame::model_blocks instead of
+  // the image they make (for a process that adds them after the ranges before, model_image.hpp).
+  bool model_blocks = false;
 };
 
 // A frame planned for one PSF, CCD size and set of options: everything extract_frame needs
@@ -135,8 +138,7 @@ struct PlanCorners {
 // The corners of every fibre the bundles solve, in one launch.
 template <class ExecSpace, class Psf>
 PlanCorners<typename ExecSpace::memory_space> plan_corners(
-    const ExecSpace& exec, const Psf& psf,
-    const FramePlan<typename ExecSpace::memory_space>& plan,
+    const ExecSpace& exec, const Psf& psf, const FramePlan<typename ExecSpace::memory_space>& plan,
     const std::vector<BundlePlan>& bundles) {
   using Mem = typename ExecSpace::memory_space;
   PlanCorners<Mem> c;
@@ -222,8 +224,9 @@ void plan_budget(const ExecSpace& exec, const std::vector<BundlePlan>& bundles, 
 }  // namespace detail
 
 // Plans the extraction of options' fibres and wavelengths from a ccd_rows x ccd_cols image with
-// a PSF model (psf/model.hpp) in exec's memory. Its phases (FramePlan::phases, each a profiling region "perfex::plan_frame::<phase>"): grids,
-// corners (one launch), patches (host), bandwidths (one launch), budget.
+// a PSF model (psf/model.hpp) in exec's memory. Its phases (FramePlan::phases, each a profiling
+// region "perfex::plan_frame::<phase>"): grids, corners (one launch), patches (host), bandwidths
+// (one launch), budget.
 template <class ExecSpace, class Psf>
 FramePlan<typename ExecSpace::memory_space> plan_frame(const ExecSpace& exec, const Psf& psf,
                                                        int ccd_rows, int ccd_cols,
@@ -245,8 +248,8 @@ FramePlan<typename ExecSpace::memory_space> plan_frame(const ExecSpace& exec, co
   corners.stop(exec);
   Phase patches("plan_frame::patches", plan.phases);
   plan.patches = plan_frame_patches(
-      bundles, plan.options, static_cast<int>(plan.wave.size()), psf.spot_cols(), psf.spot_rows(), ccd_cols,
-      ccd_rows, [&](int f, int k) { return c.host_x(f, k); },
+      bundles, plan.options, static_cast<int>(plan.wave.size()), psf.spot_cols(), psf.spot_rows(),
+      ccd_cols, ccd_rows, [&](int f, int k) { return c.host_x(f, k); },
       [&](int f, int k) { return c.host_y(f, k); });
   patches.stop();
   Phase bandwidths("plan_frame::bandwidths", plan.phases);

@@ -24,9 +24,8 @@ namespace perfex {
 namespace extract {
 
 // The request checked and adapted (resolve_request's refusals, warnings and memory estimate).
-inline ResolvedRequest check_job(const Request& request, const psf::PsfData& psf,
-                                 int ccd_rows, int ccd_cols, const ParameterNames& names,
-                                 PhaseTimes& times) {
+inline ResolvedRequest check_job(const Request& request, const psf::PsfData& psf, int ccd_rows,
+                                 int ccd_cols, const ParameterNames& names, PhaseTimes& times) {
   Phase phase("job::check", times);
   return resolve_request(request, psf, ccd_rows, ccd_cols, names);
 }

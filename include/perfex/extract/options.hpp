@@ -73,7 +73,11 @@ struct ExtractionOptions {
     if (batch_patches < 0) fail("batch_patches must be >= 0");
     if (team_size < 0 || vector_length < 0) fail("team_size and vector_length must be >= 0");
   }
-  int wavepad() const { return wavepad0 + static_cast<int>(wavepad0 * wavepad_frac); }
+  // Saturates at INT_MAX (resolve_request then clamps it to the grid) instead of overflowing.
+  int wavepad() const {
+    const double pad = static_cast<double>(wavepad0) + std::floor(wavepad0 * wavepad_frac);
+    return pad < 2147483647.0 ? static_cast<int>(pad) : 2147483647;
+  }
 };
 
 }  // namespace extract

@@ -27,6 +27,7 @@ struct PatchGeometry {
   int band = 0;    // widest half-bandwidth of a patch's normal matrix
   int maxpix = 0;  // largest pixel window
   Decorrelation decorrelation = Decorrelation::signal;
+  bool model_image = false;  // the patches also make their blocks of the model image
 
   int nmax() const { return nfib * nwt; }  // unknowns of the largest patch
   // Order of the eigenproblems: a fibre's block, or all unknowns for the noise variant.
@@ -43,6 +44,7 @@ inline PatchGeometry patch_geometry(const ExtractionOptions& options, int spot_r
   g.spot_rows = spot_rows;
   g.spot_cols = spot_cols;
   g.decorrelation = options.decorrelation;
+  g.model_image = options.model_image;
   return g;
 }
 

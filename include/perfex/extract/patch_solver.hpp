@@ -13,6 +13,7 @@
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/detail/team_shape.hpp>
 #include <perfex/extract/image.hpp>
+#include <perfex/extract/model_image.hpp>
 #include <perfex/extract/options.hpp>
 #include <perfex/extract/patch_bandwidth.hpp>
 #include <perfex/extract/patch_geometry.hpp>
@@ -66,7 +67,6 @@ struct PatchSolver {
   Kokkos::View<const PatchDesc*, MemorySpace> patches;  // of the launch
   PatchWorkspace<MemorySpace> ws;
   PatchResults<MemorySpace> out;
-  Kokkos::View<double**, Kokkos::LayoutRight, MemorySpace> model;  // full CCD, or empty
   int nwt = 0, wavepad = 0, nwavestep = 0, ndiag = 0;
   double regularize = 0, psferr = 0, eigen_clip = 0;
   Decorrelation decorrelation = Decorrelation::signal;
@@ -140,11 +140,14 @@ struct PatchSolver {
     member.team_barrier();
     if (status != linalg::ok) {
       zero_results(member, p, ip);
+      if (ws.model_block.extent(0) > 0)  // a failed patch adds nothing to the model image
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(member, static_cast<int>(model_block_size(p))),
+                             [&](int i) { ws.model_block(i, ip) = 0; });
       Kokkos::single(Kokkos::PerTeam(member), [&]() { out.status(ip) = status; });
       return;
     }
     chi2_and_pixmask(member, p, phi);
-    if (model.extent(0) > 0) add_model(member, p);
+    if (ws.model_block.extent(0) > 0) model_block(member, p);
     Kokkos::single(Kokkos::PerTeam(member), [&]() { out.status(ip) = linalg::ok; });
   }
 
@@ -422,29 +425,26 @@ struct PatchSolver {
     auto band = resolution_band(p, ip);
     auto rowsum = Kokkos::subview(ws.rowsum, Kokkos::ALL, ip);
     auto rowflux = Kokkos::subview(ws.rowflux, Kokkos::ALL, ip);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, p.nkeep), [&](int jcore) {
-      const int i = jcore + wavepad;
-      const double s = rowsum(i), fl = rowflux(i);
-      const bool constrained = omega(unknowns(i)) > 1e-8 && math::isfinite(s) && math::isfinite(fl);
-      out.flux(ip, f, jcore) = constrained ? fl / s : 0.0;
-      out.ivar(ip, f, jcore) = constrained ? s * s : 0.0;
-      for (int d = 0; d <= 2 * ndiag; ++d) {
-        const double rr = band(d, jcore) / rowsum(i - ndiag + d);
-        out.rdiags(ip, f, d, jcore) = math::isfinite(rr) ? rr : 0.0;
-      }
-    });
+    const bool model = ws.model_flux.extent(0) > 0;
     // The last patch of a sub-bundle solves a whole core of nwavestep bins, some beyond the
     // frame's grid; gpu_specter's model image has their spots too (its last patch keeps only
     // the frame's bins of everything else).
-    const int nwavestep = nwt - 2 * wavepad;
-    if (model.extent(0) > 0 && p.nkeep < nwavestep)
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, p.nkeep, nwavestep), [&](int jcore) {
-        const int i = jcore + wavepad;
-        const double s = rowsum(i), fl = rowflux(i);
-        const bool constrained =
-            omega(unknowns(i)) > 1e-8 && math::isfinite(s) && math::isfinite(fl);
-        add_spot(member, p, p.fib0 + p.keep0 + f, p.kf0 + i, constrained ? fl / s : 0.0);
-      });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, model ? nwavestep : p.nkeep),
+                         [&](int jcore) {
+                           const int i = jcore + wavepad;
+                           const double s = rowsum(i), fl = rowflux(i);
+                           const bool constrained =
+                               omega(unknowns(i)) > 1e-8 && math::isfinite(s) && math::isfinite(fl);
+                           const double flux = constrained ? fl / s : 0.0;
+                           if (model) ws.model_flux(f * nwavestep + jcore, ip) = flux;
+                           if (jcore >= p.nkeep) return;
+                           out.flux(ip, f, jcore) = flux;
+                           out.ivar(ip, f, jcore) = constrained ? s * s : 0.0;
+                           for (int d = 0; d <= 2 * ndiag; ++d) {
+                             const double rr = band(d, jcore) / rowsum(i - ndiag + d);
+                             out.rdiags(ip, f, d, jcore) = math::isfinite(rr) ? rr : 0.0;
+                           }
+                         });
   }
 
   // Model A·φ on the window, chi2 per pixel, then chi2pix and pixmask_fraction of the kept
@@ -526,31 +526,32 @@ struct PatchSolver {
     });
   }
 
-  // Model image: core columns of A times the reconvolved core flux (gpu_specter). Patches
-  // overlap on the CCD, so their teams add with atomics: the model's last bits depend on the
-  // order the patches run in (flux, ivar, chi2pix and the rest do not).
-  KOKKOS_INLINE_FUNCTION void add_model(const Member& member, const PatchDesc& p) const {
+  // The patch's block of the model image (gpu_specter's A·(R f), added into the image by
+  // fold_model_blocks): the spots of its kept fibres' nwavestep core bins times their
+  // reconvolved flux, on its pixel window. Threads over the window's rows, vector lanes over a
+  // spot's columns; each pixel sums its spots in one order (fibre, then wavelength), so the
+  // block is the same for every team shape.
+  KOKKOS_INLINE_FUNCTION void model_block(const Member& member, const PatchDesc& p) const {
     const int ip = member.league_rank();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, p.nkeepfib * p.nkeep), [&](int idx) {
-      const int f = idx / p.nkeep, jcore = idx % p.nkeep;
-      add_spot(member, p, p.fib0 + p.keep0 + f, p.kf0 + wavepad + jcore, out.flux(ip, f, jcore));
-    });
-  }
-
-  // a times the spot of fibre fl at padded wavelength k, within the patch's window, into the
-  // model image (by one thread of the team, over its vector lanes).
-  KOKKOS_INLINE_FUNCTION void add_spot(const Member& member, const PatchDesc& p, int fl, int k,
-                                       double a) const {
     const int nrow = static_cast<int>(spots.extent(2)), ncol = static_cast<int>(spots.extent(3));
-    const int c0 = xcorner(fl, k), r0 = ycorner(fl, k);
-    const int rlo = math::max(0, p.row0 - r0), rhi = math::min(nrow, p.row1 - r0);
-    const int clo = math::max(0, p.col0 - c0), chi = math::min(ncol, p.col1 - c0);
-    const double* spot = &spots(fl, k, 0, 0);
-    for (int r = rlo; r < rhi; ++r) {
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, clo, chi), [&](int c) {
-        Kokkos::atomic_add(&model(r0 + r, c0 + c), a * spot[r * ncol + c]);
-      });
-    }
+    const int wcols = p.col1 - p.col0;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, p.row1 - p.row0), [&](int r) {
+      double* block = &ws.model_block(r * wcols, ip);
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, wcols), [&](int c) { block[c] = 0; });
+      for (int f = 0; f < p.nkeepfib; ++f) {
+        const int fl = p.fib0 + p.keep0 + f;
+        for (int jcore = 0; jcore < nwavestep; ++jcore) {
+          const int k = p.kf0 + wavepad + jcore;
+          const int sr = p.row0 + r - ycorner(fl, k), c0 = xcorner(fl, k);
+          if (sr < 0 || sr >= nrow) continue;
+          const double a = ws.model_flux(f * nwavestep + jcore, ip);
+          const double* spot = &spots(fl, k, sr, 0);
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, math::max(0, p.col0 - c0),
+                                                         math::min(ncol, p.col1 - c0)),
+                               [&](int c) { block[c0 + c - p.col0] += a * spot[c]; });
+        }
+      }
+    });
   }
 
   // A failed patch's bins: every result 0.

@@ -35,6 +35,9 @@ struct PatchWorkspace {
   Vectors pixtest;   // (window pixels, batch): 1 where the pixel counts in chi2pix
   Vectors rowsum;    // (nwt, batch): row sums of one fibre's rows of Q
   Vectors rowflux;   // (nwt, batch): those rows times phi
+  // model_image only (else empty): the reconvolved flux of the kept fibres' core bins
+  // (nfib x nwavestep, batch), and the patch's block of the model image (window pixels, batch).
+  Vectors model_flux, model_block;
   PatchGeometry geometry;
   int batch = 0;
 
@@ -69,6 +72,12 @@ struct PatchWorkspace {
     visit(&PatchWorkspace::pixtest, "perfex::pixtest", static_cast<std::size_t>(g.maxpix), 1);
     visit(&PatchWorkspace::rowsum, "perfex::rowsum", nwt, 1);
     visit(&PatchWorkspace::rowflux, "perfex::rowflux", nwt, 1);
+    if (g.model_image) {
+      visit(&PatchWorkspace::model_flux, "perfex::model_flux",
+            static_cast<std::size_t>(g.nfib) * static_cast<std::size_t>(g.nwavestep), 1);
+      visit(&PatchWorkspace::model_block, "perfex::model_block", static_cast<std::size_t>(g.maxpix),
+            1);
+    }
   }
 
   // Bytes of one patch's scratch (the budget divides by it).

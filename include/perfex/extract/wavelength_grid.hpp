@@ -4,6 +4,7 @@
 #include <perfex/error.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,50 @@ inline std::vector<double> gradient(const std::vector<double>& x) {
   g[0] = x[1] - x[0];
   g[n - 1] = x[n - 1] - x[n - 2];
   for (std::size_t i = 1; i + 1 < n; ++i) g[i] = (x[i + 1] - x[i - 1]) / 2.0;
+  return g;
+}
+
+// A grid given by its values (gpu_specter's extract_frame takes numpy.arange(wmin, wmax +
+// dw/2, dw) itself): its wmin, wmax and dw = wave[1] - wave[0] (gradient(wave)[0], the step
+// gpu_specter pads with), when the values are the grid make_wavelength_grid makes of them to
+// 1e-6 dw. Otherwise a RequestError naming `what` and the first value at fault: fewer than two
+// values, a value not finite, a step that is not positive, values off the uniform grid.
+struct GridSpec {
+  double wmin = 0, wmax = 0, dw = 0;
+};
+inline GridSpec grid_of_values(const std::vector<double>& wave,
+                               const std::string& what = "wavelength") {
+  const auto number = [](double x) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.17g", x);
+    return std::string(text);
+  };
+  const auto value = [&](std::size_t k) {
+    return "[" + std::to_string(k) + "] = " + number(wave[k]);
+  };
+  if (wave.size() < 2)
+    throw RequestError(what + ": a grid needs at least two wavelengths, got " +
+                       std::to_string(wave.size()));
+  for (std::size_t k = 0; k < wave.size(); ++k)
+    if (!std::isfinite(wave[k]))
+      throw RequestError(what + ": value " + value(k) + " is not finite");
+  for (std::size_t k = 0; k + 1 < wave.size(); ++k)
+    if (!(wave[k + 1] > wave[k]))
+      throw RequestError(what + ": the grid must increase, but " + value(k + 1) +
+                         " does not exceed " + value(k));
+  const GridSpec g{wave.front(), wave.back(), wave[1] - wave[0]};
+  const std::vector<double> uniform = make_wavelength_grid(g.wmin, g.wmax, g.dw);
+  for (std::size_t k = 0; k < wave.size(); ++k)
+    if (k >= uniform.size() || !(std::abs(uniform[k] - wave[k]) <= 1e-6 * g.dw))
+      throw RequestError(
+          what + ": perfex extracts on uniform grids (numpy.arange(wmin, wmax + dw/2, dw)); " +
+          value(k) + " is off the grid of step " + number(g.dw) + " from " + number(g.wmin));
+  if (uniform.size() != wave.size())
+    throw RequestError(what +
+                       ": perfex extracts on uniform grids (numpy.arange(wmin, wmax + "
+                       "dw/2, dw)); this one has " +
+                       std::to_string(wave.size()) + " values where that grid has " +
+                       std::to_string(uniform.size()));
   return g;
 }
 

@@ -12,6 +12,8 @@
 #include <fitsio.h>
 #include <zlib.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -148,12 +150,37 @@ inline std::string card_value(const char* card) {
   return v;
 }
 
+// Refuses what CFITSIO would hang on or misread: standard input ("-", which CFITSIO reads
+// once, where perfex may open a file more than once), a FIFO or a pipe (/dev/stdin from a
+// pipe: opening a FIFO waits for a writer; a pipe cannot seek), a socket or a device.
+inline void check_readable_file(const std::string& path) {
+  if (path == "-")
+    throw Error(
+        "FITS file '-': standard input is not read (perfex may open an input more than "
+        "once); save the stream to a file and name it");
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return;
+  const char* kind = S_ISFIFO(st.st_mode)   ? "a pipe (FIFO)"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                     : S_ISCHR(st.st_mode)  ? "a character device"
+                     : S_ISBLK(st.st_mode)  ? "a block device"
+                                            : "not a regular file";
+  throw Error("FITS file '" + path + "': is " + kind +
+              "; perfex reads FITS files from regular files (it may open one more than once): "
+              "save the stream to a file and name it");
+}
+
 // Walks the headers of a FITS file (plain or gzip) before CFITSIO parses them and refuses the
 // structural values that make CFITSIO 4.2 hang or crash instead of reporting an error: a
 // negative or non-integer BITPIX/NAXIS/NAXISn/PCOUNT/GCOUNT (GCOUNT -32 loops forever) and, in
 // tile-compressed images, a ZNAXISn or ZTILEn that is not a positive integer (ZTILE2 = 0.5
 // divides by zero). Anything else (truncation, missing END, ...) is left to CFITSIO's errors.
+// A directory, an empty file and a file that does not begin with a SIMPLE card (nor with the
+// magic number of a compression CFITSIO reads) are refused as not FITS files.
 inline void check_header_structure(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return;  // CFITSIO's call (a missing file, "f.fits[1]")
+  if (S_ISDIR(st.st_mode)) throw Error("FITS file '" + path + "': is a directory, not a FITS file");
   gzFile in = gzopen(path.c_str(), "rb");
   if (!in) return;  // CFITSIO reports it
   struct Closer {
@@ -161,10 +188,20 @@ inline void check_header_structure(const std::string& path) {
     ~Closer() { gzclose(f); }
   } closer{in};
   char block[2880];
+  const int first = gzread(in, block, 8);
+  if (first == 0) throw Error("FITS file '" + path + "': the file is empty, not a FITS file");
+  const auto starts = [&](const char* magic, int n) {
+    return first >= n && std::memcmp(block, magic, static_cast<std::size_t>(n)) == 0;
+  };
+  // .Z (compress), pkzip and bzip2 files: CFITSIO's own readers.
+  if (starts("\x1f\x9d", 2) || starts("PK\x03\x04", 4) || starts("BZh", 3)) return;
+  if (!starts("SIMPLE  ", 8))
+    throw Error("FITS file '" + path + "': not a FITS file (it does not begin with a SIMPLE card)");
+  if (gzrewind(in) != 0) return;
   long long offset = 0;
   for (int hdu = 0; hdu < 100000; ++hdu) {
     long long bitpix = 0, naxis = 0, pcount = 0, gcount = 1, values = 1;
-    bool zimage = false, end = false, first = true;
+    bool zimage = false, end = false, first_card = true;
     auto fail = [&](const std::string& key, const std::string& value) {
       throw Error("FITS file '" + path + "', HDU " + std::to_string(hdu) + ": keyword '" + key +
                   "' = " + value + " is invalid (damaged header)");
@@ -176,9 +213,9 @@ inline void check_header_structure(const std::string& path) {
         const char* card = block + 80 * c;
         std::string key(card, 8);
         while (!key.empty() && key.back() == ' ') key.pop_back();
-        if (first) {
+        if (first_card) {
           if (key != "SIMPLE" && key != "XTENSION") return;  // not a header: CFITSIO's call
-          first = false;
+          first_card = false;
         }
         if (key == "END") {
           end = true;
@@ -247,6 +284,7 @@ class FitsFile {
       fits_create_diskfile(&fptr_, path.c_str(), &status);
       if (status) fail(status, "cannot create FITS file");
     } else {
+      detail::check_readable_file(path);
       detail::check_header_structure(path);
       fits_open_file(&fptr_, path.c_str(), mode == Mode::read ? READONLY : READWRITE, &status);
       if (status) {
@@ -317,14 +355,25 @@ class FitsFile {
     fits_movabs_hdu(fptr_, here + 1, &type, &s2);
     return found;
   }
-  // Moves to the HDU whose EXTNAME (or HDUNAME) is extname; throws naming file and HDU.
+  // Moves to the HDU whose EXTNAME (or HDUNAME) is extname; throws naming the file, the HDU and
+  // the HDUs the file has.
   void move_to(const std::string& extname) {
     int status = 0;
     fits_movnam_hdu(handle_checked(), ANY_HDU, const_cast<char*>(extname.c_str()), 0, &status);
     if (status) {
       fits_clear_errmsg();
-      throw Error("FITS file '" + path_ + "': no HDU with EXTNAME '" + extname + "' (" +
-                  detail::status_text(status) + ")");
+      std::string names;
+      int n = 0, s = 0, type = 0;
+      fits_get_num_hdus(fptr_, &n, &s);
+      for (int i = 0; s == 0 && i < std::min(n, 20); ++i) {
+        fits_movabs_hdu(fptr_, i + 1, &type, &s);
+        const std::string label = hdu_label();  // "HDU 'NAME'" or "HDU n"
+        if (s == 0)
+          names += (names.empty() ? "" : ", ") + (label == "HDU 0" ? "primary" : label.substr(4));
+      }
+      fits_clear_errmsg();
+      throw Error("FITS file '" + path_ + "': no HDU with EXTNAME '" + extname + "'" +
+                  (names.empty() ? "" : " (its HDUs: " + names + (n > 20 ? ", ..." : "") + ")"));
     }
   }
   HduType hdu_type() const {
@@ -859,6 +908,14 @@ class FitsFile {
   fitsfile* fptr_ = nullptr;
   std::string path_;
 };
+
+// Opens a FITS file as every reader does (the same checks and messages: missing, a directory,
+// not FITS, damaged headers) and requires the HDUs named; for readers outside the library
+// (the gpu_specter drop-in's astropy readers) to fail as perfex's own do.
+inline void check_fits_file(const std::string& path, const std::vector<std::string>& hdus) {
+  FitsFile f = FitsFile::open(path);
+  for (const std::string& extname : hdus) f.move_to(extname);
+}
 
 }  // namespace io
 }  // namespace perfex

@@ -306,6 +306,15 @@ inline void check_output_path(const std::string& path, const std::string& what =
   if (access(folder.c_str(), W_OK | X_OK) != 0)
     throw Error(what + ": cannot write " + target + via + ": folder " + folder + ": " +
                 std::strerror(errno));
+  // Permission bits do not bind root, nor tell of a read-only mount or /proc: a hidden file
+  // created and removed says whether the folder takes new files (the writers' temporaries).
+  try {
+    const output_detail::TempFile probe(target, "probe");
+  } catch (const Error& e) {
+    const std::string m = e.what(), reason = m.substr(m.rfind(": ") + 2);
+    throw Error(what + ": cannot write " + target + via + ": folder " + folder +
+                " takes no new file (" + reason + ")");
+  }
 }
 
 // What a path designates: an existing file (device and inode, after symbolic links) or the
@@ -363,15 +372,31 @@ class AtomicOutput {
   output_detail::TempFile tmp_;
 };
 
+namespace output_detail {
+// Runs body(temp); its error names the target instead of the hidden temporary.
+template <class Body>
+void writing(const std::string& temp, const std::string& target, Body&& body) {
+  try {
+    body(temp);
+  } catch (const Error& e) {
+    std::string m = e.what();
+    for (auto at = m.find(temp); at != std::string::npos; at = m.find(temp, at + target.size()))
+      m.replace(at, temp.size(), target);
+    if (dynamic_cast<const RequestError*>(&e)) throw RequestError(m);
+    throw Error(m);
+  }
+}
+}  // namespace output_detail
+
 template <class Body>
 void write_atomically(const std::string& path, Body&& body) {
   AtomicOutput out(path);
   if (output_detail::ends_with(out.target(), ".gz")) {
     output_detail::TempFile raw(out.target(), "raw");
-    body(raw.path());
+    output_detail::writing(raw.path(), out.target(), body);
     output_detail::gzip_file(raw.path(), out.path(), out.target());
   } else {
-    body(out.path());
+    output_detail::writing(out.path(), out.target(), body);
   }
   out.commit();
 }

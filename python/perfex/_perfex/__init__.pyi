@@ -7,7 +7,7 @@ import numpy
 import numpy.typing
 import typing
 from . import testing
-__all__: list[str] = ['AtomicOutput', 'Error', 'ExtractionOptions', 'FrameFiles', 'FrameJob', 'HostImage', 'MAX_HOST_THREADS', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_outputs', 'concurrency', 'cuda_device_count', 'default_backend', 'device_for_rank', 'device_sharers', 'extract_files', 'finalize', 'format_phases', 'frame_mask', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'pop_region', 'preproc_shape', 'push_region', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'set_device_sharers', 'shared_device_budget', 'testing', 'write_frame', 'write_model', 'write_synthetic_psfs']
+__all__: list[str] = ['AtomicOutput', 'Error', 'ExtractionOptions', 'FrameFiles', 'FrameJob', 'HostImage', 'MAX_HOST_THREADS', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_fits', 'check_outputs', 'concurrency', 'cuda_device_count', 'default_backend', 'device_for_rank', 'device_sharers', 'extract_files', 'finalize', 'format_phases', 'frame_mask', 'grid_of_values', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'pop_region', 'preproc_shape', 'push_region', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'set_device_sharers', 'shared_device_budget', 'testing', 'write_frame', 'write_model', 'write_synthetic_psfs']
 class Error(RuntimeError):
     pass
 class RequestError(Error):
@@ -219,9 +219,17 @@ class FrameJob:
         """
         [npatches][4]: (first kept fibre's frame row, kept fibres, first core bin, core bins).
         """
-    def extract(self, image: HostImage, progress: typing.Any = None, first: typing.SupportsInt | typing.SupportsIndex = 0, last: typing.SupportsInt | typing.SupportsIndex = -1) -> dict:
+    def extract(self, image: HostImage, progress: typing.Any = None, first: typing.SupportsInt | typing.SupportsIndex = 0, last: typing.SupportsInt | typing.SupportsIndex = -1, model_blocks: bool = False) -> dict:
         """
-        job::extract of patches [first, last) (all by default) from the image; the frame as a dict, its phases the job's so far.
+        job::extract of patches [first, last) (all by default) from the image; the frame as a dict, its phases the job's so far. model_blocks: the model image's blocks of the range (flat, in 'model_blocks') instead of the image.
+        """
+    def fold_model_blocks(self, model: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], first: typing.SupportsInt | typing.SupportsIndex, last: typing.SupportsInt | typing.SupportsIndex, blocks: typing.Annotated[numpy.typing.ArrayLike, numpy.float64]) -> None:
+        """
+        perfex::extract::fold_model_blocks: adds the model blocks of patches [first, last) (as a range's extract returns them) into model, in the plan's order.
+        """
+    def model_block_values(self, first: typing.SupportsInt | typing.SupportsIndex, last: typing.SupportsInt | typing.SupportsIndex) -> int:
+        """
+        Values of the model image's blocks of patches [first, last) (their window pixels).
         """
     def pixel_box(self, first: typing.SupportsInt | typing.SupportsIndex = 0, last: typing.SupportsInt | typing.SupportsIndex = -1) -> typing.Any:
         """
@@ -304,6 +312,10 @@ def bundle_ranges(arg0: dict, arg1: typing.SupportsInt | typing.SupportsIndex) -
     """
 def check_backend(arg0: str, arg1: str) -> None:
     ...
+def check_fits(path: str, hdus: collections.abc.Sequence[str] = []) -> None:
+    """
+    perfex::io::check_fits_file: opens the file as every perfex reader does and requires the HDUs named (Error naming the file and HDU).
+    """
 def check_outputs(outputs: collections.abc.Sequence[tuple[str, str]], inputs: collections.abc.Sequence[tuple[str, str]], prefix: str = '') -> None:
     """
     Raises RequestError unless every (name, path) output can be written and none is an input or an earlier output (the same file by device and inode, or by folder and name).
@@ -328,6 +340,10 @@ def format_phases(phases: typing.Any, title: str) -> str:
     ...
 def frame_mask(chi2pix: numpy.ndarray, pixmask_fraction: numpy.ndarray, ivar: numpy.ndarray, failed_bins: typing.Any = []) -> numpy.typing.NDArray[numpy.uint32]:
     ...
+def grid_of_values(wave: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], what: str = 'wavelength') -> tuple[float, float, float]:
+    """
+    perfex::extract::grid_of_values: (wmin, wmax, dw) of a uniform grid given by its values; RequestError naming the first value at fault.
+    """
 def initialize(threads: typing.SupportsInt | typing.SupportsIndex = 0, device: typing.SupportsInt | typing.SupportsIndex = -1) -> str:
     """
     Starts Kokkos with perfex::host_threads' count (threads <= 0: from the environment, capped at 512; a bad thread variable is a RequestError naming it; device: the GPU, -1 Kokkos' default); returns the cap's warning or ''.

@@ -39,18 +39,11 @@ def _grid(wavelength, psf):
     numpy.arange(wmin, wmax + dw/2, dw): perfex extracts on such uniform grids)."""
     if isinstance(wavelength, np.ndarray):
         wave = np.asarray(wavelength, dtype=np.float64)
-        if wave.ndim != 1 or wave.size < 2:
-            raise perfex.Error("wavelength: a grid needs at least two wavelengths")
+        if wave.ndim != 1:
+            raise perfex.RequestError(f"wavelength: a grid is one-dimensional, got shape {wave.shape}")
         # gpu_specter pads the grid with dw = gradient(wave)[0] (0.8000000000001819 for
         # numpy.arange(5760, ..., 0.8)): so does perfex, which regenerates the grid from it.
-        wmin, wmax, dw = float(wave[0]), float(wave[-1]), float(np.gradient(wave)[0])
-        regular = np.arange(wmin, wmax + 0.5 * dw, dw)
-        if regular.shape != wave.shape or not np.allclose(regular, wave, rtol=0, atol=1e-6 * dw):
-            raise perfex.Error(
-                "wavelength: perfex extracts on uniform grids (numpy.arange(wmin, "
-                "wmax + dw/2, dw)); this grid is not one"
-            )
-        return wmin, wmax, dw
+        return perfex._perfex.grid_of_values(wave)
     if isinstance(wavelength, (str, tuple)):
         return perfex.options.parse_wavelength(wavelength)
     if wavelength is None:
@@ -113,24 +106,7 @@ def extract_frame(
     timer.split("init-mpi-comm", stamps["init-mpi-comm"])
 
     image = ivar = None
-
-    def prepare():
-        nonlocal image, ivar, psf
-        if not isinstance(img, dict) or "image" not in img or "ivar" not in img:
-            raise perfex.Error("img: a dict with 'image' and 'ivar' is required (on rank 0)")
-        image, ivar = img["image"], img["ivar"]
-        psf = perfex.as_psf(psf)
-        return _grid(wavelength, psf)
-
-    # Under MPI every rank learns of a bad argument on rank 0 (none waits in a collective).
-    grid = perfex.collective.on_root(comm, prepare) if distributed else prepare()
-    if rank == 0:
-        log.info(f"Extracting wavelengths {grid[0]},{grid[1]},{grid[2]}")
-        log.info(f"Padding patches with {wavepad + int(wavepad * wavepad_frac)} wave bins on both ends")
-        if distributed:
-            log.info("Sending inputs to other MPI ranks (each the pixels of its patches)")
     options = dict(
-        wavelength=grid,
         bundlesize=bundlesize,
         specmin=specmin,
         nspec=nspec,
@@ -143,6 +119,29 @@ def extract_frame(
         pixpad_frac=pixpad_frac,
         wavepad_frac=wavepad_frac,
     )
+
+    def prepare():
+        nonlocal image, ivar, psf
+        if not isinstance(img, dict) or "image" not in img or "ivar" not in img:
+            raise perfex.Error("img: a dict with 'image' and 'ivar' is required (on rank 0)")
+        image, ivar = img["image"], img["ivar"]
+        psf = perfex.as_psf(psf)
+        grid = _grid(wavelength, psf)
+        # The library's checks of every value (a bad wavepad is a RequestError naming it).
+        try:
+            checked = perfex.options.cxx_options(perfex.options.make_options(wavelength=grid, **options))
+        except perfex.RequestError as e:  # the library's name for gpu_specter's wavepad
+            raise perfex.RequestError(str(e).replace("wavepad0", "wavepad")) from None
+        return grid, checked.wavepad()
+
+    # Under MPI every rank learns of a bad argument on rank 0 (none waits in a collective).
+    grid, padding = perfex.collective.on_root(comm, prepare) if distributed else prepare()
+    if rank == 0:
+        log.info(f"Extracting wavelengths {grid[0]},{grid[1]},{grid[2]}")
+        log.info(f"Padding patches with {padding} wave bins on both ends")
+        if distributed:
+            log.info("Sending inputs to other MPI ranks (each the pixels of its patches)")
+    options["wavelength"] = grid
     if distributed:
         phases = []
         frame = perfex.mpi.extract_over_ranks(

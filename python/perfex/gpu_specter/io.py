@@ -4,12 +4,17 @@ gpu_specter uses fitsio), and the conversion of its PSF dict to a perfex.Psf.
 
 Differences from gpu_specter, by design: headers read are astropy Headers (gpu_specter's are
 fitsio FITSHDRs; both are dict-like, and the writers take either); table columns come back in
-native byte order; a missing HDU is an OSError naming the file and HDU (fitsio's is an OSError
-naming the HDU); the writers' temporary is a unique name next to the output (gpu_specter's is
-FILENAME.tmp), removed when writing fails or is interrupted, and by a signal that ends the
-process.
+native byte order; a file that cannot be read (missing, a directory, not FITS, a damaged
+header, an HDU missing) is an OSError with perfex's own message, naming the file and HDU
+(fitsio's is an OSError naming the HDU): the readers open the file with perfex's checks
+(perfex._perfex.check_fits) before astropy reads it; the writers' temporary is a unique name
+next to the output (gpu_specter's is FILENAME.tmp), removed when writing fails or is
+interrupted, and by a signal that ends the process; a write the system refuses names the file
+and the system's reason ("File too large").
 """
 
+import io
+import os
 import re
 
 import numpy as np
@@ -41,6 +46,18 @@ def native_endian(data):
     return data.view(data.dtype.newbyteorder())
 
 
+def _check_fits(filename, *extnames):
+    """perfex's checks of a FITS file and its HDUs (the library's, as every perfex reader makes
+    them), as an OSError with the library's message; file objects are left to astropy."""
+    if not isinstance(filename, (str, bytes, os.PathLike)):
+        return
+    path = os.fsdecode(filename)
+    try:
+        perfex._perfex.check_fits(path, list(extnames))
+    except perfex.Error as e:
+        raise (OSError if os.path.lexists(path) else FileNotFoundError)(str(e)) from None
+
+
 def _hdu(hdus, filename, extname):
     try:
         return hdus[extname]
@@ -70,6 +87,7 @@ def read_psf(filename):
     from astropy.io import fits
     from astropy.table import Table
 
+    _check_fits(filename)
     if not _specex_layout(filename):
         psf = perfex.read_psf(filename)
         table = Table()
@@ -83,6 +101,7 @@ def read_psf(filename):
         )
         return {"PSF": table, "perfex": psf}
 
+    _check_fits(filename, "PSF", "XTRACE", "YTRACE")
     psfdata = {"PSF": Table.read(filename, "PSF")}
     if "PSFERR" not in psfdata["PSF"].meta:
         get_logger().debug("PSFERR not found in PSF meta. Setting to 0.01")
@@ -116,6 +135,7 @@ def read_img(filename):
     are required."""
     from astropy.io import fits
 
+    _check_fits(filename, "IMAGE", "IVAR", "MASK", "FIBERMAP")
     with fits.open(filename, memmap=False) as hdus:
         image = _hdu(hdus, filename, "IMAGE")
         ivar = _hdu(hdus, filename, "IVAR")
@@ -157,14 +177,40 @@ def _header(cards, table=False):
     return header
 
 
+class _Stream(io.RawIOBase):
+    """A file as astropy sees a stream: it writes arrays through write(), where a short write
+    raises the system's reason (EFBIG "File too large", ENOSPC); on a real file it calls
+    numpy's tofile, whose error says only "N requested and M written"."""
+
+    def __init__(self, f):
+        super().__init__()
+        self._f, self.name = f, f.name
+
+    def writable(self):
+        return True
+
+    def write(self, data):
+        return self._f.write(data)
+
+
 def _write_atomically(filename, hdus):
     """Writes the HDUs to a temporary file next to filename, then renames it over filename:
     a reader sees the old file or the complete new one; the temporary is removed on any
-    failure, interruption or signal (perfex.frames.atomic_output)."""
+    failure, interruption or signal (perfex.frames.atomic_output). A failed write is an OSError
+    naming the file and the system's reason."""
     from astropy.io import fits
 
-    with perfex.frames.atomic_output(filename) as f:
-        fits.HDUList(hdus).writeto(f, checksum=True)
+    try:
+        with perfex.frames.atomic_output(filename) as f:
+            fits.HDUList(hdus).writeto(_Stream(f), checksum=True)
+    except OSError as e:
+        # astropy re-raises the system's error without its errno: the first one that has it.
+        cause, seen = e, e
+        while seen is not None and not cause.errno:
+            seen = seen.__cause__ or seen.__context__
+            cause = seen if isinstance(seen, OSError) and seen.errno else cause
+        message = f"cannot write {os.fspath(filename)}: {cause.strerror or cause}"
+        raise (OSError(cause.errno, message) if cause.errno else OSError(message)) from e
 
 
 def _image(data, extname, header=None, primary=False):
@@ -226,6 +272,7 @@ def read_frame(filename):
     byte order)."""
     from astropy.io import fits
 
+    _check_fits(filename, "FLUX", "IVAR", "WAVELENGTH", "MASK", "RESOLUTION", "FIBERMAP", "CHI2PIX")
     with fits.open(filename, memmap=False) as hdus:
 
         def image(extname):
