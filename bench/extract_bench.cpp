@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 namespace {
@@ -264,6 +265,13 @@ void extraction(benchmark::State& state, Scope scope) {
   state.counters["spot_launches"] = frame.spot_launches;
   state.counters["solver_launches"] = frame.solver_launches;
   state.counters["scratch_MB"] = double(frame.scratch_bytes) / 1e6;
+  // The library's phases (as perfex-extract --timing prints them), numbered in their order.
+  int i = 0;
+  for (const perfex::PhaseTime& p : frame.phases.list()) {
+    char key[96];
+    std::snprintf(key, sizeof(key), "phase:%02d:%s", i++, p.name.c_str());
+    state.counters[key] = p.seconds;
+  }
   perfex_bench::common_counters(state, exec);
 }
 

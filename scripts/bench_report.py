@@ -222,6 +222,30 @@ def build_report(runs, context):
         peak = max(r["counters"].get("peak_rss_MB", 0) for r in frames)
         targets.append("- 500-fibre frame peak RSS: **%.0f MB** (target ≤ 2 GB)" % peak)
 
+    # The bundle and frame extractions phase by phase (their "phase:NN:name" counters, numbered
+    # in the order the phases ran: the library's own timing, as perfex-extract --timing prints it).
+    phased = [r for r in rows if any(k.startswith("phase:") for k in r["counters"])]
+    if phased:
+        out.append("")
+        out.append("Phases of the extractions (seconds; share of the row's time):")
+        out.append("")
+        out.append("| stage | backend | threads | phase | seconds | share |")
+        out.append("|---|---|---:|---|---:|---:|")
+        for r in phased:
+            for k in sorted(k for k in r["counters"] if k.startswith("phase:")):
+                v = r["counters"][k]
+                out.append(
+                    "| %s | %s | %d | %s | %.4f | %.1f %% |"
+                    % (
+                        r["stage"],
+                        r["backend"],
+                        r["threads"],
+                        k.split(":", 2)[2],
+                        v,
+                        100.0 * v / r["time"] if r["time"] else 0.0,
+                    )
+                )
+
     head = []
     head.append("# perfex benchmarks")
     head.append("")
