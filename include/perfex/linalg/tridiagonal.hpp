@@ -16,6 +16,7 @@
 // QL's vector work (the products are GEMM-shaped, the rotations of QL are not) and its
 // eigenvectors are orthogonal to working precision. One host thread (tridiagonal_dc).
 #include <perfex/detail/kokkos_compat.hpp>
+#include <perfex/linalg/gemm.hpp>
 #include <perfex/linalg/matref.hpp>
 #include <perfex/linalg/status.hpp>
 
@@ -374,27 +375,6 @@ KOKKOS_INLINE_FUNCTION double secular_root(int K, int j, const double* dl, const
   return origin + tau;
 }
 
-// y (m) = A (m x k, column-major, leading dimension lda) x; y must not overlap A or x. Four
-// columns of A per pass over y (vectorised over rows).
-KOKKOS_INLINE_FUNCTION void gemv_sequential(int m, int k, const double* A, long lda,
-                                            const double* x, double* KOKKOS_RESTRICT y) {
-  for (int r = 0; r < m; ++r) y[r] = 0;
-  int p = 0;
-  for (; p + 4 <= k; p += 4) {
-    const double* KOKKOS_RESTRICT a0 = A + p * lda;
-    const double* KOKKOS_RESTRICT a1 = a0 + lda;
-    const double* KOKKOS_RESTRICT a2 = a1 + lda;
-    const double* KOKKOS_RESTRICT a3 = a2 + lda;
-    const double t0 = x[p], t1 = x[p + 1], t2 = x[p + 2], t3 = x[p + 3];
-    for (int r = 0; r < m; ++r) y[r] += (a0[r] * t0 + a1[r] * t1) + (a2[r] * t2 + a3[r] * t3);
-  }
-  for (; p < k; ++p) {
-    const double* KOKKOS_RESTRICT a0 = A + p * lda;
-    const double t0 = x[p];
-    for (int r = 0; r < m; ++r) y[r] += a0[r] * t0;
-  }
-}
-
 // Merges the solved halves [a, m) and [m, b) of the tridiagonal: on entry d[a:b) holds the
 // halves' eigenvalues (ascending within each) and Z(a:b, a:b) their eigenvectors (block
 // diagonal); beta couples rows m-1 and m. On exit d[a:b) ascending and Z(a:b, a:b) the merged
@@ -524,27 +504,41 @@ KOKKOS_INLINE_FUNCTION void dc_merge(double* d, double* Z, long ldz, int a, int 
     for (int r = 0; r < n0; ++r) G[r + (K + t) * ld] = Zat(a + r, a + c);
   }
 
-  // Output positions: merge of lam (ascending) and the deflated eigenvalues.
+  // New eigenvectors: Z(upper rows, j) = G(upper rows, upper and mixed columns) U(those, j),
+  // Z(lower rows, j) = G(lower rows, mixed and lower columns) U(those, j), with U's rows first
+  // put in G's column order; two matrix products into Z's first K columns.
+  for (int j = 0; j < K; ++j) {
+    double* u = U + j * ld;
+    for (int q = 0; q < K; ++q) scratch[q] = u[int(perm[q])];
+    for (int q = 0; q < K; ++q) u[q] = scratch[q];
+  }
+  const int upper_end = nup + nmixed;
+  double* Za = &Zat(a, a);
+  gemm_nn_sequential<false, false>(n1, K, upper_end, G, ld, U, 1, ld, Za, ldz);
+  gemm_nn_sequential<false, false>(n0 - n1, K, K - nup, G + n1 + nup * ld, ld, U + nup, 1, ld,
+                                   Za + n1, ldz);
+  // Output positions: merge of lam (ascending) and the deflated eigenvalues; the merged columns
+  // move to theirs from the last (a column only moves right), the deflated ones come from G.
   for (int out = 0, p = 0, q = 0; out < n0; ++out) {
     if (q >= ndef || (p < K && lam[p] <= dvals[q])) {
       order[p] = out;
       d[a + out] = lam[p++];
     } else {
-      const int c = a + out;
-      for (int r = 0; r < n0; ++r) Zat(a + r, c) = G[r + (K + q) * ld];
       d[a + out] = dvals[q++];
     }
   }
-  // New eigenvectors: Z(upper rows, j) = G(upper rows, upper and mixed columns) U(those, j),
-  // Z(lower rows, j) = G(lower rows, mixed and lower columns) U(those, j), with U's column
-  // first put in G's column order.
-  const int upper_end = nup + nmixed;
-  for (int j = 0; j < K; ++j) {
-    const double* u = U + j * ld;
-    for (int q = 0; q < K; ++q) scratch[q] = u[int(perm[q])];
-    double* zc = &Zat(a, a + int(order[j]));
-    gemv_sequential(n1, upper_end, G, ld, scratch, zc);
-    gemv_sequential(n0 - n1, K - nup, G + n1 + nup * ld, ld, scratch + nup, zc + n1);
+  for (int j = K - 1; j >= 0; --j) {
+    const int c = int(order[j]);
+    if (c == j) continue;
+    for (int r = 0; r < n0; ++r) Zat(a + r, a + c) = Zat(a + r, a + j);
+  }
+  for (int out = 0, p = 0, q = 0; out < n0; ++out) {
+    if (p < K && int(order[p]) == out) {
+      ++p;
+    } else {
+      for (int r = 0; r < n0; ++r) Zat(a + r, a + out) = G[r + (K + q) * ld];
+      ++q;
+    }
   }
 }
 
