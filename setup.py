@@ -1,7 +1,11 @@
-"""Builds perfex._perfex with the project's CMake for `pip install --no-build-isolation .`.
+"""Builds perfex._perfex with the project's CMake for `pip install .` (with build isolation:
+setuptools and pybind11 from the package index; or --no-build-isolation in an environment
+that has them, as desiInstall runs it) and `python setup.py build_ext --inplace`
+(etc/perfex_compile.sh, desiInstall's branch installs).
 
 Kokkos: Kokkos_ROOT when set, else the one scripts/install-deps.sh builds
-(PERFEX_DEPS_DIR, default ~/.cache/perfex). CMAKE_ARGS adds CMake options; PERFEX_BUILD_JOBS
+(PERFEX_DEPS_DIR, default ~/.cache/perfex). pybind11 (>= 2.12) and cmake: the ones installed
+for this interpreter, else cmake on PATH. CMAKE_ARGS adds CMake options; PERFEX_BUILD_JOBS
 sets the parallel jobs (default: the cores). The build folder is build-pip/ in the source tree.
 """
 
@@ -29,9 +33,32 @@ def kokkos_root():
     deps = os.environ.get("PERFEX_DEPS_DIR", os.path.expanduser("~/.cache/perfex"))
     root = os.path.join(deps, "kokkos-3.4.1-openmp")
     if not os.path.exists(os.path.join(root, ".perfex-complete")):
-        sys.exit(f"perfex: no Kokkos found (looked for {root}): run scripts/install-deps.sh "
-                 "first, or set Kokkos_ROOT to a Kokkos install with Kokkos Kernels")
+        sys.exit(
+            f"perfex: no Kokkos found (looked for {root}): run scripts/install-deps.sh "
+            "first, or set Kokkos_ROOT to a Kokkos install with Kokkos Kernels"
+        )
     return root
+
+
+def pybind11_dir():
+    try:
+        import pybind11
+    except ImportError:
+        sys.exit(
+            f"perfex: building the extension needs pybind11 >= 2.12 for {sys.executable} "
+            "(pip install 'pybind11>=3'; pip install . without --no-build-isolation takes it "
+            "from the package index)"
+        )
+    return pybind11.get_cmake_dir()
+
+
+def cmake_program():
+    """The cmake of this interpreter's environment (pip install cmake), else the one on PATH."""
+    beside = os.path.join(os.path.dirname(sys.executable), "cmake")
+    program = beside if os.access(beside, os.X_OK) else shutil.which("cmake")
+    if program is None:
+        sys.exit("perfex: cmake not found (Debian: apt-get install cmake; or pip install cmake)")
+    return program
 
 
 class CMakeExtension(Extension):
@@ -48,6 +75,7 @@ class CMakeBuild(build_ext):
             "-DCMAKE_BUILD_TYPE=Release",
             f"-DKokkos_ROOT={kokkos_root()}",
             f"-DPython3_EXECUTABLE={sys.executable}",
+            f"-Dpybind11_DIR={pybind11_dir()}",
             "-DPERFEX_ENABLE_PYTHON=ON",
             "-DPERFEX_ENABLE_TESTS=OFF",
             "-DPERFEX_ENABLE_TOOLS=OFF",
@@ -56,9 +84,9 @@ class CMakeBuild(build_ext):
             "-DPERFEX_ENABLE_HEADER_CHECK=OFF",
         ] + os.environ.get("CMAKE_ARGS", "").split()
         jobs = os.environ.get("PERFEX_BUILD_JOBS", str(os.cpu_count() or 1))
-        subprocess.run(["cmake", "-S", HERE, "-B", build] + args, check=True)
-        subprocess.run(["cmake", "--build", build, "--target", "perfex_python", "-j", jobs],
-                       check=True)
+        cmake = cmake_program()
+        subprocess.run([cmake, "-S", HERE, "-B", build] + args, check=True)
+        subprocess.run([cmake, "--build", build, "--target", "perfex_python", "-j", jobs], check=True)
         built = os.path.join(build, "python", "perfex")
         module = next(f for f in os.listdir(built) if f.startswith("_perfex") and f.endswith(".so"))
         target = self.get_ext_fullpath(ext.name)

@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <iostream>
 #include <memory>
+#include <optional>
 
 namespace perfex_bench {
 
@@ -54,7 +56,13 @@ const perfex::psf::GaussHermitePsfData& bench_psf() {
 }  // namespace perfex_bench
 
 int main(int argc, char* argv[]) {
-  Kokkos::initialize(argc, argv);
+  std::optional<perfex::Runtime> runtime;  // a checked thread count, before Kokkos starts
+  try {
+    runtime.emplace(argc, argv);
+  } catch (const perfex::RequestError& e) {
+    std::cerr << "perfex_bench: error: " << e.what() << "\n";
+    return 2;
+  }
   {
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
@@ -71,6 +79,5 @@ int main(int argc, char* argv[]) {
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
   }
-  Kokkos::finalize();
   return 0;
 }

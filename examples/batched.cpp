@@ -2,13 +2,14 @@
 // (perfex::linalg::batched_syev: one team per matrix, on any backend), checked on the host
 // through A v = lambda v.
 #include <perfex/linalg/batched.hpp>
+#include <perfex/runtime.hpp>
 
 #include <cmath>
 #include <cstdio>
 
 int main(int argc, char* argv[]) {
-  Kokkos::ScopeGuard kokkos(argc, argv);
-  const int n = 74, batch = 40;  // the per-fibre blocks of a DESI patch are 74 x 74
+  perfex::Runtime kokkos(argc, argv);  // Kokkos, its thread count checked before it starts
+  const int n = 74, batch = 40;        // the per-fibre blocks of a DESI patch are 74 x 74
   Kokkos::View<double***, Kokkos::LayoutLeft> A("A", n, n, batch);
   Kokkos::View<double**, Kokkos::LayoutLeft> w("w", n, batch);
   Kokkos::View<int*> status("status", batch);

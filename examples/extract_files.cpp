@@ -5,6 +5,7 @@
 #include <perfex/io/frame_fits.hpp>
 #include <perfex/io/image_fits.hpp>
 #include <perfex/io/psf_fits.hpp>
+#include <perfex/runtime.hpp>
 
 #include <cstdio>
 
@@ -13,7 +14,7 @@ int main(int argc, char* argv[]) {
     std::fprintf(stderr, "usage: extract_files PSF PREPROC FRAME\n");
     return 2;
   }
-  Kokkos::ScopeGuard kokkos(argc, argv);
+  perfex::Runtime kokkos(argc, argv);  // Kokkos, its thread count checked before it starts
   auto psf = perfex::io::read_psf(argv[1]);
   auto img = perfex::io::read_preproc(argv[2]);  // ivar = 0 where MASK & 0x2FF
   perfex::extract::ExtractionOptions opt;        // DESI defaults

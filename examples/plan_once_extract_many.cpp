@@ -5,11 +5,12 @@
 #include <perfex/extract/extract_frame.hpp>
 #include <perfex/extract/simulate.hpp>
 #include <perfex/psf/synthetic.hpp>
+#include <perfex/runtime.hpp>
 
 #include <cstdio>
 
 int main(int argc, char* argv[]) {
-  Kokkos::ScopeGuard kokkos(argc, argv);
+  perfex::Runtime kokkos(argc, argv);  // Kokkos, its thread count checked before it starts
   using Exec = Kokkos::DefaultExecutionSpace;
   const Exec exec;
   namespace ex = perfex::extract;

@@ -6,12 +6,13 @@
 #include <perfex/io/image_fits.hpp>
 #include <perfex/io/psf_fits.hpp>
 #include <perfex/psf/synthetic.hpp>
+#include <perfex/runtime.hpp>
 
 #include <cmath>
 #include <cstdio>
 
 int main(int argc, char* argv[]) {
-  Kokkos::ScopeGuard kokkos(argc, argv);
+  perfex::Runtime kokkos(argc, argv);  // Kokkos, its thread count checked before it starts
   using Exec = Kokkos::DefaultExecutionSpace;
   const Exec exec;
   namespace ex = perfex::extract;

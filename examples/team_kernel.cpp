@@ -2,6 +2,7 @@
 // perfex::linalg::team_band_cholesky and solves H x = b with team_band_cholesky_solve, then
 // the host checks the residual |H x - b|.
 #include <perfex/linalg/band_cholesky.hpp>
+#include <perfex/runtime.hpp>
 
 #include <cmath>
 #include <cstdio>
@@ -30,7 +31,7 @@ struct FactorAndSolve {
 }  // namespace
 
 int main(int argc, char* argv[]) {
-  Kokkos::ScopeGuard kokkos(argc, argv);
+  perfex::Runtime kokkos(argc, argv);  // Kokkos, its thread count checked before it starts
   using Exec = Kokkos::DefaultExecutionSpace;
   const int n = 200, kd = 12, batch = 16;
   Kokkos::View<double***, Kokkos::LayoutLeft> band("band", kd + 1, n, batch);

@@ -8,6 +8,7 @@ thread count: the median over its repetitions of the time per iteration and of e
 "speedup" is the Serial median time of the same stage, size and path over this row's.
 Python 3 standard library only.
 """
+
 import argparse
 import json
 import re
@@ -50,7 +51,7 @@ def parse_name(run_name):
     path = "portable"
     if prefix.rsplit("/", 1)[-1] in PATHS:
         prefix, path = prefix.rsplit("/", 1)
-    args = dict(a.split(":", 1) for a in parts[backend_at + 1:] if ":" in a)
+    args = dict(a.split(":", 1) for a in parts[backend_at + 1 :] if ":" in a)
     return prefix, path, parts[backend_at], args
 
 
@@ -132,12 +133,26 @@ def build_report(runs, context):
     for (prefix, path, backend, threads, argkey), run in runs.items():
         t, c, reps = median_row(run["samples"])
         order, label = stage_order(prefix)
-        rows.append(dict(order=order, stage=label, prefix=prefix, path=path, backend=backend, threads=threads,
-                         argkey=argkey, size=size_label(prefix, run["args"], c), time=t, counters=c, reps=reps))
+        rows.append(
+            dict(
+                order=order,
+                stage=label,
+                prefix=prefix,
+                path=path,
+                backend=backend,
+                threads=threads,
+                argkey=argkey,
+                size=size_label(prefix, run["args"], c),
+                time=t,
+                counters=c,
+                reps=reps,
+            )
+        )
     serial = {(r["prefix"], r["path"], r["argkey"]): r["time"] for r in rows if r["backend"] == "serial"}
     backend_rank = {b: i for i, b in enumerate(BACKENDS)}
-    rows.sort(key=lambda r: (r["order"], r["argkey"], r["path"] != "portable", backend_rank[r["backend"]],
-                             r["threads"]))
+    rows.sort(
+        key=lambda r: (r["order"], r["argkey"], r["path"] != "portable", backend_rank[r["backend"]], r["threads"])
+    )
 
     # The core's measured double-precision peak (peak/fma), for each row's share of it.
     peak = next((r["counters"].get("GFLOP/s") for r in rows if r["prefix"] == "peak/fma"), None)
@@ -149,35 +164,59 @@ def build_report(runs, context):
         return "%.1f %%" % (100.0 * g / (peak * max(1, r["threads"])))
 
     out = []
-    out.append("| stage | size | backend | path | threads | median time | patches/s | fibre-λ/s | GFLOP/s "
-               "| % of peak | speedup vs Serial | peak RSS | reps |")
+    out.append(
+        "| stage | size | backend | path | threads | median time | patches/s | fibre-λ/s | GFLOP/s "
+        "| % of peak | speedup vs Serial | peak RSS | reps |"
+    )
     out.append("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         c = r["counters"]
         base = serial.get((r["prefix"], r["path"], r["argkey"]))
         speedup = "%.2f×" % (base / r["time"]) if base else "–"
-        out.append("| %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %.0f MB | %d |" % (
-            r["stage"], r["size"], r["backend"], r["path"], r["threads"], fmt_time(r["time"]),
-            fmt_rate(c.get("patches/s")), fmt_rate(c.get("fibre_wavelengths/s")), fmt_rate(c.get("GFLOP/s")),
-            of_peak(r), speedup, c.get("peak_rss_MB", 0), r["reps"]))
+        out.append(
+            "| %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %.0f MB | %d |"
+            % (
+                r["stage"],
+                r["size"],
+                r["backend"],
+                r["path"],
+                r["threads"],
+                fmt_time(r["time"]),
+                fmt_rate(c.get("patches/s")),
+                fmt_rate(c.get("fibre_wavelengths/s")),
+                fmt_rate(c.get("GFLOP/s")),
+                of_peak(r),
+                speedup,
+                c.get("peak_rss_MB", 0),
+                r["reps"],
+            )
+        )
 
     def find(prefix, backend, threads=None, args=None):
         for r in rows:
-            if r["prefix"] == prefix and r["backend"] == backend and (threads is None or r["threads"] == threads) \
-                    and (args is None or dict(r["argkey"]) == args):
+            if (
+                r["prefix"] == prefix
+                and r["backend"] == backend
+                and (threads is None or r["threads"] == threads)
+                and (args is None or dict(r["argkey"]) == args)
+            ):
                 yield r
 
     targets = []
     patch = next(find("extract/patch", "serial", args={"patches": "1"}), None)
     if patch:
-        targets.append("- single-thread DESI-default patch (Serial, 1 patch, N = 518): median **%s** (target ≤ 10 ms)"
-                       % fmt_time(patch["time"]))
+        targets.append(
+            "- single-thread DESI-default patch (Serial, 1 patch, N = 518): median **%s** (target ≤ 10 ms)"
+            % fmt_time(patch["time"])
+        )
     bundles = sorted(find("extract/bundle", "openmp"), key=lambda r: r["threads"])
     base = serial.get(("extract/bundle", "portable", ()))
     if bundles and base:
         b = bundles[-1]
-        targets.append("- bundle, OpenMP %d threads vs Serial: **%.2f×** (target ≥ 1.8× on 2 threads)"
-                       % (b["threads"], base / b["time"]))
+        targets.append(
+            "- bundle, OpenMP %d threads vs Serial: **%.2f×** (target ≥ 1.8× on 2 threads)"
+            % (b["threads"], base / b["time"])
+        )
     frames = list(find("extract/frame", "serial")) + list(find("extract/frame", "openmp"))
     if frames:
         peak = max(r["counters"].get("peak_rss_MB", 0) for r in frames)
@@ -187,15 +226,24 @@ def build_report(runs, context):
     head.append("# perfex benchmarks")
     head.append("")
     load_avg = context.get("load_avg")
-    head.append("Host %s, %s CPUs at %s MHz, load average %s when the run started; perfex %s, Kokkos %s, "
-                "LAPACK %s, SIMD level %s; PSF: %s; peak RSS measured %s. Times are medians over the "
-                "repetitions (reps) of the time per iteration (fenced); %% of peak is a row's GFLOP/s "
-                "over the measured FMA peak of its threads' cores."
-                % (context.get("host_name", "?"), context.get("num_cpus", "?"), context.get("mhz_per_cpu", "?"),
-                   " ".join("%.2f" % x for x in load_avg) if load_avg else "?", context.get("perfex_version", "?"),
-                   context.get("kokkos_version", "?"), context.get("lapack", "?"), context.get("simd", "?"),
-                   context.get("psf", "?"),
-                   context.get("peak_rss", "?")))
+    head.append(
+        "Host %s, %s CPUs at %s MHz, load average %s when the run started; perfex %s, Kokkos %s, "
+        "LAPACK %s, SIMD level %s; PSF: %s; peak RSS measured %s. Times are medians over the "
+        "repetitions (reps) of the time per iteration (fenced); %% of peak is a row's GFLOP/s "
+        "over the measured FMA peak of its threads' cores."
+        % (
+            context.get("host_name", "?"),
+            context.get("num_cpus", "?"),
+            context.get("mhz_per_cpu", "?"),
+            " ".join("%.2f" % x for x in load_avg) if load_avg else "?",
+            context.get("perfex_version", "?"),
+            context.get("kokkos_version", "?"),
+            context.get("lapack", "?"),
+            context.get("simd", "?"),
+            context.get("psf", "?"),
+            context.get("peak_rss", "?"),
+        )
+    )
     head.append("")
     if targets:
         head += ["Targets:", ""] + targets + [""]

@@ -9,6 +9,10 @@
 #   PERFEX_DEPS_DIR   cache folder (default: ~/.cache/perfex)
 #   PERFEX_CUDA=OFF   never build the CUDA Kokkos
 #   Kokkos_ROOT / CMAKE_PREFIX_PATH   a user's own Kokkos (3.4 .. 4.x): nothing is built
+#   PERFEX_PYTHON_ENV=OFF skip the Python environment from the package index (the Python package
+#                         needs it: pybind11 >= 2.12)
+# Then makes the Python environment (a virtual environment of python/requirements/dev.txt from
+# the package index, in PERFEX_DEPS_DIR/venv) and prints "PERFEX_PYTHON=<its python>".
 # Prints "KOKKOS_CUDA_PREFIX=..." when the CUDA Kokkos is there, and the Kokkos prefix to
 # use as the last line of stdout ("KOKKOS_PREFIX=...").
 set -euo pipefail
@@ -24,9 +28,10 @@ sudo_cmd=()
 packages=(g++ cmake make pkg-config catch2 libbenchmark-dev libcfitsio-dev liblapack-dev
           zlib1g-dev libblas-dev dpkg-dev xz-utils ca-certificates python3 patch clang-format)
 # The Python package (python/: pybind11 module, MPI, plots) and its tests.
-packages+=(pybind11-dev python3-dev python3-numpy python3-pytest python3-venv python3-setuptools
+packages+=(python3-dev python3-numpy python3-pytest python3-venv python3-setuptools
            python3-wheel openmpi-bin libopenmpi-dev
-           python3-mpi4py python3-matplotlib python3-astropy)
+           python3-mpi4py python3-matplotlib python3-astropy
+           python3-numba python3-scipy python3-fitsio)  # the client checks under numpy 1
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -36,6 +41,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" >&2
+fi
+
+# ---- the Python environment from the package index ---------------------------------------
+if [ "${PERFEX_PYTHON_ENV:-ON}" != "OFF" ]; then
+  here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+  # shellcheck source=lib/python_env.sh
+  . "${here}/lib/python_env.sh"
+  venv=$(python_env "${deps_dir}" "${here}/../python/requirements/dev.txt") || exit 1
+  echo "PERFEX_PYTHON=${venv}/bin/python"
 fi
 
 # ---- a user's own Kokkos wins -----------------------------------------------------------

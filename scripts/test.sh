@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# The test command: installs the dependencies (first run only), builds perfex with its tests,
-# tools and benchmarks, runs the suite on every backend (Serial, OpenMP with 2 threads),
-# the consumer projects and the benchmark smoke runs, then the same suite under
+# The test command: installs the dependencies (first run only: Debian packages, Kokkos, the
+# Python environment from the package index), checks the formatting (clang-format, ruff),
+# builds perfex with its tests, tools, benchmarks and Python package (pybind11 and the build's
+# interpreter from that environment: numpy 2, mpi4py 4, desispec), runs the suite on every
+# backend (Serial, OpenMP with 2 threads), the consumer projects, the Python suite under numpy
+# 2 and (the same extension) Debian's numpy 1 and mpi4py 3.1, the Python install routes and
+# stubs check, and the benchmark smoke runs, then the same C++ suite under
 # AddressSanitizer + UndefinedBehaviorSanitizer, and last, where a CUDA Kokkos exists, compiles
 # everything for CUDA (nothing runs: CI has no GPU).
 #
@@ -14,16 +18,22 @@ cd "$root"
 deps=$(bash scripts/install-deps.sh)
 kokkos_prefix=$(sed -n 's/^KOKKOS_PREFIX=//p' <<<"$deps" | tail -n 1)
 kokkos_cuda_prefix=${KOKKOS_CUDA_ROOT:-$(sed -n 's/^KOKKOS_CUDA_PREFIX=//p' <<<"$deps" | tail -n 1)}
+python=$(sed -n 's/^PERFEX_PYTHON=//p' <<<"$deps" | tail -n 1)
+python_args=()
+[ -z "$python" ] || python_args=(-DPython3_EXECUTABLE="$python")
 jobs=$(nproc)
 build=${PERFEX_BUILD_DIR:-build}
 
-echo "== perfex: source format (.clang-format)"
-bash scripts/format.sh --check
+echo "== perfex: source format (.clang-format, ruff)"
+PERFEX_RUFF=${python:+$(dirname "$python")/ruff} bash scripts/format.sh --check
 
 echo "== perfex: Release build (Kokkos at ${kokkos_prefix})"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="${kokkos_prefix}" >/dev/null
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="${kokkos_prefix}" "${python_args[@]}" >/dev/null
 cmake --build "$build" -j "$jobs"
-(cd "$build" && ctest --output-on-failure -j 1)
+(cd "$build" && ctest --output-on-failure -j 1 | tee ctest.log)
+# The Python stages' share of the run (for the CI time budget).
+awk '/Test +#[0-9]+: python\./ { for (i = 1; i < NF; i++) if ($(i + 1) == "sec") { t += $i; n++ } }
+     END { if (n) printf "== perfex: the %d Python tests took %.0f s\n", n, t }' "$build/ctest.log"
 
 echo "== perfex: AddressSanitizer + UndefinedBehaviorSanitizer build of the tests and tools"
 # Without the Python package: an ASan-built extension cannot load into an uninstrumented python3.

@@ -1,6 +1,11 @@
 #define CATCH_CONFIG_RUNNER
 #include "perfex_test.hpp"
 
+#include <perfex/runtime.hpp>
+
+#include <iostream>
+#include <optional>
+
 #include <sys/stat.h>
 
 namespace perfex_test {
@@ -25,7 +30,15 @@ std::string shared_data_dir(const std::string& what) {
 }  // namespace perfex_test
 
 int main(int argc, char* argv[]) {
-  Kokkos::initialize(argc, argv);  // strips --kokkos-* options first
+  // Kokkos with a checked thread count (--kokkos-threads=N, the environment); Kokkos strips its
+  // other --kokkos-* options before Catch reads the rest.
+  std::optional<perfex::Runtime> runtime;
+  try {
+    runtime.emplace(argc, argv);
+  } catch (const perfex::RequestError& e) {
+    std::cerr << "perfex_tests: error: " << e.what() << "\n";
+    return 2;
+  }
   int status = 0;
   {
     Catch::Session session;
@@ -37,6 +50,5 @@ int main(int argc, char* argv[]) {
     status = session.applyCommandLine(argc, argv);
     if (status == 0) status = session.run();
   }
-  Kokkos::finalize();
   return status;
 }

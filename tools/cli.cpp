@@ -67,7 +67,9 @@ std::string extract_options_help() {
     << "      --backend NAME      execution space: " << join_names(backend_names()) << " (default "
     << default_backend() << ")\n"
     << "      --threads N         host threads, at most " << kMaxHostThreads
-    << " (default: OMP_NUM_THREADS / all cores)\n"
+    << " (default: KOKKOS_NUM_THREADS, else\n"
+    << "                          OMP_NUM_THREADS, else the CPUs this process may use;\n"
+    << "                          --kokkos-threads=N and --kokkos-num-threads=N say the same)\n"
     << "      --memory-budget MB  memory for spots and patch scratch, in MiB (default: half\n"
     << "                          the free GPU memory on CUDA, 512 on CPUs)\n"
     << "  -h, --help              this help\n"
@@ -233,8 +235,11 @@ bool parse_extract_option(ArgReader& r, ExtractArgs& a) {
     check_backend(a.backend, "option " + name);
   } else if (r.is(nullptr, "--threads")) {
     const std::string name = r.name();
-    a.threads = r.int_value(1);
-    host_threads(a.threads, "option " + name);
+    a.threads = check_thread_count(r.int_value(1), "option " + name);
+  } else if (is_kokkos_thread_option(r.name())) {
+    const std::string name = r.name();
+    a.kokkos_thread_options.push_back(
+        name + "=" + std::to_string(check_thread_count(r.int_value(1), "option " + name)));
   } else if (r.is(nullptr, "--memory-budget")) {
     o.memory_budget = static_cast<std::int64_t>(r.int_value(1)) << 20;
   } else if (r.is(nullptr, "--allow-image-size-mismatch")) {
@@ -362,7 +367,8 @@ int extract_main(int argc, const char* const* argv) {
       return 0;
     }
     io::remove_temp_files_on_signals();
-    const HostThreads threads = host_threads(args.threads, "option --threads");
+    const HostThreads threads =
+        host_threads(args.threads, "option --threads", args.kokkos_thread_options);
     Runtime runtime(threads);
     if (!threads.warning.empty()) std::cerr << tool << ": warning: " << threads.warning << "\n";
     const RunResult r = run_extract_files_reporting(tool, args);

@@ -50,6 +50,7 @@ struct ExtractArgs {
   bool allow_image_size_mismatch = false;  // an image that is not the PSF's CCD: warn only
   std::string backend;                     // serial | openmp | cuda ("" = default_backend())
   int threads = 0;                         // 0 = the Kokkos / OpenMP default
+  std::vector<std::string> kokkos_thread_options;  // --kokkos-threads=N, --kokkos-num-threads=N
   bool help = false;
 };
 

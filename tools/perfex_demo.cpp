@@ -247,7 +247,8 @@ int main(int argc, char* argv[]) {
       std::cout << usage();
       return 0;
     }
-    const perfex::HostThreads threads = perfex::host_threads(d.extract.threads, "option --threads");
+    const perfex::HostThreads threads = perfex::host_threads(d.extract.threads, "option --threads",
+                                                             d.extract.kokkos_thread_options);
     perfex::Runtime runtime(threads);
     if (!threads.warning.empty()) std::cerr << "perfex-demo: warning: " << threads.warning << "\n";
     return run(d);

@@ -36,7 +36,6 @@ GRID = dict(wavelength="5760,6760,0.8", psferr=0.01)
 def overhead_worker(image_path, psf_path, reps):
     """One process, fixed threads: JSON lines of (cpp seconds, wall seconds) per call kind."""
     import numpy as np
-
     import perfex
     from perfex import _perfex
 
@@ -53,8 +52,7 @@ def overhead_worker(image_path, psf_path, reps):
         for kind in ("cpp", "cpp_host", "image", "arrays"):
             t0, c0 = time.perf_counter(), time.process_time()
             if kind.startswith("cpp"):  # timed inside (the CcdImage's copy is made first)
-                wall, cpu = _perfex.testing.time_extract_frame(image._handle, psf, cxx, backend,
-                                                       kind == "cpp_host")
+                wall, cpu = _perfex.testing.time_extract_frame(image._handle, psf, cxx, backend, kind == "cpp_host")
             else:
                 if kind == "image":
                     frame = perfex.extract_frame(image, psf=psf, **opts)
@@ -68,10 +66,9 @@ def overhead_worker(image_path, psf_path, reps):
 
 def mpi_worker(image_path, psf_path, reps):
     """Under mpirun: rank 0 prints JSON timings of perfex.extract_frame(comm=...) calls."""
-    from mpi4py import MPI
-
     import perfex
     import perfex.mpi
+    from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
     threads = perfex.initialize(comm=comm)
@@ -85,8 +82,9 @@ def mpi_worker(image_path, psf_path, reps):
         stamps = {}
         t0, c0 = time.time(), time.process_time()
         if comm.size > 1:
-            frame = perfex.mpi.extract_frame(comm, pre, None, psf, progress=False, timing=stamps,
-                                             specmin=0, nspec=50, **GRID)
+            frame = perfex.mpi.extract_frame(
+                comm, pre, None, psf, progress=False, timing=stamps, specmin=0, nspec=50, **GRID
+            )
         else:
             frame = perfex.extract_frame(pre, psf=psf, progress=False, specmin=0, nspec=50, **GRID)
         t1 = time.time()
@@ -96,9 +94,11 @@ def mpi_worker(image_path, psf_path, reps):
         if comm.rank == 0 and rep > 0:
             row = dict(ranks=comm.size, threads=threads, wall=t1 - t0, cpu=cpu, npatches=frame.npatches)
             if stamps:
-                row.update(bcast=stamps["init-mpi-bcast"] - t0,
-                           extract=stamps["extracted-bundles"] - stamps["init-mpi-bcast"],
-                           gather=t1 - stamps["extracted-bundles"])
+                row.update(
+                    bcast=stamps["init-mpi-bcast"] - t0,
+                    extract=stamps["extracted-bundles"] - stamps["init-mpi-bcast"],
+                    gather=t1 - stamps["extracted-bundles"],
+                )
             else:
                 row.update(bcast=0.0, extract=t1 - t0, gather=0.0)
             rows.append(row)
@@ -116,8 +116,11 @@ def run_json(cmd, env):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--reps", type=int, default=5)
-    p.add_argument("--image", default=None, help="preproc image (default: ../shared/data's simulated one; "
-                   "an uncompressed copy reads faster)")
+    p.add_argument(
+        "--image",
+        default=None,
+        help="preproc image (default: ../shared/data's simulated one; an uncompressed copy reads faster)",
+    )
     p.add_argument("--psf", default=os.path.join(DATA, "psf-r0-00051060.fits"))
     p.add_argument("--only", choices=("overhead", "mpi"))
     p.add_argument("--worker", choices=("overhead", "mpi"), help=argparse.SUPPRESS)
@@ -132,33 +135,43 @@ def main():
             sys.exit(f"bench_python: {path} not found")
     env = dict(os.environ, OMP_PROC_BIND="false")
     me = [sys.executable, os.path.abspath(__file__), "--image", image, "--psf", args.psf]
-    print(f"# perfex Python benchmarks ({os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, "
-          f"{args.reps} repetitions, medians)\n")
+    print(
+        f"# perfex Python benchmarks ({os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, "
+        f"{args.reps} repetitions, medians)\n"
+    )
 
     if args.only in (None, "overhead"):
         rows = []
         for threads in (1, 2):
-            rows += run_json(me + ["--worker", "overhead", "--reps", str(args.reps)],
-                             dict(env, OMP_NUM_THREADS=str(threads)))
-        print("| call | threads | wall time | CPU time | overhead (wall) | overhead (CPU) | "
-              "overhead / extraction (CPU) |")
+            rows += run_json(
+                me + ["--worker", "overhead", "--reps", str(args.reps)], dict(env, OMP_NUM_THREADS=str(threads))
+            )
+        print(
+            "| call | threads | wall time | CPU time | overhead (wall) | overhead (CPU) | overhead / extraction (CPU) |"
+        )
         print("|---|---:|---:|---:|---:|---:|---:|")
         for threads in (1, 2):
-            med = {(kind, t): statistics.median(r[t] for r in rows
-                                                if r["threads"] == threads and r["kind"] == kind)
-                   for kind in ("cpp", "cpp_host", "image", "arrays") for t in ("wall", "cpu")}
-            for kind, label in (("cpp", "C++ extract_frame (prepared image)"),
-                                ("cpp_host", "C++ extract_frame (CcdImage: host arrays)"),
-                                ("image", "perfex.extract_frame(perfex.Image)"),
-                                ("arrays", "perfex.extract_frame(pixels, ivar)")):
+            med = {
+                (kind, t): statistics.median(r[t] for r in rows if r["threads"] == threads and r["kind"] == kind)
+                for kind in ("cpp", "cpp_host", "image", "arrays")
+                for t in ("wall", "cpu")
+            }
+            for kind, label in (
+                ("cpp", "C++ extract_frame (prepared image)"),
+                ("cpp_host", "C++ extract_frame (CcdImage: host arrays)"),
+                ("image", "perfex.extract_frame(perfex.Image)"),
+                ("arrays", "perfex.extract_frame(pixels, ivar)"),
+            ):
                 wall, cpu = med[(kind, "wall")], med[(kind, "cpu")]
                 cells = ["–"] * 3
                 if kind != "cpp":
                     over_wall, over_cpu = wall - med[("cpp", "wall")], cpu - med[("cpp", "cpu")]
-                    cells = [f"{over_wall * 1e3:+.1f} ms", f"{over_cpu * 1e3:+.1f} ms",
-                             f"{100 * over_cpu / med[('cpp', 'cpu')]:+.2f} %"]
-                print(f"| {label} | {threads} | {wall * 1e3:.0f} ms | {cpu * 1e3:.0f} ms | "
-                      + " | ".join(cells) + " |")
+                    cells = [
+                        f"{over_wall * 1e3:+.1f} ms",
+                        f"{over_cpu * 1e3:+.1f} ms",
+                        f"{100 * over_cpu / med[('cpp', 'cpu')]:+.2f} %",
+                    ]
+                print(f"| {label} | {threads} | {wall * 1e3:.0f} ms | {cpu * 1e3:.0f} ms | " + " | ".join(cells) + " |")
         print()
 
     if args.only in (None, "mpi"):
@@ -174,18 +187,22 @@ def main():
             for ranks, threads in configs:
                 results[(ranks, threads)] += run_json(
                     base + ["-n", str(ranks)] + me + ["--worker", "mpi", "--reps", "2"],
-                    dict(env, OMP_NUM_THREADS=str(threads)))
+                    dict(env, OMP_NUM_THREADS=str(threads)),
+                )
         ref = {k: statistics.median(r[k] for r in results[(1, 1)]) for k in ("wall", "cpu")}
-        print("| ranks x threads | call wall time | inputs to the ranks | extraction | gather + mask | "
-              "speed-up (wall) | busiest rank's CPU time | speed-up (CPU) |")
+        print(
+            "| ranks x threads | call wall time | inputs to the ranks | extraction | gather + mask | "
+            "speed-up (wall) | busiest rank's CPU time | speed-up (CPU) |"
+        )
         print("|---|---:|---:|---:|---:|---:|---:|---:|")
         for (ranks, threads), rows in results.items():
-            med = {k: statistics.median(r[k] for r in rows)
-                   for k in ("wall", "cpu", "bcast", "extract", "gather")}
+            med = {k: statistics.median(r[k] for r in rows) for k in ("wall", "cpu", "bcast", "extract", "gather")}
             cpu = f"{med['cpu']:.3f} s | {ref['cpu'] / med['cpu']:.2f}x" if threads == 1 else "– | –"
-            print(f"| {ranks} x {threads} | {med['wall']:.3f} s | {med['bcast'] * 1e3:.0f} ms | "
-                  f"{med['extract']:.3f} s | {med['gather'] * 1e3:.0f} ms | "
-                  f"{ref['wall'] / med['wall']:.2f}x | {cpu} |")
+            print(
+                f"| {ranks} x {threads} | {med['wall']:.3f} s | {med['bcast'] * 1e3:.0f} ms | "
+                f"{med['extract']:.3f} s | {med['gather'] * 1e3:.0f} ms | "
+                f"{ref['wall'] / med['wall']:.2f}x | {cpu} |"
+            )
 
 
 if __name__ == "__main__":

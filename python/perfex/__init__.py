@@ -21,8 +21,18 @@ from .options import make_options, option_defaults
 from .runtime import backends, default_backend, initialize
 
 
-def extract_frame(image, ivar=None, psf=None, *, comm=None, backend=None, threads=None,
-                  progress=None, allow_image_size_mismatch=False, **options):
+def extract_frame(
+    image,
+    ivar=None,
+    psf=None,
+    *,
+    comm=None,
+    backend=None,
+    threads=None,
+    progress=None,
+    allow_image_size_mismatch=False,
+    **options,
+):
     """Extracts the spectra of a CCD image with a GaussHermite PSF; returns a Frame.
 
     image, ivar: 2-D arrays (ivar 0 = masked pixel; apply the preproc MASK first, as
@@ -44,13 +54,27 @@ def extract_frame(image, ivar=None, psf=None, *, comm=None, backend=None, thread
     rank 0 returns the frame, the others None.
     """
     if comm is not None and comm.size > 1:
-        return mpi.extract_frame(comm, image, ivar, psf, backend=backend, threads=threads,
-                                 progress=progress,
-                                 allow_image_size_mismatch=allow_image_size_mismatch, **options)
-    return _extraction.extract_frame(image, ivar, psf, backend=backend, threads=threads,
-                                     progress=progress,
-                                     allow_image_size_mismatch=allow_image_size_mismatch,
-                                     **options)
+        return mpi.extract_frame(
+            comm,
+            image,
+            ivar,
+            psf,
+            backend=backend,
+            threads=threads,
+            progress=progress,
+            allow_image_size_mismatch=allow_image_size_mismatch,
+            **options,
+        )
+    return _extraction.extract_frame(
+        image,
+        ivar,
+        psf,
+        backend=backend,
+        threads=threads,
+        progress=progress,
+        allow_image_size_mismatch=allow_image_size_mismatch,
+        **options,
+    )
 
 
 __all__ = [

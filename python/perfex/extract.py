@@ -32,52 +32,82 @@ NOT_IMPLEMENTED = {
 def parser():
     p = argparse.ArgumentParser(
         prog="python3 -m perfex.extract",
-        description="Extract spectra from pre-processed raw data (desi_extract_spectra's "
-        "options, perfex extraction).",
+        description="Extract spectra from pre-processed raw data (desi_extract_spectra's options, perfex extraction).",
     )
     p.add_argument("-i", "--input", action="append", default=[], help="input image (repeat for an exposure)")
-    p.add_argument("-f", "--fibermap", action="append", default=[],
-                   help="input fibermap file (default: the image's FIBERMAP)")
+    p.add_argument(
+        "-f", "--fibermap", action="append", default=[], help="input fibermap file (default: the image's FIBERMAP)"
+    )
     p.add_argument("-p", "--psf", action="append", default=[], help="input psf file")
     p.add_argument("-o", "--output", action="append", default=[], help="output extracted spectra file")
     p.add_argument("-m", "--model", action="append", default=[], help="output 2D pixel model file")
-    p.add_argument("-w", "--wavelength", type=str, default=None,
-                   help="wavemin,wavemax,dw (default: the PSF's WAVEMIN,WAVEMAX,0.8)")
+    p.add_argument(
+        "-w", "--wavelength", type=str, default=None, help="wavemin,wavemax,dw (default: the PSF's WAVEMIN,WAVEMAX,0.8)"
+    )
     p.add_argument("-s", "--specmin", type=int, default=0, help="first spectrum to extract")
-    p.add_argument("-n", "--nspec", type=int, default=None,
-                   help="number of spectra to extract (default 500, at most the PSF's from specmin)")
-    p.add_argument("-r", "--regularize", type=float, default=0.0,
-                   help="regularization amount (default %(default)s)")
+    p.add_argument(
+        "-n",
+        "--nspec",
+        type=int,
+        default=None,
+        help="number of spectra to extract (default 500, at most the PSF's from specmin)",
+    )
+    p.add_argument("-r", "--regularize", type=float, default=0.0, help="regularization amount (default %(default)s)")
     p.add_argument("--bundlesize", type=int, default=25, help="number of spectra per bundle")
     p.add_argument("--nsubbundles", type=int, default=5, help="number of extraction sub-bundles")
-    p.add_argument("--nwavestep", type=int, default=50,
-                   help="number of wavelength steps per divide-and-conquer extraction step")
+    p.add_argument(
+        "--nwavestep", type=int, default=50, help="number of wavelength steps per divide-and-conquer extraction step"
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="print more stuff")
     p.add_argument("--mpi", action="store_true", help="Use MPI for parallelism")
-    p.add_argument("--decorrelate-fibers", action="store_true",
-                   help="Not recommended (perfex: the full H^1/2 decorrelation)")
-    p.add_argument("--no-scores", action="store_true",
-                   help="Do not compute scores (perfex never computes desispec's frame scores)")
-    p.add_argument("--psferr", type=float, default=None,
-                   help="fractional PSF model error used to compute chi2 and mask pixels "
-                   "(default = value saved in psf file)")
-    p.add_argument("--barycentric-correction", action="store_true",
-                   help="apply barycentric correction to wavelength (not implemented by perfex)")
-    p.add_argument("--use-specter", action="store_true",
-                   help="use classic specter instead of gpu_specter (not implemented by perfex)")
+    p.add_argument(
+        "--decorrelate-fibers", action="store_true", help="Not recommended (perfex: the full H^1/2 decorrelation)"
+    )
+    p.add_argument(
+        "--no-scores", action="store_true", help="Do not compute scores (perfex never computes desispec's frame scores)"
+    )
+    p.add_argument(
+        "--psferr",
+        type=float,
+        default=None,
+        help="fractional PSF model error used to compute chi2 and mask pixels (default = value saved in psf file)",
+    )
+    p.add_argument(
+        "--barycentric-correction",
+        action="store_true",
+        help="apply barycentric correction to wavelength (not implemented by perfex)",
+    )
+    p.add_argument(
+        "--use-specter",
+        action="store_true",
+        help="use classic specter instead of gpu_specter (not implemented by perfex)",
+    )
     p.add_argument("--no-gpu", action="store_true", help="Do not use GPU even if available")
-    p.add_argument("--pixpad-frac", type=float, default=0.8,
-                   help="fraction of a PSF spotsize to pad in pixels when extracting")
-    p.add_argument("--wavepad-frac", type=float, default=0.2,
-                   help="fraction of a PSF spotsize to pad in wavelengths when extracting")
+    p.add_argument(
+        "--pixpad-frac", type=float, default=0.8, help="fraction of a PSF spotsize to pad in pixels when extracting"
+    )
+    p.add_argument(
+        "--wavepad-frac",
+        type=float,
+        default=0.2,
+        help="fraction of a PSF spotsize to pad in wavelengths when extracting",
+    )
     g = p.add_argument_group("perfex")
-    g.add_argument("--frames", metavar="LIST",
-                   help="exposure: a file of 'INPUT PSF OUTPUT [MODEL]' lines, one per frame")
-    g.add_argument("--backend", choices=runtime.backends(),
-                   help="execution space (default: %s; --no-gpu skips cuda)" % runtime.default_backend())
-    g.add_argument("--threads", type=int, default=None,
-                   help="host threads per process, at most %d (default: OMP_NUM_THREADS, else "
-                   "the rank's share of the node's cores)" % runtime.MAX_HOST_THREADS)
+    g.add_argument(
+        "--frames", metavar="LIST", help="exposure: a file of 'INPUT PSF OUTPUT [MODEL]' lines, one per frame"
+    )
+    g.add_argument(
+        "--backend",
+        choices=runtime.backends(),
+        help="execution space (default: %s; --no-gpu skips cuda)" % runtime.default_backend(),
+    )
+    g.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="host threads per process, at most %d (default: OMP_NUM_THREADS, else "
+        "the rank's share of the node's cores)" % runtime.MAX_HOST_THREADS,
+    )
     return p
 
 
@@ -91,8 +121,9 @@ def parse(argv=None):
             p.exit(2, f"{p.prog}: error: perfex does not implement {text}\n")
     args.jobs = _jobs(p, args)
     if args.threads is not None and not 1 <= args.threads <= runtime.MAX_HOST_THREADS:
-        p.error(f"--threads must be in [1, {runtime.MAX_HOST_THREADS}] (Kokkos' OpenMP thread "
-                f"pool), got {args.threads}")
+        p.error(
+            f"--threads must be in [1, {runtime.MAX_HOST_THREADS}] (Kokkos' OpenMP thread pool), got {args.threads}"
+        )
     # Values checked now (the PSF-dependent defaults stand in as valid placeholders).
     opts = extraction_options(args)
     opts["wavelength"] = "1,2,1" if opts["wavelength"] is None else opts["wavelength"]
@@ -126,8 +157,10 @@ def _jobs(p, args):
         n = len(args.input)
         psfs = args.psf * n if len(args.psf) == 1 else args.psf
         if len(psfs) != n or len(args.output) != n:
-            p.error(f"{n} -i but {len(args.psf)} -p and {len(args.output)} -o: give one of each "
-                    "per frame (or one -p for all)")
+            p.error(
+                f"{n} -i but {len(args.psf)} -p and {len(args.output)} -o: give one of each "
+                "per frame (or one -p for all)"
+            )
         jobs = [FrameJob(i, ps, o) for i, ps, o in zip(args.input, psfs, args.output)]
         for opt, values in (("-m", args.model), ("-f", args.fibermap)):
             if values and len(values) != n:
@@ -175,16 +208,24 @@ def main(argv=None):
     backend = args.backend or runtime.default_backend(gpu=not args.no_gpu)
     if args.no_gpu and backend == "cuda":
         parser().error("--no-gpu with --backend cuda")
-    failed = extract_frames(args.jobs, comm, backend=backend, threads=args.threads,
-                            **extraction_options(args))
+    try:  # a bad thread variable (KOKKOS_NUM_THREADS=600) is refused before the runtime starts
+        runtime.initialize(args.threads, comm=comm)
+    except RequestError as e:
+        parser().exit(2, f"{parser().prog}: error: {e}\n")
+    failed = extract_frames(args.jobs, comm, backend=backend, threads=args.threads, **extraction_options(args))
     if rank == 0:
         log = logging.getLogger("perfex")
         if failed:
             # Each failure was logged with its frame; the summary names a few and counts all.
             shown = ", ".join(job.name for job, _ in failed[:SUMMARY_FRAMES])
             more = f" and {len(failed) - SUMMARY_FRAMES} more" if len(failed) > SUMMARY_FRAMES else ""
-            log.error("%d of %d frames failed: %s%s (each FAILED line above says why)",
-                      len(failed), len(args.jobs), shown, more)
+            log.error(
+                "%d of %d frames failed: %s%s (each FAILED line above says why)",
+                len(failed),
+                len(args.jobs),
+                shown,
+                more,
+            )
         elif len(args.jobs) > 1:
             log.info("all %d frames written", len(args.jobs))
     # perfex-extract's statuses: 1 failed, 2 refused, 3 written with failed patches.

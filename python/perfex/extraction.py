@@ -22,8 +22,9 @@ def progress_callback(progress, label="extract"):
     return progress
 
 
-def extract_frame(image, ivar=None, psf=None, *, backend=None, threads=None, progress=None,
-                  allow_image_size_mismatch=False, **options):
+def extract_frame(
+    image, ivar=None, psf=None, *, backend=None, threads=None, progress=None, allow_image_size_mismatch=False, **options
+):
     """Extracts the spectra of a CCD image with a GaussHermite PSF in this process; returns a
     Frame. The request is checked as perfex-extract checks it (fibres, grid, patch sizes, the
     image's shape against the PSF's CCD, memory): a refusal is a perfex.RequestError naming
@@ -34,9 +35,9 @@ def extract_frame(image, ivar=None, psf=None, *, backend=None, threads=None, pro
     opts = make_options(**options)
     backend = check_backend(backend or default_backend())
     img = as_image(image, ivar)
-    result = _perfex.extract_frame(img._handle, psf, opts, nspec_given,
-                                   bool(allow_image_size_mismatch), backend,
-                                   progress_callback(progress))
+    result = _perfex.extract_frame(
+        img._handle, psf, opts, nspec_given, bool(allow_image_size_mismatch), backend, progress_callback(progress)
+    )
     frame = Frame(**result)
     for warning in frame.warnings:
         log.warning("%s", warning)

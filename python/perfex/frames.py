@@ -4,7 +4,7 @@ import contextlib
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Optional
 
 import numpy as np
 
@@ -33,12 +33,12 @@ class Frame:
     npatches: int = 0
     failed_patches: int = 0
     # (fibre0, nfibres, wave0, nwaves) blocks of bins, frame-relative, whose patch failed
-    failed_bins: List[tuple] = field(default_factory=list)
+    failed_bins: list[tuple] = field(default_factory=list)
     nonfinite_pixels: int = 0
     seconds: float = 0.0
     linalg_flops: float = 0.0
     max_band: int = 0
-    warnings: List[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def nspec(self):
@@ -74,8 +74,7 @@ def write_frame(path, frame, image_path=None, psf_path=None, fibermap=None):
     desi_extract_spectra -f). Written to a temporary name and renamed (a signal that ends the
     process removes the temporary); never over image_path, psf_path or fibermap
     (perfex.RequestError)."""
-    for warning in _perfex.write_frame(_path(path), frame, _path(image_path), _path(psf_path),
-                                       _path(fibermap)):
+    for warning in _perfex.write_frame(_path(path), frame, _path(image_path), _path(psf_path), _path(fibermap)):
         log.warning("%s: %s", os.fspath(path), warning)
 
 
@@ -100,8 +99,7 @@ def check_outputs(outputs, inputs, prefix=""):
     """Raises perfex.RequestError unless every output (name, path) can be written and none is
     one of the inputs (name, path) or an earlier output: the same file by device and inode, or
     by folder and name before it exists (so d/a.fits and d/./a.fits are one file)."""
-    _perfex.check_outputs([(n, _path(p)) for n, p in outputs if p],
-                          [(n, _path(p)) for n, p in inputs if p], prefix)
+    _perfex.check_outputs([(n, _path(p)) for n, p in outputs if p], [(n, _path(p)) for n, p in inputs if p], prefix)
 
 
 @contextlib.contextmanager

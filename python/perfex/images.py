@@ -28,12 +28,16 @@ def cuda_array(array, name):
     if len(shape) != 2:
         raise Error(f"{name}: a CUDA array of shape {shape}; expected 2-D [nrows][ncols]")
     if typestr not in ("<f8", "=f8"):
-        raise Error(f"{name}: a CUDA array of type {typestr}; perfex reads float64 ('<f8') in "
-                    "place (convert with .astype('float64'))")
+        raise Error(
+            f"{name}: a CUDA array of type {typestr}; perfex reads float64 ('<f8') in "
+            "place (convert with .astype('float64'))"
+        )
     strides = iface.get("strides")
     if strides is not None and tuple(strides) != (8 * shape[1], 8):
-        raise Error(f"{name}: a CUDA array with strides {tuple(strides)}; perfex reads C-contiguous "
-                    "arrays in place (cupy.ascontiguousarray)")
+        raise Error(
+            f"{name}: a CUDA array with strides {tuple(strides)}; perfex reads C-contiguous "
+            "arrays in place (cupy.ascontiguousarray)"
+        )
     if iface.get("mask") is not None:
         raise Error(f"{name}: masked CUDA arrays are not supported")
     return int(pointer), shape
@@ -53,13 +57,17 @@ def device_image(pixels, ivar):
     from .runtime import backends
 
     if "cuda" not in backends():
-        raise Error("image: the arrays are in GPU memory (cupy), but this perfex build has no CUDA "
-                    f"backend ({', '.join(backends())}): pass numpy arrays (cupy.asnumpy) or build "
-                    "perfex with a CUDA Kokkos")
+        raise Error(
+            "image: the arrays are in GPU memory (cupy), but this perfex build has no CUDA "
+            f"backend ({', '.join(backends())}): pass numpy arrays (cupy.asnumpy) or build "
+            "perfex with a CUDA Kokkos"
+        )
     for name, a in (("pixels", pixels), ("ivar", ivar)):
         if not hasattr(a, "__cuda_array_interface__"):
-            raise Error(f"{name}: a GPU array without __cuda_array_interface__ (DLPack only): pass "
-                        "a cupy array (cupy.from_dlpack)")
+            raise Error(
+                f"{name}: a GPU array without __cuda_array_interface__ (DLPack only): pass "
+                "a cupy array (cupy.from_dlpack)"
+            )
     (p, shape_p), (w, shape_w) = cuda_array(pixels, "pixels"), cuda_array(ivar, "ivar")
     if shape_p != shape_w:
         raise Error(f"image: pixels and ivar must be 2-D arrays of one shape, got {shape_p} and {shape_w}")
@@ -87,8 +95,12 @@ def _as_float64(array, name):
         raise TypeError(f"{name}: expected a real numeric array, got dtype {a.dtype}")
     if a.ndim != 2:
         raise Error(f"image: {name} must be a 2-D [nrows][ncols] array, got shape {a.shape}")
-    log.debug("%s: converting %s %s array to C-contiguous float64 (one copy)", name,
-              "C-contiguous" if a.flags.c_contiguous else "non-contiguous", a.dtype)
+    log.debug(
+        "%s: converting %s %s array to C-contiguous float64 (one copy)",
+        name,
+        "C-contiguous" if a.flags.c_contiguous else "non-contiguous",
+        a.dtype,
+    )
     return np.ascontiguousarray(a, dtype=np.float64), True
 
 
@@ -194,6 +206,7 @@ def read_psf(path):
 def psf_from_tables(psfdata, source=""):
     """A perfex.Psf from gpu_specter's PSF dict (gpu_specter.io.read_psf: astropy Tables keyed
     PSF, XTRACE, YTRACE)."""
+
     def need(mapping, key, what):
         try:
             return mapping[key]
@@ -248,6 +261,4 @@ def as_psf(psf):
         return read_psf(os.fsdecode(psf))
     if isinstance(psf, dict):
         return psf_from_tables(psf)
-    raise TypeError(
-        f"psf: expected a perfex.Psf, a PSF file name or gpu_specter's PSF dict, got {type(psf).__name__}"
-    )
+    raise TypeError(f"psf: expected a perfex.Psf, a PSF file name or gpu_specter's PSF dict, got {type(psf).__name__}")

@@ -56,7 +56,7 @@ def deal(costs, size, root_overhead=0.0):
     root = max(0.0, 1.0 / size - root_overhead) if size > 1 else 1.0
     shares = np.concatenate(([0.0, root], root + (1.0 - root) * np.arange(1, size) / max(1, size - 1)))
     cumulative = np.concatenate(([0.0], np.cumsum(costs)))
-    start = np.searchsorted(cumulative, cumulative[-1] * shares[:size + 1], side="left")
+    start = np.searchsorted(cumulative, cumulative[-1] * shares[: size + 1], side="left")
     start = np.clip(start, 0, costs.size)
     start[0], start[-1] = 0, costs.size
     return [int(s) for s in np.maximum.accumulate(start)]
@@ -119,15 +119,14 @@ def _image_arrays(image, ivar):
     pixels, _ = _as_float64(image, "pixels")
     weights, _ = _as_float64(ivar, "ivar")
     if pixels.ndim != 2 or pixels.shape != weights.shape:
-        raise Error(f"image: pixels and ivar must be 2-D arrays of one shape, got {pixels.shape} "
-                    f"and {weights.shape}")
+        raise Error(f"image: pixels and ivar must be 2-D arrays of one shape, got {pixels.shape} and {weights.shape}")
     return pixels, weights, None, region
 
 
 def pack_blocks(array, blocks):
     """The bins of patch blocks (out_fibre0, nkeepfib, kf0, nkeep) of a [nspec][nwave] or
     [nspec][ndiags][nwave] frame array, block after block, as one flat array."""
-    parts = [array[f0:f0 + nf, ..., k0:k0 + nk].ravel() for f0, nf, k0, nk in blocks]
+    parts = [array[f0 : f0 + nf, ..., k0 : k0 + nk].ravel() for f0, nf, k0, nk in blocks]
     return np.concatenate(parts) if parts else np.empty(0, dtype=array.dtype)
 
 
@@ -135,8 +134,8 @@ def unpack_blocks(flat, blocks, out):
     """pack_blocks' inverse: the bins of flat into their blocks of out."""
     pos = 0
     for f0, nf, k0, nk in blocks:
-        target = out[f0:f0 + nf, ..., k0:k0 + nk]
-        target[...] = flat[pos:pos + target.size].reshape(target.shape)
+        target = out[f0 : f0 + nf, ..., k0 : k0 + nk]
+        target[...] = flat[pos : pos + target.size].reshape(target.shape)
         pos += target.size
     return out
 
@@ -144,9 +143,20 @@ def unpack_blocks(flat, blocks, out):
 _BIN_ARRAYS = ("flux", "ivar", "chi2pix", "pixmask_fraction")
 
 
-def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=None,
-                  progress=None, timing=None, work=None, allow_image_size_mismatch=False,
-                  **options):
+def extract_frame(
+    comm,
+    image,
+    ivar=None,
+    psf=None,
+    *,
+    backend=None,
+    threads=None,
+    progress=None,
+    timing=None,
+    work=None,
+    allow_image_size_mismatch=False,
+    **options,
+):
     """perfex.extract_frame over the ranks of comm. Every rank calls it; only rank 0's image,
     ivar, psf and options are used (the others may pass None). Rank 0 returns the Frame, the
     other ranks None. timing: a dict that receives time stamps of the stages (gpu_specter's
@@ -170,15 +180,25 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
         pixels, weights, img, region = _image_arrays(image, ivar)
         ccd = region[2:] if region else pixels.shape
         resolved, warnings = _perfex.resolve_request(
-            opts, frame_psf, ccd[0], ccd[1], True, nspec_given, bool(allow_image_size_mismatch))
+            opts, frame_psf, ccd[0], ccd[1], True, nspec_given, bool(allow_image_size_mismatch)
+        )
         plan = _perfex.plan_frame(frame_psf, resolved, ccd[0], ccd[1], name)
         starts = deal(plan.flops, size, ROOT_OVERHEAD)
-        boxes = [plan.pixel_box(starts[r], starts[r + 1]) if starts[r] < starts[r + 1] else None
-                 for r in range(size)]
-        return dict(shape=tuple(ccd), psf=frame_psf, options=resolved, backend=name,
-                    starts=starts, boxes=boxes, blocks=plan.blocks(), nwave=plan.nwave,
-                    ndiags=2 * plan.ndiag + 1, nspec=resolved["nspec"], warnings=warnings,
-                    nspec_given=nspec_given)
+        boxes = [plan.pixel_box(starts[r], starts[r + 1]) if starts[r] < starts[r + 1] else None for r in range(size)]
+        return dict(
+            shape=tuple(ccd),
+            psf=frame_psf,
+            options=resolved,
+            backend=name,
+            starts=starts,
+            boxes=boxes,
+            blocks=plan.blocks(),
+            nwave=plan.nwave,
+            ndiags=2 * plan.ndiag + 1,
+            nspec=resolved["nspec"],
+            warnings=warnings,
+            nspec_given=nspec_given,
+        )
 
     header = on_root(comm, prepare)
     shape, opts, starts = header["shape"], header["options"], header["starts"]
@@ -198,7 +218,7 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
             if boxes[r] is not None:
                 r0, r1, c0, c1 = boxes[r]
                 for tag, array in ((1, pixels), (2, weights)):
-                    block = np.ascontiguousarray(array[r0 - dr:r1 - dr, c0 - dc:c1 - dc])
+                    block = np.ascontiguousarray(array[r0 - dr : r1 - dr, c0 - dc : c1 - dc])
                     sends.append((comm.Isend([block, MPI.DOUBLE], dest=r, tag=tag), block))
         try:
             img = img or Image(pixels, weights, region)
@@ -221,9 +241,17 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
                 img = Image(pixels, weights, (r0, c0, shape[0], shape[1]))
             label = f"extract rank 0 (patches {first}-{last - 1} of {starts[-1]})"
             callback = progress_callback(progress, label) if rank == 0 else None
-            local = _perfex.extract_frame(img._handle, header["psf"], opts, True,
-                                          bool(allow_image_size_mismatch), header["backend"],
-                                          callback, first, last)
+            local = _perfex.extract_frame(
+                img._handle,
+                header["psf"],
+                opts,
+                True,
+                bool(allow_image_size_mismatch),
+                header["backend"],
+                callback,
+                first,
+                last,
+            )
         except Exception as e:
             error = Error(f"rank {rank}: {type(e).__name__}: {e}")
     agree(comm, error)
@@ -233,8 +261,9 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
     nwave, ndiags, nspec = header["nwave"], header["ndiags"], header["nspec"]
     blocks = header["blocks"]
     mine = blocks[first:last]
-    counts = [int(np.sum(blocks[starts[r]:starts[r + 1], 1] * blocks[starts[r]:starts[r + 1], 3]))
-              for r in range(size)]
+    counts = [
+        int(np.sum(blocks[starts[r] : starts[r + 1], 1] * blocks[starts[r] : starts[r + 1], 3])) for r in range(size)
+    ]
 
     def gather(name, ndiag=None):
         send = pack_blocks(local[name], mine) if local is not None else np.empty(0)
@@ -255,8 +284,11 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
     if opts["model_image"]:
         send = np.zeros(shape) if local is None else local["model"]
         model = np.empty(shape) if rank == 0 else None
-        wait_idle(comm.Ireduce([np.ascontiguousarray(send), MPI.DOUBLE],
-                               [model, MPI.DOUBLE] if rank == 0 else None, op=MPI.SUM, root=0))
+        wait_idle(
+            comm.Ireduce(
+                [np.ascontiguousarray(send), MPI.DOUBLE], [model, MPI.DOUBLE] if rank == 0 else None, op=MPI.SUM, root=0
+            )
+        )
     keys = ("npatches", "failed_patches", "linalg_flops", "max_band", "warnings", "failed_bins")
     mine_stats = {k: local[k] for k in keys} if local is not None else None
     idle_barrier(comm)
@@ -271,13 +303,11 @@ def extract_frame(comm, image, ivar=None, psf=None, *, backend=None, threads=Non
         if s is None:
             continue
         # Only rank 0 holds the whole image: the others' NaN/Inf counts are of their pixels.
-        warnings += [w for w in s["warnings"]
-                     if w not in header["warnings"] and (r == 0 or "NaN/Inf" not in w)]
+        warnings += [w for w in s["warnings"] if w not in header["warnings"] and (r == 0 or "NaN/Inf" not in w)]
     stats = [s for s in stats if s is not None]
     failed_bins = sorted(tuple(b) for s in stats for b in s["failed_bins"])
     frame = Frame(
-        mask=frame_mask(arrays["chi2pix"], arrays["pixmask_fraction"], arrays["ivar"],
-                        failed_bins),
+        mask=frame_mask(arrays["chi2pix"], arrays["pixmask_fraction"], arrays["ivar"], failed_bins),
         wave=local["wave"],
         specmin=opts["specmin"],
         model=model,
@@ -322,13 +352,13 @@ FAILED_PATCHES = "FailedPatches"
 
 
 def _failed_patches(job, failed, total):
-    return (f"{FAILED_PATCHES}: {failed} of {total} patches failed; their bins are masked "
-            f"BAD2DFIT | NODATA in {job.output}")
+    return (
+        f"{FAILED_PATCHES}: {failed} of {total} patches failed; their bins are masked BAD2DFIT | NODATA in {job.output}"
+    )
 
 
 # desi_extract_spectra's option names, for the messages of the command line.
-CLI_NAMES = dict(input="-i/--input", psf="-p/--psf", output="-o/--output", model="-m/--model",
-                 fibermap="-f/--fibermap")
+CLI_NAMES = dict(input="-i/--input", psf="-p/--psf", output="-o/--output", model="-m/--model", fibermap="-f/--fibermap")
 
 
 def check_jobs(jobs):
@@ -340,8 +370,11 @@ def check_jobs(jobs):
     for n, job in enumerate(jobs, 1):
         where = f" (frame {n}, {job.name})" if len(jobs) > 1 else ""
         outputs += [(CLI_NAMES["output"] + where, job.output), (CLI_NAMES["model"] + where, job.model)]
-        inputs += [(CLI_NAMES["input"] + where, job.input), (CLI_NAMES["psf"] + where, job.psf),
-                   (CLI_NAMES["fibermap"] + where, job.fibermap)]
+        inputs += [
+            (CLI_NAMES["input"] + where, job.input),
+            (CLI_NAMES["psf"] + where, job.psf),
+            (CLI_NAMES["fibermap"] + where, job.fibermap),
+        ]
     check_outputs(outputs, inputs, prefix="option ")
 
 
@@ -370,14 +403,28 @@ def _extract_job(job, group, backend, threads, options):
             # perfex-extract's whole job: reads only the pixels its patches touch.
             log.info("frame %s: extracting %s with %s", job.name, job.input, job.psf)
             result = _perfex.extract_files(
-                job.input, job.psf, job.output, job.model or "", job.fibermap or "", opts,
-                wavelength_given, nspec_given, False, backend,
+                job.input,
+                job.psf,
+                job.output,
+                job.model or "",
+                job.fibermap or "",
+                opts,
+                wavelength_given,
+                nspec_given,
+                False,
+                backend,
                 progress_callback(None, f"frame {job.name}"),
-                lambda w: log.warning("frame %s: %s", job.name, w))
+                lambda w: log.warning("frame %s: %s", job.name, w),
+            )
             for w in result["frame_warnings"]:
                 log.warning("frame %s: %s", job.name, w)
-            log.info("frame %s: %d fibres x %d wavelengths written in %.1f s", job.name,
-                     result["nspec"], result["nwave"], time.time() - t0)
+            log.info(
+                "frame %s: %d fibres x %d wavelengths written in %.1f s",
+                job.name,
+                result["nspec"],
+                result["nwave"],
+                time.time() - t0,
+            )
             if result["failed_patches"]:
                 return _failed_patches(job, result["failed_patches"], result["npatches"])
             return None
@@ -389,17 +436,14 @@ def _extract_job(job, group, backend, threads, options):
             nonlocal pre, psf
             psf = read_psf(job.psf)
             rows, cols = preproc_shape(job.input)
-            resolved, _ = _perfex.resolve_request(opts, psf, rows, cols, wavelength_given,
-                                                  nspec_given, False, True)
+            resolved, _ = _perfex.resolve_request(opts, psf, rows, cols, wavelength_given, nspec_given, False, True)
             box = _perfex.plan_frame(psf, resolved, rows, cols, backend).pixel_box()
             pre = read_preproc(job.input, box=box)
-            log.info("frame %s: extracting %s with %s on %d ranks", job.name, job.input, job.psf,
-                     group.size)
+            log.info("frame %s: extracting %s with %s on %d ranks", job.name, job.input, job.psf, group.size)
             return resolved
 
         resolved = on_root(group, read)
-        frame = extract_frame(group, pre, None, psf, backend=backend, threads=threads,
-                              **_api_options(resolved))
+        frame = extract_frame(group, pre, None, psf, backend=backend, threads=threads, **_api_options(resolved))
     except Exception as e:
         return f"{type(e).__name__}: {e}"
     error = None
@@ -408,8 +452,13 @@ def _extract_job(job, group, backend, threads, options):
             write_frame(job.output, frame, job.input, job.psf, job.fibermap)
             if job.model:
                 write_model(job.model, frame, job.input, job.psf)
-            log.info("frame %s: %d fibres x %d wavelengths written in %.1f s", job.name,
-                     frame.nspec, frame.nwave, time.time() - t0)
+            log.info(
+                "frame %s: %d fibres x %d wavelengths written in %.1f s",
+                job.name,
+                frame.nspec,
+                frame.nwave,
+                time.time() - t0,
+            )
             if frame.failed_patches:
                 error = _failed_patches(job, frame.failed_patches, frame.npatches)
         except Exception as e:
@@ -433,8 +482,9 @@ def _overlapped_exposure(jobs, backend, options):
         psf = read_psf(job.psf)
         rows, cols = preproc_shape(job.input)
         job_opts = dict(opts, model_image=job.model is not None)
-        resolved, warnings = _perfex.resolve_request(job_opts, psf, rows, cols, wavelength_given,
-                                                     nspec_given, False, True)
+        resolved, warnings = _perfex.resolve_request(
+            job_opts, psf, rows, cols, wavelength_given, nspec_given, False, True
+        )
         box = _perfex.plan_frame(psf, resolved, rows, cols, backend).pixel_box()
         return psf, resolved, warnings, reader.submit(read_preproc, job.input, 0x2FF, box)
 
@@ -462,8 +512,13 @@ def _overlapped_exposure(jobs, backend, options):
             i, job, frame, t0, done = write
             try:
                 done.result()
-                log.info("frame %s: %d fibres x %d wavelengths written in %.1f s", job.name,
-                         frame.nspec, frame.nwave, time.time() - t0)
+                log.info(
+                    "frame %s: %d fibres x %d wavelengths written in %.1f s",
+                    job.name,
+                    frame.nspec,
+                    frame.nwave,
+                    time.time() - t0,
+                )
                 if frame.failed_patches:
                     errors[i] = _failed_patches(job, frame.failed_patches, frame.npatches)
             except Exception as e:
@@ -478,8 +533,9 @@ def _overlapped_exposure(jobs, backend, options):
             psf, resolved, warnings, image = prepared.pop(i)
             try:
                 log.info("frame %s: extracting %s with %s", job.name, job.input, job.psf)
-                frame = extract_local(image.result(), psf=psf, backend=backend, progress=False,
-                                      **_api_options(resolved))
+                frame = extract_local(
+                    image.result(), psf=psf, backend=backend, progress=False, **_api_options(resolved)
+                )
                 for w in dict.fromkeys(warnings + frame.warnings):
                     log.warning("frame %s: %s", job.name, w)
             except Exception as e:

@@ -41,8 +41,7 @@ def make_options(**options):
     unknown = sorted(set(options) - set(opts))
     if unknown:
         raise TypeError(
-            f"unknown extraction option(s) {', '.join(unknown)}; known: wavelength, "
-            + ", ".join(sorted(opts))
+            f"unknown extraction option(s) {', '.join(unknown)}; known: wavelength, " + ", ".join(sorted(opts))
         )
     psferr = options.pop("psferr", None)
     if psferr is None:
@@ -53,8 +52,7 @@ def make_options(**options):
         except TypeError:
             ok = False
         if not ok:
-            raise RequestError(f"psferr: must be None (the PSF's PSFERR) or a finite value >= 0, "
-                               f"got {psferr!r}")
+            raise RequestError(f"psferr: must be None (the PSF's PSFERR) or a finite value >= 0, got {psferr!r}")
     opts.update(options)
     opts["psferr"] = psferr
     return opts

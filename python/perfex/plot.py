@@ -73,8 +73,7 @@ def quicklook(frame, path, fibers=None, title=None, dpi=110):
 
     fig = Figure(figsize=(11, 4.5 + 1.6 * len(fibers)), dpi=dpi, layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(len(fibers) + 2, 1, sharex=True,
-                        height_ratios=[1.0] * len(fibers) + [1.6, 1.6])
+    axes = fig.subplots(len(fibers) + 2, 1, sharex=True, height_ratios=[1.0] * len(fibers) + [1.6, 1.6])
     ax_chi, ax_mask = axes[-2], axes[-1]
 
     colors = ["#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
@@ -82,8 +81,7 @@ def quicklook(frame, path, fibers=None, title=None, dpi=110):
         c = colors[n % len(colors)]
         good = ivar[f] > 0
         sigma = np.where(good, 1 / np.sqrt(np.where(good, ivar[f], 1)), np.nan)
-        ax.fill_between(wave, flux[f] - sigma, flux[f] + sigma, color=c, alpha=0.35, lw=0,
-                        label="±1σ")
+        ax.fill_between(wave, flux[f] - sigma, flux[f] + sigma, color=c, alpha=0.35, lw=0, label="±1σ")
         ax.plot(wave, np.where(good, flux[f], np.nan), color=c, lw=0.6, label=f"fibre {frame.specmin + f}")
         bad = states[f] > 0
         if bad.any():
@@ -99,10 +97,16 @@ def quicklook(frame, path, fibers=None, title=None, dpi=110):
     chi = np.asarray(frame.chi2pix, dtype=float)
     chi = np.where(np.isfinite(chi), chi, 0.0)
     positive = chi[chi > 0]
-    lo, hi = (np.percentile(positive, [1, 99.9]) if positive.size else (0.1, 10.0))
-    im = ax_chi.imshow(np.clip(chi, lo, None), aspect="auto", origin="lower", extent=extent,
-                       interpolation="nearest", cmap="viridis",
-                       norm=LogNorm(vmin=lo, vmax=max(hi, lo * 10)))
+    lo, hi = np.percentile(positive, [1, 99.9]) if positive.size else (0.1, 10.0)
+    im = ax_chi.imshow(
+        np.clip(chi, lo, None),
+        aspect="auto",
+        origin="lower",
+        extent=extent,
+        interpolation="nearest",
+        cmap="viridis",
+        norm=LogNorm(vmin=lo, vmax=max(hi, lo * 10)),
+    )
     fig.colorbar(im, ax=ax_chi, label="chi2pix", pad=0.01)
     ax_chi.set_ylabel("fibre")
 
@@ -117,14 +121,17 @@ def quicklook(frame, path, fibers=None, title=None, dpi=110):
     ax_mask.legend(
         [Patch(color=c) for _, c in _MASK_STATES],
         [f"{name}: {k} bins" for (name, _), k in zip(_MASK_STATES, counts)],
-        loc="upper center", bbox_to_anchor=(0.5, -0.25), fontsize=8, ncol=3, frameon=False,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.25),
+        fontsize=8,
+        ncol=3,
+        frameon=False,
     )  # below the axes: it must not hide a masked bin
     ax_mask.set_ylabel("fibre")
     ax_mask.set_xlabel("wavelength [Å]")
     for f in fibers:  # where the drawn spectra sit in the maps
         for ax in (ax_chi, ax_mask):
-            ax.axhline(frame.specmin + f, color="white" if ax is ax_chi else "#888888",
-                       lw=0.5, ls=":")
+            ax.axhline(frame.specmin + f, color="white" if ax is ax_chi else "#888888", lw=0.5, ls=":")
 
     nmasked = int((states > 0).sum())
     median_chi = float(np.median(chi)) if chi.size else 0.0
@@ -156,8 +163,7 @@ def output_path(path, name="frame"):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python3 -m perfex.plot",
-                                description="Quick-look PNG of a frame file.")
+    p = argparse.ArgumentParser(prog="python3 -m perfex.plot", description="Quick-look PNG of a frame file.")
     p.add_argument("frame", help="frame file (perfex, desispec or gpu_specter)")
     p.add_argument("-o", "--output", help="PNG file (default: the frame's name with .png)")
     p.add_argument("--fibers", help="comma-separated frame indices of the spectra to draw")
@@ -173,11 +179,12 @@ def main(argv=None):
         frame = read_frame(args.frame)
         bad = nonfinite_bins(frame)
         if bad:
-            print(f"{p.prog}: warning: {args.frame}: {bad} bins with a NaN or infinite flux or "
-                  "ivar, drawn as masked", file=sys.stderr)
+            print(
+                f"{p.prog}: warning: {args.frame}: {bad} bins with a NaN or infinite flux or ivar, drawn as masked",
+                file=sys.stderr,
+            )
         name = os.path.splitext(os.path.basename(args.frame))[0]
-        written = quicklook(frame, output_path(output, name), fibers=fibers,
-                            title=os.path.basename(args.frame))
+        written = quicklook(frame, output_path(output, name), fibers=fibers, title=os.path.basename(args.frame))
     except (Error, OSError, ValueError) as e:
         print(f"{p.prog}: error: {e}", file=sys.stderr)
         return 1

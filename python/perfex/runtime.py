@@ -58,9 +58,7 @@ def _node_position(comm, launcher_vars, attribute, minimum, default):
 
 def _local_ranks(comm):
     """MPI ranks on this node."""
-    return _node_position(
-        comm, ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"), "size", 1, 1
-    )
+    return _node_position(comm, ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"), "size", 1, 1)
 
 
 def _local_rank(comm):
@@ -87,11 +85,12 @@ def device_plan(local_rank, local_size, ndevices, requested=None):
 
 
 def rank_threads(comm=None):
-    """Host threads for one process: OMP_NUM_THREADS when set (capped by the runtime), else its
-    share of the node's cores among the node's MPI ranks (never more than the cores it may run
-    on), else None (Kokkos' default: every core, at most MAX_HOST_THREADS)."""
-    if os.environ.get("OMP_NUM_THREADS", "").isdigit():
-        return None  # the runtime reads it, and caps it with a warning
+    """Host threads for one process: None when KOKKOS_NUM_THREADS or OMP_NUM_THREADS is set
+    (the runtime reads, checks and caps them), else its share of the node's cores among the
+    node's MPI ranks (never more than the cores it may run on), else None (the CPUs the process
+    may use, at most MAX_HOST_THREADS)."""
+    if any(os.environ.get(var, "").strip() for var in ("KOKKOS_NUM_THREADS", "OMP_NUM_THREADS")):
+        return None
     local = _local_ranks(comm)
     if local <= 1:
         return None
@@ -103,12 +102,14 @@ def initialize(threads=None, comm=None, device=None):
     """Starts the perfex (Kokkos) runtime once per process and returns its host thread count.
 
     threads: host threads (OpenMP), at most MAX_HOST_THREADS (512: Kokkos' OpenMP thread table;
-    more is a perfex.RequestError); None chooses (see rank_threads; an OMP_NUM_THREADS above
-    512 is capped, with a warning). Later calls return the running count; asking then for
-    another count warns (Kokkos cannot change it). comm: the MPI communicator the process
-    extracts in, to count the node's ranks (optional). device: on CUDA builds the GPU to use;
-    None deals the node's GPUs over its ranks (device_plan) and divides the default GPU memory
-    budget among the ranks that share one.
+    more is a perfex.RequestError); None chooses (see rank_threads): KOKKOS_NUM_THREADS, else
+    OMP_NUM_THREADS (above 512 capped, with a warning), else the CPUs the process may use. A
+    bad thread variable (KOKKOS_NUM_THREADS=600, OMP_NUM_THREADS=abc, one that disagrees with
+    threads) is a perfex.RequestError naming it, raised before the runtime starts. Later calls
+    return the running count; asking then for another count warns (Kokkos cannot change it).
+    comm: the MPI communicator the process extracts in, to count the node's ranks (optional).
+    device: on CUDA builds the GPU to use; None deals the node's GPUs over its ranks
+    (device_plan) and divides the default GPU memory budget among the ranks that share one.
     """
     global _threads
     if _perfex.is_initialized():
@@ -156,5 +157,4 @@ class ProgressLog:
         self.next_fraction = (done // max(1, total // 10) + 1) / 10
         seconds = time.perf_counter() - self.start
         rate = done / seconds if seconds > 0 else 0.0
-        log.info("%s: %d/%d patches (%.0f %%), %.1f patches/s", self.label, done, total,
-                 100.0 * done / total, rate)
+        log.info("%s: %d/%d patches (%.0f %%), %.1f patches/s", self.label, done, total, 100.0 * done / total, rate)

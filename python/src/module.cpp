@@ -14,8 +14,9 @@ PYBIND11_MODULE(_perfex, m) {
   const py::object error = py::register_exception<perfex::Error>(m, "Error", PyExc_RuntimeError);
   py::register_exception<perfex::RequestError>(m, "RequestError", error.ptr());
   perfex_py::register_runtime(m);
-  perfex_py::register_options(m);
+  // Classes before the functions that take them: their signatures then name the Python class.
   perfex_py::register_psf(m);
+  perfex_py::register_options(m);
   perfex_py::register_images(m);
   perfex_py::register_frames(m);
   perfex_py::register_files(m);

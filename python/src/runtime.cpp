@@ -82,8 +82,9 @@ void register_runtime(py::module_& m) {
         return h.warning;
       },
       py::arg("threads") = 0, py::arg("device") = -1,
-      "Starts Kokkos (threads <= 0: its default, capped at 512; device: the GPU, -1 Kokkos' "
-      "default); returns the cap's warning or ''.");
+      "Starts Kokkos with perfex::host_threads' count (threads <= 0: from the environment, "
+      "capped at 512; a bad thread variable is a RequestError naming it; device: the GPU, -1 "
+      "Kokkos' default); returns the cap's warning or ''.");
   m.def("device_for_rank", &perfex::device_for_rank, py::arg("local_rank"), py::arg("ndevices"),
         py::arg("requested") = -1);
   m.def("ranks_sharing_device", &perfex::ranks_sharing_device, py::arg("device"),

@@ -10,10 +10,15 @@ Commands:
                         psf-r0-00067784) and the checkout's psf-r0-00067784.fits
   test-extract          desispec's py/desispec/test/test_extract.py
   desi-extract ARGS...  desispec.scripts.extract.main(parse(ARGS)) (desi_extract_spectra)
+  script NAME ARGS...   gpu_specter's bin/NAME (spex, desi_benchmark_extract), unchanged
   coordinators          every method of gpu_specter.mpi's IO coordinators, gpu_specter's
                         classes and perfex's side by side, on every rank (MPI)
   io PREPROC FOLDER     gpu_specter.io (the checkout's, with fitsio) and perfex.gpu_specter.io
                         reading and writing the same files (no alias)
+desispec, desiutil and desitarget come from the environment where installed (CI installs
+desispec and desiutil from the package index), else from the checkouts; gpu_specter and DESI's
+specter are not on the index (its `specter` is another project) and come from the checkouts.
+Each command prints a line "client NAME VERSION from PATH" per client it uses.
 A missing client module exits with status 77 and a line "missing module NAME".
 """
 
@@ -58,9 +63,8 @@ def simulate_preproc(psf_path, path, nspec=10, wavelength="5700,7700,0.8", read_
     for: on a 4x brighter continuum gpu_specter itself misses test_compare_specter's 99 %
     (specter and gpu_specter differ at patch edges in proportion to S/N)."""
     import numpy as np
-    from astropy.io import fits
-
     import perfex
+    from astropy.io import fits
 
     psf = perfex.read_psf(psf_path)
     rows = np.arange(psf.npix_y, dtype=np.float64)
@@ -68,30 +72,48 @@ def simulate_preproc(psf_path, path, nspec=10, wavelength="5700,7700,0.8", read_
     for row, amplitude in zip(np.linspace(300, psf.npix_y - 300, 23), np.geomspace(20, 1000, 23)):
         brightness += amplitude * np.exp(-0.5 * ((rows - row) / 1.2) ** 2)
     light = np.repeat(brightness[:, None], psf.npix_x, axis=1)
-    truth = perfex.extract_frame(light, np.ones_like(light), psf, wavelength=wavelength, specmin=0,
-                                 nspec=nspec, bundlesize=nspec, nsubbundles=2, psferr=0.01,
-                                 model_image=True, progress=False)
+    truth = perfex.extract_frame(
+        light,
+        np.ones_like(light),
+        psf,
+        wavelength=wavelength,
+        specmin=0,
+        nspec=nspec,
+        bundlesize=nspec,
+        nsubbundles=2,
+        psferr=0.01,
+        model_image=True,
+        progress=False,
+    )
     model = np.clip(truth.model, 0, None)
     rng = np.random.default_rng(seed)
     pixels = rng.poisson(model) + rng.normal(0.0, read_noise, model.shape)
-    header = fits.Header([
-        ("EXTNAME", "IMAGE"), ("CAMERA", "r0", "simulated camera"),
-        ("RDNOISE", read_noise, "[electron] read noise"),
-        ("FLAVOR", "science"), ("BUNIT", "electron"),
-        ("SIMPSF", os.path.basename(psf_path), "PSF of the simulation"),
-        ("SIMWAVE", wavelength, "[Angstrom] simulated grid wmin,wmax,dw"),
-    ])
-    header.add_history("perfex tests/clients.py: flat continuum + lines on fibres 0-"
-                       f"{nspec - 1}, projected with perfex's spots; Poisson + read noise")
+    header = fits.Header(
+        [
+            ("EXTNAME", "IMAGE"),
+            ("CAMERA", "r0", "simulated camera"),
+            ("RDNOISE", read_noise, "[electron] read noise"),
+            ("FLAVOR", "science"),
+            ("BUNIT", "electron"),
+            ("SIMPSF", os.path.basename(psf_path), "PSF of the simulation"),
+            ("SIMWAVE", wavelength, "[Angstrom] simulated grid wmin,wmax,dw"),
+        ]
+    )
+    header.add_history(
+        "perfex tests/clients.py: flat continuum + lines on fibres 0-"
+        f"{nspec - 1}, projected with perfex's spots; Poisson + read noise"
+    )
     fibermap = np.zeros(nspec, dtype=[("FIBER", "i4"), ("TARGETID", "i8")])
     fibermap["FIBER"] = np.arange(nspec)
     fibermap["TARGETID"] = 1000 + np.arange(nspec)
-    fits.HDUList([
-        fits.PrimaryHDU(pixels.astype(np.float32), header=header),
-        fits.ImageHDU((1.0 / (read_noise ** 2 + model)).astype(np.float32), name="IVAR"),
-        fits.ImageHDU(np.zeros(model.shape, dtype=np.int32), name="MASK"),
-        fits.BinTableHDU(fibermap, name="FIBERMAP"),
-    ]).writeto(path, overwrite=True)
+    fits.HDUList(
+        [
+            fits.PrimaryHDU(pixels.astype(np.float32), header=header),
+            fits.ImageHDU((1.0 / (read_noise**2 + model)).astype(np.float32), name="IVAR"),
+            fits.ImageHDU(np.zeros(model.shape, dtype=np.int32), name="MASK"),
+            fits.BinTableHDU(fibermap, name="FIBERMAP"),
+        ]
+    ).writeto(path, overwrite=True)
     return path
 
 
@@ -117,9 +139,25 @@ def _checkout(name):
     return path
 
 
+# Clients installed from the package index: used from the environment when importable there.
+FROM_INDEX = ("desispec", "desiutil", "desitarget")
+
+
 def _use_clients(*names):
     for name in names:
-        sys.path.insert(0, _checkout(name))
+        if name not in FROM_INDEX or importlib.util.find_spec(name) is None:
+            sys.path.insert(0, _checkout(name))
+
+
+def _report_clients(*names):
+    """Prints where each client module comes from (the environment or a checkout)."""
+    for name in names:
+        module = sys.modules.get(name) or importlib.import_module(name)
+        version = getattr(module, "__version__", "?")
+        # One write per line: under mpirun a line written in pieces can interleave with another
+        # rank's.
+        sys.stdout.flush()
+        os.write(sys.stdout.fileno(), f"client {name} {version} from {os.path.dirname(module.__file__)}\n".encode())
 
 
 def _alias():
@@ -131,8 +169,10 @@ def _alias():
 def _load(name, path, package=False):
     """Imports the file at path as module `name` (a package when package)."""
     spec = importlib.util.spec_from_file_location(
-        name, os.path.join(path, "__init__.py") if package else path,
-        submodule_search_locations=[path] if package else None)
+        name,
+        os.path.join(path, "__init__.py") if package else path,
+        submodule_search_locations=[path] if package else None,
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -171,8 +211,10 @@ def test_core(preproc):
     _load("gpu_specter.test", tests, package=True)
     util = _load("gpu_specter.test.util", os.path.join(tests, "util.py"))
     original = util.find_test_file
-    files = {"preproc": preproc, "psf": os.path.join(gpu_specter_py, "gpu_specter", "test", "data",
-                                                     os.path.basename(PSF_67784))}
+    files = {
+        "preproc": preproc,
+        "psf": os.path.join(gpu_specter_py, "gpu_specter", "test", "data", os.path.basename(PSF_67784)),
+    }
 
     def find_test_file(filetype):
         return files[filetype] if filetype in files else original(filetype)
@@ -183,15 +225,17 @@ def test_core(preproc):
 
 
 def _stand_in_focalplane():
-    """When desimodel (and its focal-plane data) is absent: a module desimodel.io whose
-    load_focalplane gives 5000 positioners (petal = fibre // 500, no exclusion zones), which
-    test_extract's setup (desispec.io.empty_fibermap) needs to fill the position columns of
-    its -f fibermap; the extraction reads only FIBER from it."""
+    """When desimodel or its focal-plane data (not in the package index's desimodel: it is
+    installed separately, $DESIMODEL) is absent: a load_focalplane giving 5000 positioners
+    (petal = fibre // 500, no exclusion zones), which test_extract's setup
+    (desispec.io.empty_fibermap) needs to fill the position columns of its -f fibermap; the
+    extraction reads only FIBER from it."""
     try:
-        importlib.import_module("desimodel.io")
-        return
+        installed = importlib.import_module("desimodel.io")
     except ModuleNotFoundError:
-        pass
+        installed = None
+    if installed is not None and os.path.isdir(installed.datadir()):
+        return
     import types
 
     import numpy as np
@@ -200,19 +244,30 @@ def _stand_in_focalplane():
     def load_focalplane(*args, **kwargs):
         fiber = np.arange(5000)
         angle = 2 * np.pi * fiber / 5000
-        fp = Table(dict(FIBER=fiber, DEVICE_TYPE=np.full(5000, "POS"), PETAL=fiber // 500,
-                        DEVICE=fiber % 500, LOCATION=1000 * (fiber // 500) + fiber % 500,
-                        OFFSET_X=400 * np.cos(angle), OFFSET_Y=400 * np.sin(angle)))
+        fp = Table(
+            dict(
+                FIBER=fiber,
+                DEVICE_TYPE=np.full(5000, "POS"),
+                PETAL=fiber // 500,
+                DEVICE=fiber % 500,
+                LOCATION=1000 * (fiber // 500) + fiber % 500,
+                OFFSET_X=400 * np.cos(angle),
+                OFFSET_Y=400 * np.sin(angle),
+            )
+        )
         return fp, {}, fp[:0], None
 
+    if installed is not None:
+        installed.load_focalplane = load_focalplane
+        print("desimodel's data absent: test_extract's fibermap positions come from a stand-in focal plane", flush=True)
+        return
     package = types.ModuleType("desimodel")
     package.__path__ = []
     package.__version__ = "stand-in (perfex tests/clients.py)"  # desiutil.depend records it
     package.io = types.ModuleType("desimodel.io")
     package.io.load_focalplane = load_focalplane
     sys.modules.update({"desimodel": package, "desimodel.io": package.io})
-    print("desimodel absent: test_extract's fibermap positions come from a stand-in focal plane",
-          flush=True)
+    print("desimodel absent: test_extract's fibermap positions come from a stand-in focal plane", flush=True)
 
 
 def test_extract():
@@ -220,6 +275,7 @@ def test_extract():
     _alias()
     _stand_in_focalplane()
     _require("specter.extract", "desispec.scripts.extract", "desispec.test.test_extract")
+    _report_clients("desispec", "desiutil", "desitarget", "specter")
     _run_tests(unittest.defaultTestLoader.loadTestsFromName("desispec.test.test_extract"))
 
 
@@ -227,18 +283,34 @@ def desi_extract(args):
     _use_clients("desiutil", "desitarget", "specter", "desispec")
     _alias()
     _require("desispec.scripts.extract")
+    _report_clients("desispec", "desiutil", "desitarget", "specter")
     import desispec.scripts.extract
 
     desispec.scripts.extract.main(desispec.scripts.extract.parse(args))
+
+
+def script(name, args):
+    """gpu_specter's bin/NAME as its checkout has it, run as __main__ with the alias (and
+    desispec's extraction importable: desi_benchmark_extract imports it)."""
+    import runpy
+
+    path = os.path.join(os.path.dirname(_checkout("gpu_specter")), "bin", name)
+    if name == "desi_benchmark_extract":
+        _use_clients("desiutil", "desitarget", "specter", "desispec")
+    _alias()
+    if name == "desi_benchmark_extract":
+        _require("desispec.scripts.extract")
+        _report_clients("desispec", "desiutil", "desitarget", "specter")
+    sys.argv = [path] + list(args)
+    runpy.run_path(path, run_name="__main__")
 
 
 def coordinators():
     """For each pair (gpu_specter's class, perfex's), the same read / process / write calls
     with rank-tagged functions and payloads; every rank checks that both return the same and
     that the functions ran on the same ranks; rank 0 prints a line per rank and class."""
-    from mpi4py import MPI
-
     import perfex.gpu_specter.mpi as ours
+    from mpi4py import MPI
 
     theirs = _load("client_gpu_specter_mpi", os.path.join(_checkout("gpu_specter"), "gpu_specter", "mpi.py"))
     comm = MPI.COMM_WORLD
@@ -266,10 +338,16 @@ def coordinators():
                 ran.append("write")
                 return ("written", rank, payload)
 
-            got = (c.read(read, ("dummy-read", rank)), c.process(process, ("dummy-process", rank)),
-                   c.write(write, ("payload", rank)))
-            roles = tuple(role(r) for role in (cls.is_reader, cls.is_writer, cls.is_worker_root,
-                                               cls.is_worker) for r in range(comm.size))
+            got = (
+                c.read(read, ("dummy-read", rank)),
+                c.process(process, ("dummy-process", rank)),
+                c.write(write, ("payload", rank)),
+            )
+            roles = tuple(
+                role(r)
+                for role in (cls.is_reader, cls.is_writer, cls.is_worker_root, cls.is_worker)
+                for r in range(comm.size)
+            )
             runs[label] = (got, ran, roles, (c.rank, c.size, c.work_comm is None))
             comm.barrier()
         assert runs["gpu_specter"] == runs["perfex"], (name, rank, runs)
@@ -285,7 +363,6 @@ def compare_io(preproc, folder):
     _use_clients("gpu_specter")
     _require("fitsio", "gpu_specter.io")
     import gpu_specter.io as theirs
-
     import perfex.gpu_specter.io as ours
 
     def same(a, b, what):
@@ -318,16 +395,23 @@ def compare_io(preproc, folder):
     ivar = rng.uniform(0.5, 2, (nspec, nwave))
     ivar[1, 3] = 0
     frame = dict(
-        specflux=rng.normal(size=(nspec, nwave)), specivar=ivar,
-        specmask=(ivar == 0).astype(int), wave=np.arange(5760.0, 5760.0 + 0.8 * nwave - 0.4, 0.8),
-        Rdiags=rng.uniform(size=(nspec, 11, nwave)), chi2pix=rng.uniform(size=(nspec, nwave)),
-        imagehdr=img["imagehdr"][0], fibermap=img["fibermap"][0][:nspec], fibermaphdr=img["fibermaphdr"][0])
+        specflux=rng.normal(size=(nspec, nwave)),
+        specivar=ivar,
+        specmask=(ivar == 0).astype(int),
+        wave=np.arange(5760.0, 5760.0 + 0.8 * nwave - 0.4, 0.8),
+        Rdiags=rng.uniform(size=(nspec, 11, nwave)),
+        chi2pix=rng.uniform(size=(nspec, nwave)),
+        imagehdr=img["imagehdr"][0],
+        fibermap=img["fibermap"][0][:nspec],
+        fibermaphdr=img["fibermaphdr"][0],
+    )
     paths = {}
     for label, writer in (("gpu_specter", theirs), ("perfex", ours)):
         paths[label] = os.path.join(folder, f"frame-{label}.fits")
         writer.write_frame(paths[label], frame)
-        writer.write_model(os.path.join(folder, f"model-{label}.fits"),
-                           dict(frame, modelimage=img["image"][0][:50, :60]))
+        writer.write_model(
+            os.path.join(folder, f"model-{label}.fits"), dict(frame, modelimage=img["image"][0][:50, :60])
+        )
     for reader in (theirs, ours):
         a, b = reader.read_frame(paths["gpu_specter"]), reader.read_frame(paths["perfex"])
         assert set(a) == set(b)
@@ -336,8 +420,7 @@ def compare_io(preproc, folder):
     import fitsio
 
     for kind in ("frame", "model"):
-        a, b = (fitsio.FITS(os.path.join(folder, f"{kind}-{label}.fits"))
-                for label in ("gpu_specter", "perfex"))
+        a, b = (fitsio.FITS(os.path.join(folder, f"{kind}-{label}.fits")) for label in ("gpu_specter", "perfex"))
         with a, b:
             assert [h.get_extname() for h in a] == [h.get_extname() for h in b], kind
             for ha, hb in zip(a, b):
@@ -348,8 +431,9 @@ def compare_io(preproc, folder):
                     if r["name"] not in ("COMMENT", "CHECKSUM", "DATASUM", "EXTEND"):
                         assert (r["name"], r.get("value")) in cards, (kind, ha.get_extname(), r)
                 same(ha.read(), hb.read(), f"{kind} {ha.get_extname()}")
-    assert sorted(os.listdir(folder)) == sorted(f"{k}-{label}.fits" for k in ("frame", "model")
-                                                for label in ("gpu_specter", "perfex")), os.listdir(folder)
+    assert sorted(os.listdir(folder)) == sorted(
+        f"{k}-{label}.fits" for k in ("frame", "model") for label in ("gpu_specter", "perfex")
+    ), os.listdir(folder)
     print("write_frame / write_model / read_frame: the same files and dicts", flush=True)
 
     for reader in ("read_img", "read_frame"):
@@ -368,11 +452,13 @@ def compare_io(preproc, folder):
     assert np.array_equal(theirs.native_endian(big), ours.native_endian(big))
     import gpu_specter.core
     import gpu_specter.util
-
     import perfex.gpu_specter
 
-    for module, names in (("io", ("read_psf", "read_img", "write_frame", "write_model", "read_frame",
-                                  "native_endian")), ("core", ("extract_frame",)), ("util", ("get_logger",))):
+    for module, names in (
+        ("io", ("read_psf", "read_img", "write_frame", "write_model", "read_frame", "native_endian")),
+        ("core", ("extract_frame",)),
+        ("util", ("get_logger",)),
+    ):
         for name in names:
             a = inspect.signature(getattr(getattr(gpu_specter, module), name))
             b = inspect.signature(getattr(getattr(perfex.gpu_specter, module), name))
@@ -389,6 +475,8 @@ def main(argv):
         test_extract()
     elif command == "desi-extract":
         desi_extract(args)
+    elif command == "script":
+        script(args[0], args[1:])
     elif command == "coordinators":
         coordinators()
     elif command == "io":

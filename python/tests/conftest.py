@@ -7,9 +7,8 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
-
 import perfex
+import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -85,8 +84,10 @@ def reference(name):
     fits = pytest.importorskip("astropy.io.fits", reason="astropy reads the reference files")
     path = data_path(f"ref-gpuspecter-{name}.fits")
     with fits.open(path) as hdus:
-        return {h: np.asarray(hdus[h].data, dtype=np.float64)
-                for h in ("FLUX", "IVAR", "RESOLUTION", "CHI2PIX", "PIXMASK_FRACTION", "WAVELENGTH")}
+        return {
+            h: np.asarray(hdus[h].data, dtype=np.float64)
+            for h in ("FLUX", "IVAR", "RESOLUTION", "CHI2PIX", "PIXMASK_FRACTION", "WAVELENGTH")
+        }
 
 
 def compare_with_reference(flux, ivar, resolution, chi2pix, pixmask, wave, ref):
@@ -112,8 +113,9 @@ def python_env(**extra):
 
 def run_python(args, timeout=600, **env):
     """Runs `python3 args...` with this package; returns the CompletedProcess."""
-    return subprocess.run([sys.executable] + list(args), env=python_env(**env), capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable] + list(args), env=python_env(**env), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def mpirun(nranks, args, timeout=600):
@@ -126,5 +128,10 @@ def mpirun(nranks, args, timeout=600):
     cmd = [launcher, "--oversubscribe", "-n", str(nranks)]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.insert(1, "--allow-run-as-root")
-    return subprocess.run(cmd + [sys.executable] + list(args), env=python_env(OMP_NUM_THREADS="1"),
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        cmd + [sys.executable] + list(args),
+        env=python_env(OMP_NUM_THREADS="1"),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

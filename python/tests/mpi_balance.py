@@ -7,9 +7,8 @@ import sys
 import time
 
 import numpy as np
-from mpi4py import MPI
-
 import perfex
+from mpi4py import MPI
 
 comm = MPI.COMM_WORLD
 image_path, psf_path, out, specmin, nspec = sys.argv[1:6]
@@ -28,13 +27,30 @@ def cpu():
 comm.Barrier()
 wall0, cpu0 = time.perf_counter(), cpu()
 work = {}
-frame = perfex.mpi.extract_frame(comm, pre, None, psf, progress=False, work=work,
-                                 wavelength="5760,6160,0.8", specmin=int(specmin), nspec=int(nspec),
-                                 psferr=0.01)
+frame = perfex.mpi.extract_frame(
+    comm,
+    pre,
+    None,
+    psf,
+    progress=False,
+    work=work,
+    wavelength="5760,6160,0.8",
+    specmin=int(specmin),
+    nspec=int(nspec),
+    psferr=0.01,
+)
 record = (work["patches"], cpu() - cpu0, time.perf_counter() - wall0)
 records = comm.gather(record, root=0)
 if comm.rank == 0:
-    np.savez(out, flux=frame.flux, ivar=frame.ivar, mask=frame.mask, wave=frame.wave,
-             resolution=frame.resolution, chi2pix=frame.chi2pix,
-             pixmask_fraction=frame.pixmask_fraction, npatches=frame.npatches,
-             records=np.array(records, dtype=np.float64))
+    np.savez(
+        out,
+        flux=frame.flux,
+        ivar=frame.ivar,
+        mask=frame.mask,
+        wave=frame.wave,
+        resolution=frame.resolution,
+        chi2pix=frame.chi2pix,
+        pixmask_fraction=frame.pixmask_fraction,
+        npatches=frame.npatches,
+        records=np.array(records, dtype=np.float64),
+    )

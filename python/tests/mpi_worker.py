@@ -6,10 +6,9 @@ Rank 0 saves the results (float64) to OUT.npz."""
 import sys
 
 import numpy as np
-from mpi4py import MPI
-
 import perfex
 import perfex.gpu_specter
+from mpi4py import MPI
 
 from conftest import NAN_GRID, NAN_PIXELS, SMALL
 
@@ -22,12 +21,28 @@ if comm.rank == 0:
     img = {"image": pre.pixels, "ivar": pre.ivar}
 frame = perfex.extract_frame(pre, None, psf, comm=comm, progress=False, **SMALL)
 timing = {}
-drop_in = perfex.gpu_specter.extract_frame(img, psf, 25, SMALL["specmin"], SMALL["nspec"],
-                                           SMALL["wavelength"] if comm.rank == 0 else None,
-                                           nsubbundles=5, psferr=0.01, comm=comm, timing=timing)
+drop_in = perfex.gpu_specter.extract_frame(
+    img,
+    psf,
+    25,
+    SMALL["specmin"],
+    SMALL["nspec"],
+    SMALL["wavelength"] if comm.rank == 0 else None,
+    nsubbundles=5,
+    psferr=0.01,
+    comm=comm,
+    timing=timing,
+)
 # gpu_specter's time stamps on every rank, in the order of its stages.
-stages = ["init-mpi-comm", "init-mpi-bcast", "host-to-device", "extracted-bundles", "staged-bundles",
-          "merged-bundles", "assembled-frame"]
+stages = [
+    "init-mpi-comm",
+    "init-mpi-bcast",
+    "host-to-device",
+    "extracted-bundles",
+    "staged-bundles",
+    "merged-bundles",
+    "assembled-frame",
+]
 assert list(timing) == stages and all(timing[a] <= timing[b] for a, b in zip(stages, stages[1:])), timing
 nan = failed = None
 if sys.argv[4:] == ["nan"]:
@@ -49,16 +64,22 @@ if sys.argv[4:] == ["nan"]:
         negative = str(e)
     assert "negative inverse variance" in negative and "row 1500, column 374" in negative, negative
     # Patches that cannot be solved: their bins masked BAD2DFIT | NODATA in the gathered frame.
-    failed = perfex.extract_frame(pre, None, psf, comm=comm, progress=False, regularize=1e300,
-                                  **NAN_GRID)
+    failed = perfex.extract_frame(pre, None, psf, comm=comm, progress=False, regularize=1e300, **NAN_GRID)
 if comm.rank == 0:
-    arrays = {name: getattr(frame, name) for name in
-              ("flux", "ivar", "mask", "wave", "resolution", "chi2pix", "pixmask_fraction")}
+    arrays = {
+        name: getattr(frame, name)
+        for name in ("flux", "ivar", "mask", "wave", "resolution", "chi2pix", "pixmask_fraction")
+    }
     arrays.update({"drop_in_" + k: v for k, v in drop_in.items() if v is not None})
     if nan is not None:
-        arrays.update(nan_flux=nan.flux, nan_ivar=nan.ivar, nan_warnings=np.array(nan.warnings),
-                      nan_count=nan.nonfinite_pixels, failed_mask=failed.mask,
-                      failed_patches=failed.failed_patches)
+        arrays.update(
+            nan_flux=nan.flux,
+            nan_ivar=nan.ivar,
+            nan_warnings=np.array(nan.warnings),
+            nan_count=nan.nonfinite_pixels,
+            failed_mask=failed.mask,
+            failed_patches=failed.failed_patches,
+        )
     np.savez(out, npatches=frame.npatches, **arrays)
 else:
     assert frame is None and drop_in is None and nan is None and failed is None

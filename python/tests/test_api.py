@@ -8,13 +8,19 @@ import threading
 import time
 
 import numpy as np
-import pytest
-
 import perfex
+import pytest
 from perfex import _perfex
 
-from conftest import (REFERENCE, SMALL, FRAME_ARRAYS, assert_frames_identical, compare_with_reference,
-                      data_path, reference, run_python)
+from conftest import (
+    FRAME_ARRAYS,
+    REFERENCE,
+    assert_frames_identical,
+    compare_with_reference,
+    data_path,
+    reference,
+    run_python,
+)
 
 HOST_BACKENDS = [b for b in perfex.backends() if b != "cuda"]
 QUICK = dict(wavelength="5760,6160,0.8", specmin=0, nspec=25, psferr=0.01)
@@ -24,8 +30,9 @@ QUICK = dict(wavelength="5760,6160,0.8", specmin=0, nspec=25, psferr=0.01)
 def test_numpy_api_equals_cpp_path(masked, psf, psf_path, backend):
     """numpy arrays in, numpy out == read_preproc + extract_frame(CcdImage) all in C++."""
     frame = perfex.extract_frame(masked.pixels, masked.ivar, psf, backend=backend, progress=False, **QUICK)
-    cpp = _perfex.testing.reference_extract(masked.path, psf_path, _perfex.options_from_dict(perfex.make_options(**QUICK)),
-                                backend)
+    cpp = _perfex.testing.reference_extract(
+        masked.path, psf_path, _perfex.options_from_dict(perfex.make_options(**QUICK)), backend
+    )
     assert_frames_identical(frame, cpp)
     assert frame.npatches == cpp["npatches"] == 5 * 11
     assert frame.options == cpp["options"]
@@ -39,9 +46,29 @@ def test_numpy_api_equals_cpp_command_line(masked, psf, tmp_path):
     import subprocess
 
     out = tmp_path / "cpp.fits"
-    subprocess.run([exe, "-i", masked.path, "-p", psf.source, "-o", str(out), "-w", "5760,6160,0.8",
-                    "-s", "0", "-n", "25", "--psferr", "0.01", "--threads", "2"], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [
+            exe,
+            "-i",
+            masked.path,
+            "-p",
+            psf.source,
+            "-o",
+            str(out),
+            "-w",
+            "5760,6160,0.8",
+            "-s",
+            "0",
+            "-n",
+            "25",
+            "--psferr",
+            "0.01",
+            "--threads",
+            "2",
+        ],
+        check=True,
+        capture_output=True,
+    )
     frame = perfex.extract_frame(masked.pixels, masked.ivar, psf, progress=False, **QUICK)
     perfex.write_frame(tmp_path / "py.fits", frame, masked.path, psf.source)
     assert_frames_identical(perfex.read_frame(out), perfex.read_frame(tmp_path / "py.fits"))
@@ -54,8 +81,9 @@ def test_gpu_specter_reference(image, psf):
     pre = perfex.read_preproc(data_path(image + ".fits.gz"))
     frame = perfex.extract_frame(pre.pixels, pre.ivar, psf, progress=False, **REFERENCE)
     assert frame.npatches == 260 and frame.failed_patches == 0
-    d = compare_with_reference(frame.flux, frame.ivar, frame.resolution, frame.chi2pix,
-                               frame.pixmask_fraction, frame.wave, ref)
+    d = compare_with_reference(
+        frame.flux, frame.ivar, frame.resolution, frame.chi2pix, frame.pixmask_fraction, frame.wave, ref
+    )
     assert d["flux_sigma"] <= 1e-9, d
     assert d["ivar_rel"] <= 1e-8, d
     assert d["resolution_abs"] <= 1e-9, d
@@ -103,15 +131,18 @@ def test_converted_input(masked, psf, layout):
     # Rows 0-2399 of the CCD: allowed explicitly (an image that is not the PSF's CCD is refused).
     assert_frames_identical(
         perfex.extract_frame(image, psf=psf, progress=False, allow_image_size_mismatch=True, **QUICK),
-        perfex.extract_frame(expected, psf=psf, progress=False, allow_image_size_mismatch=True, **QUICK))
+        perfex.extract_frame(expected, psf=psf, progress=False, allow_image_size_mismatch=True, **QUICK),
+    )
 
 
 def test_float32_preproc_values(masked, psf):
     """A preproc file holds float32: converting those values gives the file's frame exactly."""
     p32, w32 = masked.pixels.astype(np.float32), masked.ivar.astype(np.float32)
     assert np.array_equal(p32.astype(np.float64), masked.pixels)  # the file's values are float32
-    assert_frames_identical(perfex.extract_frame(p32, w32, psf, progress=False, **QUICK),
-                            perfex.extract_frame(masked.pixels, masked.ivar, psf, progress=False, **QUICK))
+    assert_frames_identical(
+        perfex.extract_frame(p32, w32, psf, progress=False, **QUICK),
+        perfex.extract_frame(masked.pixels, masked.ivar, psf, progress=False, **QUICK),
+    )
 
 
 def test_nonfinite_pixels_are_masked(masked, psf):
@@ -173,8 +204,7 @@ def test_bad_images(psf, pixels, ivar, error, match):
     "options, error, match",
     [
         (dict(nspec=0), perfex.RequestError, "nspec must be >= 1"),
-        (dict(specmin=490, nspec=20), perfex.RequestError,
-         r"specmin, nspec: fibres 490-509 .* the PSF has 500 fibres"),
+        (dict(specmin=490, nspec=20), perfex.RequestError, r"specmin, nspec: fibres 490-509 .* the PSF has 500 fibres"),
         (dict(wavelength="6000,5000,0.8"), perfex.RequestError, "wavelength grid"),
         (dict(wavelength="a,b"), perfex.RequestError, "wavelength: expected"),
         (dict(pixpad_frac=2.0), perfex.RequestError, "pixpad_frac"),
@@ -298,8 +328,13 @@ except KeyboardInterrupt:
 frame = perfex.extract_frame(pixels, ivar, psf, nspec=5, wavelength="5760,5800,0.8", progress=False)
 print("afterwards", frame.npatches)
 """
-    p = subprocess.Popen([sys.executable, "-c", script], env=python_env(OMP_NUM_THREADS="1"),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", script],
+        env=python_env(OMP_NUM_THREADS="1"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert p.stdout.readline().strip() == "started"
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=600)
@@ -313,8 +348,10 @@ def test_psf_pickles(psf, masked):
     a, b = psf.to_dict(), copy.to_dict()
     for k in a:
         assert np.array_equal(a[k], b[k]) if isinstance(a[k], np.ndarray) else a[k] == b[k], k
-    assert_frames_identical(perfex.extract_frame(masked, psf=copy, progress=False, **QUICK),
-                            perfex.extract_frame(masked, psf=psf, progress=False, **QUICK))
+    assert_frames_identical(
+        perfex.extract_frame(masked, psf=copy, progress=False, **QUICK),
+        perfex.extract_frame(masked, psf=psf, progress=False, **QUICK),
+    )
 
 
 def test_model_image_and_file_round_trip(masked, psf, tmp_path):
@@ -357,8 +394,9 @@ def test_patches_dealt_evenly(psf):
     from perfex import _perfex
 
     perfex.initialize()
-    opts, _ = _perfex.resolve_request(perfex.make_options(wavelength="5760,7620,0.8", psferr=0.01), psf,
-                                      psf.npix_y, psf.npix_x)
+    opts, _ = _perfex.resolve_request(
+        perfex.make_options(wavelength="5760,7620,0.8", psferr=0.01), psf, psf.npix_y, psf.npix_x
+    )
     plan = _perfex.plan_frame(psf, opts, psf.npix_y, psf.npix_x, "serial")
     flops = np.asarray(plan.flops)
     assert plan.npatches == 4700 and flops.size == 4700
@@ -389,7 +427,7 @@ def test_model_image_is_gpu_specters(clean, psf):
         cut = np.asarray(hdu.data, dtype=np.float64)
         y0, x0 = int(hdu.header["Y0"]), int(hdu.header["X0"])
     ref = np.zeros((psf.npix_y, psf.npix_x))  # the cutout on the CCD, zero outside
-    ref[y0:y0 + cut.shape[0], x0:x0 + cut.shape[1]] = cut
+    ref[y0 : y0 + cut.shape[0], x0 : x0 + cut.shape[1]] = cut
     frame = perfex.extract_frame(clean, psf=psf, progress=False, model_image=True, **REFERENCE)
     assert frame.model.shape == ref.shape
     diff = np.abs(frame.model - ref)

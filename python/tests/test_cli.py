@@ -1,17 +1,37 @@
 """python3 -m perfex.extract: desi_extract_spectra's options and defaults, exposures."""
 
 import numpy as np
-import pytest
-
 import perfex
 import perfex.extract as cli
 import perfex.mpi
+import pytest
 
-from conftest import SMALL, assert_frames_identical, data_path, run_python
+from conftest import SMALL, assert_frames_identical, run_python
 
-DESI_OPTIONS = ["-i", "-f", "-p", "-o", "-m", "-w", "-s", "-n", "-r", "--bundlesize", "--nsubbundles",
-                "--nwavestep", "-v", "--mpi", "--decorrelate-fibers", "--no-scores", "--psferr",
-                "--barycentric-correction", "--use-specter", "--no-gpu", "--pixpad-frac", "--wavepad-frac"]
+DESI_OPTIONS = [
+    "-i",
+    "-f",
+    "-p",
+    "-o",
+    "-m",
+    "-w",
+    "-s",
+    "-n",
+    "-r",
+    "--bundlesize",
+    "--nsubbundles",
+    "--nwavestep",
+    "-v",
+    "--mpi",
+    "--decorrelate-fibers",
+    "--no-scores",
+    "--psferr",
+    "--barycentric-correction",
+    "--use-specter",
+    "--no-gpu",
+    "--pixpad-frac",
+    "--wavepad-frac",
+]
 
 
 def test_every_desi_option_is_known():
@@ -42,12 +62,14 @@ def test_psf_dependent_defaults(psf):
     resolved, warnings = _perfex.resolve_request(opts, psf, psf.npix_y, psf.npix_x, False, False, False, True)
     assert (resolved["wmin"], resolved["wmax"], resolved["dw"]) == (5543.0, 7827.0, 0.8)
     assert resolved["nspec"] == 500 and not any("extracting" in w for w in warnings)
-    resolved, warnings = _perfex.resolve_request(dict(opts, specmin=480), psf, psf.npix_y, psf.npix_x, False,
-                                                 False, False, True)
+    resolved, warnings = _perfex.resolve_request(
+        dict(opts, specmin=480), psf, psf.npix_y, psf.npix_x, False, False, False, True
+    )
     assert resolved["nspec"] == 20 and any("extracting 20" in w for w in warnings)
     with pytest.raises(perfex.RequestError, match="options -s/--specmin, -n/--nspec"):
-        _perfex.resolve_request(dict(opts, specmin=480, nspec=25), psf, psf.npix_y, psf.npix_x, False, True,
-                                False, True)
+        _perfex.resolve_request(
+            dict(opts, specmin=480, nspec=25), psf, psf.npix_y, psf.npix_x, False, True, False, True
+        )
 
 
 @pytest.mark.parametrize("option", ["--barycentric-correction", "--use-specter"])
@@ -83,7 +105,9 @@ def test_frames_list_file(tmp_path, capsys):
     listing.write_text("# exposure\na.fits psf-a.fits fa.fits\nb.fits psf-b.fits fb.fits mb.fits  # model\n\n")
     jobs = cli.parse(["--frames", str(listing)]).jobs
     assert [(j.input, j.psf, j.output, j.model) for j in jobs] == [
-        ("a.fits", "psf-a.fits", "fa.fits", None), ("b.fits", "psf-b.fits", "fb.fits", "mb.fits")]
+        ("a.fits", "psf-a.fits", "fa.fits", None),
+        ("b.fits", "psf-b.fits", "fb.fits", "mb.fits"),
+    ]
     listing.write_text("a.fits psf.fits\n")
     with pytest.raises(SystemExit):
         cli.parse(["--frames", str(listing)])
@@ -92,15 +116,42 @@ def test_frames_list_file(tmp_path, capsys):
 
 def test_extraction_matches_the_library(tmp_path, masked, psf, small_frame):
     out, model = tmp_path / "frame.fits", tmp_path / "model.fits"
-    r = run_python(["-m", "perfex.extract", "-i", masked.path, "-p", psf.source, "-o", str(out), "-m", str(model),
-                    "-w", SMALL["wavelength"], "-s", str(SMALL["specmin"]), "-n", str(SMALL["nspec"]),
-                    "--psferr", "0.01", "--threads", "2"])
+    r = run_python(
+        [
+            "-m",
+            "perfex.extract",
+            "-i",
+            masked.path,
+            "-p",
+            psf.source,
+            "-o",
+            str(out),
+            "-m",
+            str(model),
+            "-w",
+            SMALL["wavelength"],
+            "-s",
+            str(SMALL["specmin"]),
+            "-n",
+            str(SMALL["nspec"]),
+            "--psferr",
+            "0.01",
+            "--threads",
+            "2",
+        ]
+    )
     assert r.returncode == 0, r.stderr
     assert "written" in r.stderr
     written = perfex.read_frame(out)
-    expected = perfex.Frame(**{**small_frame.__dict__, **{k: getattr(small_frame, k).astype(np.float32)
-                                                          for k in ("flux", "ivar", "resolution", "chi2pix",
-                                                                    "pixmask_fraction")}})
+    expected = perfex.Frame(
+        **{
+            **small_frame.__dict__,
+            **{
+                k: getattr(small_frame, k).astype(np.float32)
+                for k in ("flux", "ivar", "resolution", "chi2pix", "pixmask_fraction")
+            },
+        }
+    )
     assert_frames_identical(written, expected)
     assert perfex.read_frame(out).nspec == 60
     fits = pytest.importorskip("astropy.io.fits")
@@ -116,8 +167,20 @@ def test_fibermap_option(tmp_path, masked, psf):
         table = img["FIBERMAP"].copy()
         table.data["TARGETID"] = np.arange(len(table.data)) + 1000
         table.writeto(fibermap)
-    base = ["-m", "perfex.extract", "-i", masked.path, "-p", psf.source, "-w", "5760,5860,0.8", "-s", "5",
-            "-f", str(fibermap)]
+    base = [
+        "-m",
+        "perfex.extract",
+        "-i",
+        masked.path,
+        "-p",
+        psf.source,
+        "-w",
+        "5760,5860,0.8",
+        "-s",
+        "5",
+        "-f",
+        str(fibermap),
+    ]
     r = run_python(base + ["-n", "10", "-o", str(tmp_path / "f.fits")])
     assert r.returncode == 0, r.stderr
     with fits.open(tmp_path / "f.fits") as f:
@@ -131,8 +194,9 @@ def test_fibermap_option(tmp_path, masked, psf):
 def test_psf_defaults_end_to_end(tmp_path, masked, psf):
     """No -w: the PSF's WAVEMIN..WAVEMAX by 0.8; no -n: 500 clipped to the PSF's fibres."""
     out = tmp_path / "frame.fits"
-    r = run_python(["-m", "perfex.extract", "-i", masked.path, "-p", psf.source, "-o", str(out), "-s", "497",
-                    "--nsubbundles", "1"])
+    r = run_python(
+        ["-m", "perfex.extract", "-i", masked.path, "-p", psf.source, "-o", str(out), "-s", "497", "--nsubbundles", "1"]
+    )
     assert r.returncode == 0, r.stderr
     frame = perfex.read_frame(out)
     assert frame.specmin == 497 and frame.nspec == 3

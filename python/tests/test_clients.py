@@ -10,17 +10,29 @@ import os
 import re
 
 import numpy as np
-import pytest
-
 import perfex
+import pytest
 
 import clients
 from conftest import CLEAN, MASKED, data_path, mpirun, run_python
 
 CLIENTS_PY = os.path.join(clients.HERE, "clients.py")
 # desi_extract_spectra as production runs it (fibres 0-24 of the reference image).
-PRODUCTION = ["-w", "5760,7620,0.8", "--psferr", "0.01", "--nsubbundles", "5", "--nwavestep", "50",
-              "--no-gpu", "-s", "0", "-n", "25"]
+PRODUCTION = [
+    "-w",
+    "5760,7620,0.8",
+    "--psferr",
+    "0.01",
+    "--nsubbundles",
+    "5",
+    "--nwavestep",
+    "50",
+    "--no-gpu",
+    "-s",
+    "0",
+    "-n",
+    "25",
+]
 # perfex's frame mask differs from desispec's (desispec.scripts.extract.get_spectrum_mask) in
 # two documented ways: NODATA where ivar is 0, and ALLBADPIX for any pixmask_fraction >= 1 -
 # 1e-9 (a spot's pixels sum to 1 to rounding; desispec requires exactly 1.0).
@@ -28,10 +40,15 @@ ALLBADPIX, NODATA = 1 << 1, 1 << 8
 
 
 def need(*names):
-    missing = clients.missing_clients(*names)
+    """Skips unless each client is installed here (desispec, desiutil, desitarget from the
+    package index) or checked out."""
+    installed = [n for n in names if n in clients.FROM_INDEX and importlib.util.find_spec(n) is not None]
+    missing = clients.missing_clients(*(n for n in names if n not in installed))
     if missing:
-        pytest.skip(f"client checkout(s) {', '.join(missing)} not found in {clients.clients_root()} "
-                    "(set PERFEX_CLIENTS to the folder holding them)")
+        pytest.skip(
+            f"client checkout(s) {', '.join(missing)} not found in {clients.clients_root()} "
+            "(set PERFEX_CLIENTS to the folder holding them)"
+        )
 
 
 def check(result, what):
@@ -43,10 +60,20 @@ def check(result, what):
     return output
 
 
+def assert_clients_from_environment(output):
+    """The desispec, desiutil and desitarget the run used are this environment's where it has
+    them (CI's: the package index's), else the checkouts'."""
+    for name in clients.FROM_INDEX:
+        spec = importlib.util.find_spec(name)
+        where = os.path.dirname(spec.origin) if spec is not None else os.path.join(clients.client_py(name), name)
+        assert re.search(rf"^client {name} \S+ from {re.escape(where)}$", output, re.M), (name, where, output)
+
+
 def specter_runs():
     """specter imports (its checkout plus numba and scipy), so test_core compares with it."""
     return clients.client_py("specter") is not None and all(
-        importlib.util.find_spec(m) is not None for m in ("numba", "scipy"))
+        importlib.util.find_spec(m) is not None for m in ("numba", "scipy")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +88,12 @@ def preproc_67784(tmp_path_factory):
 def test_gpu_specter_test_core(nranks, preproc_67784):
     args = [CLIENTS_PY, "test-core", preproc_67784]
     output = check(run_python(args) if nranks == 1 else mpirun(nranks, args), "gpu_specter test_core")
-    expected = {"test_extract_frame": "ok", "test_compare_specter": "ok" if specter_runs() else "skipped",
-                "test_compare_gpu": "skipped", "test_gpu_batch_subbundle": "skipped"}
+    expected = {
+        "test_extract_frame": "ok",
+        "test_compare_specter": "ok" if specter_runs() else "skipped",
+        "test_compare_gpu": "skipped",
+        "test_gpu_batch_subbundle": "skipped",
+    }
     for name, outcome in expected.items():
         got = re.findall(rf"^{name} \(.*\) \.\.\. (\w+)", output, re.M)
         assert got == [outcome] * nranks, (name, got, output)
@@ -73,6 +104,7 @@ def test_desispec_test_extract():
     output = check(run_python([CLIENTS_PY, "test-extract"]), "desispec test_extract")
     assert re.search(r"^Ran 5 tests", output, re.M) and re.search(r"^OK$", output, re.M), output
     assert "skipped" not in output, output
+    assert_clients_from_environment(output)
     assert re.search(r"extract:  psf = \S*perfex/gpu_specter/test/data/psf-r0-00051060\.fits$", output, re.M)
 
 
@@ -93,9 +125,17 @@ def desi_preproc(tmp_path_factory):
 @pytest.fixture(scope="module")
 def perfex_production(desi_preproc, psf):
     """perfex's own API with desi_extract_spectra's production settings."""
-    return perfex.extract_frame(perfex.read_preproc(desi_preproc), psf=psf, wavelength="5760,7620,0.8",
-                                specmin=0, nspec=25, nsubbundles=5, nwavestep=50, psferr=0.01,
-                                progress=False)
+    return perfex.extract_frame(
+        perfex.read_preproc(desi_preproc),
+        psf=psf,
+        wavelength="5760,7620,0.8",
+        specmin=0,
+        nspec=25,
+        nsubbundles=5,
+        nwavestep=50,
+        psferr=0.01,
+        progress=False,
+    )
 
 
 @pytest.mark.parametrize("nranks", [1, pytest.param(2, marks=pytest.mark.mpi)])
@@ -107,6 +147,7 @@ def test_desi_extract_spectra(nranks, desi_preproc, psf_path, perfex_production,
         output = check(mpirun(nranks, args + ["--mpi"]), "desi_extract_spectra")
     else:
         output = check(run_python(args), "desi_extract_spectra")
+    assert_clients_from_environment(output)
     # gpu_specter's INFO lines and timing splits, in its format, in desispec's log (rank 0's).
     version = f"perfex {perfex.__version__}"
     assert re.search(rf"INFO:core\.py:\d+:extract_frame:Extracting with {version} on", output), output
@@ -120,8 +161,7 @@ def test_desi_extract_spectra(nranks, desi_preproc, psf_path, perfex_production,
         frame = {h: np.asarray(hdus[h].data) for h in ("FLUX", "IVAR", "MASK", "CHI2PIX", "RESOLUTION")}
         assert np.array_equal(hdus["WAVELENGTH"].data, perfex_production.wave)
     p = perfex_production
-    for name, ours in (("FLUX", p.flux), ("IVAR", p.ivar), ("CHI2PIX", p.chi2pix),
-                       ("RESOLUTION", p.resolution)):
+    for name, ours in (("FLUX", p.flux), ("IVAR", p.ivar), ("CHI2PIX", p.chi2pix), ("RESOLUTION", p.resolution)):
         assert np.array_equal(frame[name], ours.astype(np.float32)), name
     assert np.count_nonzero(p.ivar > 0) > 25 * 1000 and np.count_nonzero(p.ivar == 0) > 0  # beyond the image
     expected = p.mask & ~np.uint32(NODATA)

@@ -3,7 +3,6 @@
 import os
 
 import numpy as np
-
 import perfex
 
 from conftest import REPO, data_path, run_python
@@ -18,6 +17,14 @@ def test_quickstart(tmp_path, psf_path):
     frame = perfex.read_frame(out)
     assert frame.nspec == 25 and frame.nwave == 251
     pre = perfex.read_preproc(image)
-    direct = perfex.extract_frame(pre.pixels, pre.ivar, perfex.read_psf(psf_path), wavelength="5760,5960,0.8",
-                                  specmin=0, nspec=25, psferr=0.01, progress=False)
+    direct = perfex.extract_frame(
+        pre.pixels,
+        pre.ivar,
+        perfex.read_psf(psf_path),
+        wavelength="5760,5960,0.8",
+        specmin=0,
+        nspec=25,
+        psferr=0.01,
+        progress=False,
+    )
     assert np.array_equal(frame.flux, direct.flux.astype(np.float32))

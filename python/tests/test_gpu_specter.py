@@ -6,28 +6,48 @@ import logging
 import re
 
 import numpy as np
-import pytest
-
 import perfex
+import pytest
 from perfex import gpu_specter
 
-from conftest import REFERENCE, compare_with_reference, data_path, reference, run_python
+from conftest import compare_with_reference, data_path, reference, run_python
 
 KEYS = {"specflux", "specivar", "specmask", "wave", "Rdiags", "pixmask_fraction", "chi2pix", "modelimage"}
 # gpu_specter's timing keys, in the order of its stages.
-TIMING = ["init-mpi-comm", "init-mpi-bcast", "host-to-device", "extracted-bundles", "staged-bundles",
-          "merged-bundles", "assembled-frame"]
+TIMING = [
+    "init-mpi-comm",
+    "init-mpi-bcast",
+    "host-to-device",
+    "extracted-bundles",
+    "staged-bundles",
+    "merged-bundles",
+    "assembled-frame",
+]
 
 
 def test_signature_is_gpu_specters():
     params = inspect.signature(gpu_specter.extract_frame).parameters
     expected = [
-        ("img", inspect.Parameter.empty), ("psf", inspect.Parameter.empty),
-        ("bundlesize", inspect.Parameter.empty), ("specmin", inspect.Parameter.empty),
-        ("nspec", inspect.Parameter.empty), ("wavelength", None), ("nwavestep", 50),
-        ("nsubbundles", 1), ("model", None), ("regularize", 0), ("psferr", None), ("comm", None),
-        ("gpu", None), ("loglevel", None), ("timing", None), ("wavepad", 10), ("pixpad_frac", 0.8),
-        ("wavepad_frac", 0.2), ("batch_subbundle", True), ("ranks_per_bundle", None),
+        ("img", inspect.Parameter.empty),
+        ("psf", inspect.Parameter.empty),
+        ("bundlesize", inspect.Parameter.empty),
+        ("specmin", inspect.Parameter.empty),
+        ("nspec", inspect.Parameter.empty),
+        ("wavelength", None),
+        ("nwavestep", 50),
+        ("nsubbundles", 1),
+        ("model", None),
+        ("regularize", 0),
+        ("psferr", None),
+        ("comm", None),
+        ("gpu", None),
+        ("loglevel", None),
+        ("timing", None),
+        ("wavepad", 10),
+        ("pixpad_frac", 0.8),
+        ("wavepad_frac", 0.2),
+        ("batch_subbundle", True),
+        ("ranks_per_bundle", None),
     ]
     assert [(n, p.default) for n, p in params.items()] == expected
     assert gpu_specter.core.extract_frame is gpu_specter.extract_frame
@@ -59,9 +79,25 @@ def test_drop_in_against_reference(masked, psf_tables):
     ref = reference("sim-r0-b0-1-masked")
     img = {"image": masked.pixels, "ivar": masked.ivar, "fibermap": None, "meta": {}}
     timing = {}
-    out = gpu_specter.core.extract_frame(img, psf_tables, 25, 0, 50, "5760,6760,0.8", 50, 5, None, 0.0,
-                                         0.01, None, False, loglevel=None, timing=timing,
-                                         wavepad_frac=0.2, pixpad_frac=0.8)
+    out = gpu_specter.core.extract_frame(
+        img,
+        psf_tables,
+        25,
+        0,
+        50,
+        "5760,6760,0.8",
+        50,
+        5,
+        None,
+        0.0,
+        0.01,
+        None,
+        False,
+        loglevel=None,
+        timing=timing,
+        wavepad_frac=0.2,
+        pixpad_frac=0.8,
+    )
     assert set(out) == KEYS
     assert out["specflux"].shape == out["specivar"].shape == out["chi2pix"].shape == (50, 1251)
     assert out["pixmask_fraction"].shape == out["specmask"].shape == (50, 1251)
@@ -69,8 +105,9 @@ def test_drop_in_against_reference(masked, psf_tables):
     assert out["modelimage"] is None
     assert out["specmask"].dtype == np.dtype(int)
     assert np.array_equal(out["specmask"], (out["specivar"] == 0).astype(int))
-    d = compare_with_reference(out["specflux"], out["specivar"], out["Rdiags"], out["chi2pix"],
-                               out["pixmask_fraction"], out["wave"], ref)
+    d = compare_with_reference(
+        out["specflux"], out["specivar"], out["Rdiags"], out["chi2pix"], out["pixmask_fraction"], out["wave"], ref
+    )
     assert d["flux_sigma"] <= 1e-9 and d["ivar_rel"] <= 1e-8 and d["resolution_abs"] <= 1e-9, d
     assert list(timing) == TIMING and all(timing[a] <= timing[b] for a, b in zip(TIMING, TIMING[1:]))
 
@@ -87,8 +124,9 @@ def test_psf_forms_and_grids_agree(masked, psf, psf_path, psf_tables):
     # does; the same grid, results equal to rounding.
     assert np.array_equal(c["wave"], a["wave"])
     assert np.max(np.abs(c["specflux"] - a["specflux"]) * np.sqrt(a["specivar"])) < 1e-9
-    frame = perfex.extract_frame(masked, psf=psf, wavelength="5760,6000,0.8", specmin=25, nspec=10,
-                                 progress=False, **common)
+    frame = perfex.extract_frame(
+        masked, psf=psf, wavelength="5760,6000,0.8", specmin=25, nspec=10, progress=False, **common
+    )
     assert np.array_equal(a["specflux"], frame.flux) and np.array_equal(a["Rdiags"], frame.resolution)
 
 
@@ -100,8 +138,9 @@ def test_function_defaults(masked, psf):
     assert out["wave"].size == np.arange(5543.0, 7827.0 + 0.4, 0.8).size
     assert out["specflux"].shape == (5, out["wave"].size)
     assert out["modelimage"].shape == masked.pixels.shape
-    one = perfex.extract_frame(masked, psf=psf, specmin=20, nspec=5, nsubbundles=1, wavelength="5543,7827,0.8",
-                               progress=False)
+    one = perfex.extract_frame(
+        masked, psf=psf, specmin=20, nspec=5, nsubbundles=1, wavelength="5543,7827,0.8", progress=False
+    )
     assert np.array_equal(out["specflux"], one.flux)
 
 
@@ -109,8 +148,14 @@ def test_bad_arguments(psf):
     with pytest.raises(perfex.Error, match="'image' and 'ivar'"):
         gpu_specter.extract_frame({"image": np.zeros((4, 4))}, psf, 25, 0, 25)
     with pytest.raises(perfex.Error, match="uniform grids"):
-        gpu_specter.extract_frame({"image": np.zeros((4, 4)), "ivar": np.zeros((4, 4))}, psf, 25, 0, 25,
-                                  wavelength=np.array([5760.0, 5761.0, 5763.0]))
+        gpu_specter.extract_frame(
+            {"image": np.zeros((4, 4)), "ivar": np.zeros((4, 4))},
+            psf,
+            25,
+            0,
+            25,
+            wavelength=np.array([5760.0, 5761.0, 5763.0]),
+        )
     with pytest.raises(perfex.Error, match="has no YTRACE"):
         gpu_specter.io.psf_from_tables({"PSF": None, "XTRACE": None})
 
@@ -129,9 +174,9 @@ except perfex.Error as e:
 del sys.modules["gpu_specter"]
 names = g.install_alias()
 assert g.install_alias() == names
-import gpu_specter, gpu_specter.core, gpu_specter.io, gpu_specter.mpi, gpu_specter.util
-assert (gpu_specter, gpu_specter.core, gpu_specter.io, gpu_specter.mpi, gpu_specter.util) == (
-    g, g.core, g.io, g.mpi, g.util)
+import gpu_specter, gpu_specter.core, gpu_specter.io, gpu_specter.mpi, gpu_specter.spex, gpu_specter.util
+assert (gpu_specter, gpu_specter.core, gpu_specter.io, gpu_specter.mpi, gpu_specter.spex, gpu_specter.util) == (
+    g, g.core, g.io, g.mpi, g.spex, g.util)
 try:
     import gpu_specter.extract
     raise AssertionError("gpu_specter.extract imported")
@@ -145,8 +190,8 @@ print(" ".join(names), gpu_specter.__version__, hashlib.sha256(psf.read_bytes())
 def test_install_alias():
     r = run_python(["-c", ALIAS_CHECK])
     assert r.returncode == 0, r.stdout + r.stderr
-    names, version, sha256 = r.stdout.split()[:5], " ".join(r.stdout.split()[5:7]), r.stdout.split()[7]
-    assert names == ["gpu_specter"] + [f"gpu_specter.{m}" for m in ("core", "io", "mpi", "util")]
+    names, version, sha256 = r.stdout.split()[:6], " ".join(r.stdout.split()[6:8]), r.stdout.split()[8]
+    assert names == ["gpu_specter"] + [f"gpu_specter.{m}" for m in ("core", "io", "mpi", "spex", "util")]
     assert version == f"perfex {perfex.__version__}"
     assert sha256 == "0d628c9236d9ac3ef46adb14ca8a5058ec442eeab261ad786979e65010d61406"
 
@@ -166,17 +211,28 @@ def test_log_lines_and_timing_splits(masked, psf, caplog):
     img = {"image": masked.pixels, "ivar": masked.ivar}
     caplog.set_level(logging.DEBUG)
     timing = {}
-    gpu_specter.extract_frame(img, psf, 25, 0, 5, "5760,5800,0.8", nsubbundles=5, loglevel="INFO",
-                              timing=timing)
+    gpu_specter.extract_frame(img, psf, 25, 0, 5, "5760,5800,0.8", nsubbundles=5, loglevel="INFO", timing=timing)
     lines = [r.getMessage() for r in caplog.records if r.name == "desimeter.INFO"]
     backend = perfex.default_backend(gpu=False)
-    assert lines[:4] == [f"Extracting with perfex {perfex.__version__} on its {backend} backend",
-                         "Using GPU: False", "Size of frame MPI comm: 1", "Size of bundle MPI comm: 1"]
+    assert lines[:4] == [
+        f"Extracting with perfex {perfex.__version__} on its {backend} backend",
+        "Using GPU: False",
+        "Size of frame MPI comm: 1",
+        "Size of bundle MPI comm: 1",
+    ]
     assert "Extracting wavelengths 5760.0,5800.0,0.8" in lines
     assert "Padding patches with 12 wave bins on both ends" in lines
     splits = {name.strip(): value for name, value in (line.split(":", 1) for line in lines[-8:])}
-    assert list(splits) == ["start", "init-mpi-comm", "mpi-bcast-raw", "extracted-bundles", "staged-bundles",
-                            "merged-bundles", "assembled-frame", "total"]
+    assert list(splits) == [
+        "start",
+        "init-mpi-comm",
+        "mpi-bcast-raw",
+        "extracted-bundles",
+        "staged-bundles",
+        "merged-bundles",
+        "assembled-frame",
+        "total",
+    ]
     steps = [float(splits[name]) for name in list(splits)[1:-1]]
     assert float(splits["total"]) == pytest.approx(sum(steps), abs=0.03) and min(steps) >= 0
     caplog.clear()
@@ -191,16 +247,36 @@ def test_nan_pixels_are_masked_with_a_warning(clean, psf, caplog):
     pixels[1000, 208] = np.nan  # on fibre 12's trace, ivar > 0 (gpu_specter: ValueError)
     assert clean.ivar[1000, 208] > 0
     caplog.set_level(logging.WARNING)
-    out = gpu_specter.extract_frame({"image": pixels, "ivar": clean.ivar}, psf, 25, 10, 5, "5760,5860,0.8",
-                                    nsubbundles=5, psferr=0.01, loglevel="WARNING")
+    out = gpu_specter.extract_frame(
+        {"image": pixels, "ivar": clean.ivar},
+        psf,
+        25,
+        10,
+        5,
+        "5760,5860,0.8",
+        nsubbundles=5,
+        psferr=0.01,
+        loglevel="WARNING",
+    )
     warnings = [r.getMessage() for r in caplog.records if r.name == "desimeter.WARNING"]
-    assert warnings == ["1 NaN/Inf image or ivar pixels masked (ivar 0); gpu_specter stops with a "
-                        "ValueError on such pixels with ivar > 0"]
+    assert warnings == [
+        "1 NaN/Inf image or ivar pixels masked (ivar 0); gpu_specter stops with a "
+        "ValueError on such pixels with ivar > 0"
+    ]
     assert np.all(np.isfinite(out["specflux"]))
     ivar = clean.ivar.copy()
     ivar[1000, 208] = 0
-    same = gpu_specter.extract_frame({"image": clean.pixels, "ivar": ivar}, psf, 25, 10, 5, "5760,5860,0.8",
-                                     nsubbundles=5, psferr=0.01, loglevel="WARNING")
+    same = gpu_specter.extract_frame(
+        {"image": clean.pixels, "ivar": ivar},
+        psf,
+        25,
+        10,
+        5,
+        "5760,5860,0.8",
+        nsubbundles=5,
+        psferr=0.01,
+        loglevel="WARNING",
+    )
     assert np.array_equal(out["specflux"], same["specflux"])
 
 
@@ -225,8 +301,18 @@ def test_read_img(masked):
 def frame_dict(masked):
     pytest.importorskip("astropy")
     img = gpu_specter.io.read_img(masked.path)
-    out = gpu_specter.extract_frame(img, gpu_specter.io.read_psf(data_path("psf-r0-00051060.fits")), 25, 0, 5,
-                                    "5760,5800,0.8", nsubbundles=5, psferr=0.01, model=True, loglevel="WARN")
+    out = gpu_specter.extract_frame(
+        img,
+        gpu_specter.io.read_psf(data_path("psf-r0-00051060.fits")),
+        25,
+        0,
+        5,
+        "5760,5800,0.8",
+        nsubbundles=5,
+        psferr=0.01,
+        model=True,
+        loglevel="WARN",
+    )
     return dict(out, imagehdr=img["imagehdr"], fibermap=img["fibermap"][:5], fibermaphdr=img["fibermaphdr"])
 
 
@@ -236,8 +322,12 @@ def test_write_and_read_frame(frame_dict, tmp_path):
         gpu_specter.io.write_frame(path, frame_dict, dtype=dtype)
         back = gpu_specter.io.read_frame(path)
         assert set(back) == {"flux", "ivar", "wave", "mask", "resolution", "fibermap", "chi2pix"}
-        for key, theirs in (("flux", "specflux"), ("ivar", "specivar"), ("resolution", "Rdiags"),
-                            ("chi2pix", "chi2pix")):
+        for key, theirs in (
+            ("flux", "specflux"),
+            ("ivar", "specivar"),
+            ("resolution", "Rdiags"),
+            ("chi2pix", "chi2pix"),
+        ):
             assert back[key].dtype == dtype, key
             assert np.array_equal(back[key], frame_dict[theirs].astype(dtype)), key
         assert np.array_equal(back["mask"], frame_dict["specmask"]) and back["mask"].dtype == np.int64
@@ -246,8 +336,7 @@ def test_write_and_read_frame(frame_dict, tmp_path):
     from astropy.io import fits
 
     with fits.open(path) as hdus:
-        assert [h.name for h in hdus] == ["FLUX", "IVAR", "MASK", "WAVELENGTH", "RESOLUTION", "FIBERMAP",
-                                          "CHI2PIX"]
+        assert [h.name for h in hdus] == ["FLUX", "IVAR", "MASK", "WAVELENGTH", "RESOLUTION", "FIBERMAP", "CHI2PIX"]
         assert hdus["FLUX"].header["CAMERA"] == "r0" and "TTYPE1" in hdus["FIBERMAP"].header
     gpu_specter.io.write_frame(path, dict(frame_dict, fibermap=None))
     assert gpu_specter.io.read_frame(path)["fibermap"] is None
@@ -270,8 +359,10 @@ def test_writers_are_atomic(frame_dict, tmp_path, monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(fits.HDUList, "writeto", interrupted)
-    for write in (lambda: gpu_specter.io.write_frame(path, frame_dict),
-                  lambda: gpu_specter.io.write_model(path, frame_dict)):
+    for write in (
+        lambda: gpu_specter.io.write_frame(path, frame_dict),
+        lambda: gpu_specter.io.write_model(path, frame_dict),
+    ):
         with pytest.raises(KeyboardInterrupt):
             write()
         assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["frame.fits"]

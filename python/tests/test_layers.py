@@ -16,8 +16,17 @@ LAYERS = [
     {"images", "frames"},
     {"extraction"},
     {"mpi"},
-    {"extract", "plot", "gpu_specter", "gpu_specter.core", "gpu_specter.io", "gpu_specter.mpi",
-     "gpu_specter.util", ""},
+    {
+        "extract",
+        "plot",
+        "gpu_specter",
+        "gpu_specter.core",
+        "gpu_specter.io",
+        "gpu_specter.mpi",
+        "gpu_specter.spex",
+        "gpu_specter.util",
+        "",
+    },
 ]
 LAYER = {name: n for n, names in enumerate(LAYERS) for name in names}  # "": perfex/__init__.py
 
@@ -41,7 +50,7 @@ def imports(module, package, path):
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.name == "perfex" or a.name.startswith("perfex."):
-                    yield a.name[len("perfex."):] if "." in a.name else ""
+                    yield a.name[len("perfex.") :] if "." in a.name else ""
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 parts = here[: len(here) - (node.level - 1)] + (node.module.split(".") if node.module else [])
@@ -66,6 +75,7 @@ def test_imports_go_one_way():
             if target == module:
                 continue
             assert target in LAYER, f"perfex.{module} imports unknown perfex.{target}"
-            assert LAYER[target] <= LAYER[module], \
-                f"perfex.{module or '__init__'} (layer {LAYER[module]}) imports perfex.{target or '__init__'} " \
+            assert LAYER[target] <= LAYER[module], (
+                f"perfex.{module or '__init__'} (layer {LAYER[module]}) imports perfex.{target or '__init__'} "
                 f"(layer {LAYER[target]})"
+            )

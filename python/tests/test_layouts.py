@@ -3,10 +3,9 @@ budget shared, device (cupy) arrays understood or refused clearly, images of onl
 frame reads, and exposures whose I/O overlaps the extraction."""
 
 import numpy as np
-import pytest
-
 import perfex
 import perfex.mpi
+import pytest
 from perfex import _perfex
 from perfex.images import cuda_array
 from perfex.runtime import device_plan
@@ -33,8 +32,9 @@ class FakeCudaArray:
     """An object with __cuda_array_interface__ (cupy's), without a GPU."""
 
     def __init__(self, shape, typestr="<f8", strides=None):
-        self.__cuda_array_interface__ = dict(shape=shape, typestr=typestr, strides=strides,
-                                             data=(0x7F0000001000, False), version=3)
+        self.__cuda_array_interface__ = dict(
+            shape=shape, typestr=typestr, strides=strides, data=(0x7F0000001000, False), version=3
+        )
 
 
 class FakeDlpackGpuArray:
@@ -45,9 +45,11 @@ class FakeDlpackGpuArray:
 def test_cuda_array_interface_is_read():
     assert cuda_array(FakeCudaArray((4128, 4114)), "pixels") == (0x7F0000001000, (4128, 4114))
     assert cuda_array(FakeCudaArray((10, 20), strides=(160, 8)), "pixels")[1] == (10, 20)
-    for bad, match in ((FakeCudaArray((4, 5), typestr="<f4"), "float64"),
-                       (FakeCudaArray((4, 5), strides=(8, 32)), "C-contiguous"),
-                       (FakeCudaArray((4, 5, 6)), "2-D")):
+    for bad, match in (
+        (FakeCudaArray((4, 5), typestr="<f4"), "float64"),
+        (FakeCudaArray((4, 5), strides=(8, 32)), "C-contiguous"),
+        (FakeCudaArray((4, 5, 6)), "2-D"),
+    ):
         with pytest.raises(perfex.Error, match=match):
             cuda_array(bad, "pixels")
 
@@ -67,8 +69,10 @@ def test_image_of_only_the_pixels_read(masked, psf):
     assert part.region == (box[0], box[2], psf.npix_y, psf.npix_x)
     assert part.pixels.shape == (box[1] - box[0], box[3] - box[2])
     assert part.pixels.size < masked.pixels.size / 10
-    assert_frames_identical(perfex.extract_frame(part, psf=psf, progress=False, **QUICK),
-                            perfex.extract_frame(masked, psf=psf, progress=False, **QUICK))
+    assert_frames_identical(
+        perfex.extract_frame(part, psf=psf, progress=False, **QUICK),
+        perfex.extract_frame(masked, psf=psf, progress=False, **QUICK),
+    )
     assert perfex.images.preproc_shape(masked.path) == (psf.npix_y, psf.npix_x)
 
 
@@ -77,9 +81,15 @@ def test_exposure_with_overlapped_io_writes_the_same_frames(clean, masked, psf_p
     options = dict(wavelength="5760,5900,0.8", specmin=0, nspec=10, psferr=0.01)
     outputs = {}
     for overlap in (False, True):
-        jobs = [perfex.mpi.FrameJob(image, psf_path, str(tmp_path / f"{overlap}-{n}.fits"),
-                                    model=str(tmp_path / f"{overlap}-m{n}.fits") if n == 1 else None)
-                for n, image in enumerate(inputs)]
+        jobs = [
+            perfex.mpi.FrameJob(
+                image,
+                psf_path,
+                str(tmp_path / f"{overlap}-{n}.fits"),
+                model=str(tmp_path / f"{overlap}-m{n}.fits") if n == 1 else None,
+            )
+            for n, image in enumerate(inputs)
+        ]
         assert perfex.mpi.extract_frames(jobs, overlap=overlap, **options) == []
         outputs[overlap] = [perfex.read_frame(j.output) for j in jobs]
     for a, b in zip(outputs[False], outputs[True]):

@@ -4,9 +4,8 @@ broken frame. Each test starts `mpirun --oversubscribe` (one thread per rank).""
 import os
 
 import numpy as np
-import pytest
-
 import perfex
+import pytest
 from perfex import gpu_specter
 
 from conftest import HERE, NAN_GRID, NAN_PIXELS, SMALL, assert_frames_identical, mpirun
@@ -23,8 +22,16 @@ def test_library_ranks_bitwise(nranks, masked, psf, small_frame, tmp_path):
     got = np.load(out)
     assert_frames_identical(small_frame, got)
     assert int(got["npatches"]) == small_frame.npatches
-    single = gpu_specter.extract_frame({"image": masked.pixels, "ivar": masked.ivar}, psf, 25, SMALL["specmin"],
-                                       SMALL["nspec"], SMALL["wavelength"], nsubbundles=5, psferr=0.01)
+    single = gpu_specter.extract_frame(
+        {"image": masked.pixels, "ivar": masked.ivar},
+        psf,
+        25,
+        SMALL["specmin"],
+        SMALL["nspec"],
+        SMALL["wavelength"],
+        nsubbundles=5,
+        psferr=0.01,
+    )
     for key, value in single.items():
         if value is not None:
             assert np.array_equal(got["drop_in_" + key], value), key
@@ -36,8 +43,7 @@ def test_library_ranks_bitwise(nranks, masked, psf, small_frame, tmp_path):
         assert one.nonfinite_pixels == int(got["nan_count"]) == 3
         assert list(got["nan_warnings"]) == one.warnings and len(one.warnings) == 1
         assert np.array_equal(got["nan_flux"], one.flux) and np.array_equal(got["nan_ivar"], one.ivar)
-        failed = perfex.extract_frame(masked.pixels, masked.ivar, psf, progress=False, regularize=1e300,
-                                      **NAN_GRID)
+        failed = perfex.extract_frame(masked.pixels, masked.ivar, psf, progress=False, regularize=1e300, **NAN_GRID)
         assert failed.failed_patches == int(got["failed_patches"]) > 0
         assert np.array_equal(got["failed_mask"], failed.mask)
         assert np.all(failed.mask & 0x180 == 0x180)  # BAD2DFIT | NODATA: every patch failed
@@ -45,8 +51,25 @@ def test_library_ranks_bitwise(nranks, masked, psf, small_frame, tmp_path):
 
 def test_command_line_three_ranks_bitwise(masked, psf, small_frame, tmp_path):
     out = tmp_path / "frame.fits"
-    args = ["-m", "perfex.extract", "--mpi", "-i", masked.path, "-p", psf.source, "-o", str(out), "-w",
-            SMALL["wavelength"], "-s", str(SMALL["specmin"]), "-n", str(SMALL["nspec"]), "--psferr", "0.01"]
+    args = [
+        "-m",
+        "perfex.extract",
+        "--mpi",
+        "-i",
+        masked.path,
+        "-p",
+        psf.source,
+        "-o",
+        str(out),
+        "-w",
+        SMALL["wavelength"],
+        "-s",
+        str(SMALL["specmin"]),
+        "-n",
+        str(SMALL["nspec"]),
+        "--psferr",
+        "0.01",
+    ]
     r = mpirun(3, args)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "on 3 ranks" in r.stderr
@@ -70,11 +93,13 @@ def test_exposure_groups_with_a_broken_frame(clean, masked, psf, tmp_path):
     assert not (tmp_path / "frame-broken.fits").exists()
     for name in ("clean", "masked"):
         pre = clean if name == "clean" else masked
-        expected = perfex.extract_frame(pre, psf=psf, wavelength="5760,5960,0.8", specmin=20, nspec=10,
-                                        psferr=0.01, progress=False)
+        expected = perfex.extract_frame(
+            pre, psf=psf, wavelength="5760,5960,0.8", specmin=20, nspec=10, psferr=0.01, progress=False
+        )
         perfex.write_frame(tmp_path / f"expected-{name}.fits", expected, pre.path, psf.source)
-        assert_frames_identical(perfex.read_frame(tmp_path / f"frame-{name}.fits"),
-                                perfex.read_frame(tmp_path / f"expected-{name}.fits"))
+        assert_frames_identical(
+            perfex.read_frame(tmp_path / f"frame-{name}.fits"), perfex.read_frame(tmp_path / f"expected-{name}.fits")
+        )
 
 
 @pytest.mark.parametrize("nranks", [5, 16])
@@ -82,12 +107,29 @@ def test_many_ranks_bitwise(nranks, masked, psf, small_frame, tmp_path):
     """More ranks than the frame's three bundle pieces: every rank gets patches, the frame is
     bitwise the one-process frame."""
     out = tmp_path / "frame.npz"
-    r = mpirun(nranks, [os.path.join(HERE, "mpi_balance.py"), masked.path, psf.source, str(out),
-                        str(SMALL["specmin"]), str(SMALL["nspec"])], timeout=900)
+    r = mpirun(
+        nranks,
+        [
+            os.path.join(HERE, "mpi_balance.py"),
+            masked.path,
+            psf.source,
+            str(out),
+            str(SMALL["specmin"]),
+            str(SMALL["nspec"]),
+        ],
+        timeout=900,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     got = np.load(out)
-    one = perfex.extract_frame(masked, psf=psf, progress=False, wavelength="5760,6160,0.8",
-                               specmin=SMALL["specmin"], nspec=SMALL["nspec"], psferr=0.01)
+    one = perfex.extract_frame(
+        masked,
+        psf=psf,
+        progress=False,
+        wavelength="5760,6160,0.8",
+        specmin=SMALL["specmin"],
+        nspec=SMALL["nspec"],
+        psferr=0.01,
+    )
     assert_frames_identical(one, got)
     patches = got["records"][:, 0]
     assert patches.sum() == one.npatches == int(got["npatches"]) == 165
@@ -107,8 +149,7 @@ def test_one_bundle_on_two_ranks(masked, psf, tmp_path):
     patches = records[:, 0]
     assert patches.sum() == 55 and 20 <= patches[0] <= patches[1], records  # rank 0 a bit less
     # Twelve ranks on one fibre's 11 patches: the ranks left without work wait without CPU.
-    r = mpirun(12, [os.path.join(HERE, "mpi_balance.py"), masked.path, psf.source, str(out), "20", "1"],
-               timeout=900)
+    r = mpirun(12, [os.path.join(HERE, "mpi_balance.py"), masked.path, psf.source, str(out), "20", "1"], timeout=900)
     assert r.returncode == 0, r.stdout + r.stderr
     records = np.load(out)["records"]
     assert records[:, 0].sum() == 11 and (records[:, 0] == 0).any(), records

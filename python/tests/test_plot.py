@@ -1,8 +1,7 @@
 """perfex.plot: the quick-look PNG."""
 
-import pytest
-
 import perfex
+import pytest
 
 from conftest import run_python
 

@@ -12,13 +12,11 @@ import sys
 import time
 
 import numpy as np
-import pytest
-
 import perfex
-import perfex.extract as cli
+import pytest
 from perfex import gpu_specter
 
-from conftest import data_path, mpirun, python_env, run_python
+from conftest import mpirun, python_env, run_python
 
 QUICK = dict(wavelength="5760,5800,0.8", specmin=0, nspec=5, psferr=0.01)
 QUICK_ARGS = ["-w", "5760,5800,0.8", "-s", "0", "-n", "5", "--psferr", "0.01"]
@@ -44,10 +42,18 @@ def run_cli(args, **env):
 # ---- 1. inputs are never overwritten -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("outputs", [
-    ("-o", "p.fits"), ("-o", "i.fits"), ("-o", "f.fits", "-m", "i.fits"),
-    ("-o", "a.fits", "-m", "a.fits"), ("-o", "d/../p.fits"), ("-o", "hard.fits"), ("-o", "sym.fits"),
-])
+@pytest.mark.parametrize(
+    "outputs",
+    [
+        ("-o", "p.fits"),
+        ("-o", "i.fits"),
+        ("-o", "f.fits", "-m", "i.fits"),
+        ("-o", "a.fits", "-m", "a.fits"),
+        ("-o", "d/../p.fits"),
+        ("-o", "hard.fits"),
+        ("-o", "sym.fits"),
+    ],
+)
 def test_command_line_never_writes_over_an_input(outputs, inputs, tmp_path):
     image, psf = inputs
     (tmp_path / "d").mkdir()
@@ -55,8 +61,7 @@ def test_command_line_never_writes_over_an_input(outputs, inputs, tmp_path):
     os.symlink(image, tmp_path / "sym.fits")
     before = digest(image), digest(psf)
     t0 = time.time()
-    r = run_cli(["-i", image, "-p", psf] + [tmp_path / o if o.endswith(".fits") else o for o in outputs]
-                + QUICK_ARGS)
+    r = run_cli(["-i", image, "-p", psf] + [tmp_path / o if o.endswith(".fits") else o for o in outputs] + QUICK_ARGS)
     assert r.returncode == 2, r.stderr
     assert "perfex never writes over its inputs" in r.stderr or "is also the" in r.stderr, r.stderr
     assert (digest(image), digest(psf)) == before
@@ -69,10 +74,10 @@ def test_frames_list_outputs_are_checked_across_lines(inputs, tmp_path):
     (tmp_path / "d").mkdir()
     cases = {
         "a model that is another line's output": f"{image} {psf} {tmp_path}/a.fits\n"
-                                                  f"{image} {psf} {tmp_path}/b.fits {tmp_path}/a.fits\n",
+        f"{image} {psf} {tmp_path}/b.fits {tmp_path}/a.fits\n",
         "d/a.fits and d/./a.fits": f"{image} {psf} {tmp_path}/d/a.fits\n{image} {psf} {tmp_path}/d/./a.fits\n",
         "an output that is another line's input": f"{image} {psf} {tmp_path}/a.fits\n"
-                                                   f"{tmp_path}/a.fits {psf} {tmp_path}/b.fits\n",
+        f"{tmp_path}/a.fits {psf} {tmp_path}/b.fits\n",
     }
     for what, text in cases.items():
         listing = tmp_path / "frames.txt"
@@ -112,21 +117,24 @@ def test_check_outputs_by_identity(tmp_path):
 @pytest.mark.parametrize("specmin, nspec", [(1, 2**31 - 1), (2**31 - 1, 1), (0, 2**31), (-1, 5), (0, 0)])
 def test_fibre_ranges_beyond_the_psf_are_refused(masked, psf, specmin, nspec):
     with pytest.raises(perfex.RequestError, match="specmin|nspec"):
-        perfex.extract_frame(masked, psf=psf, progress=False, wavelength="5760,5800,0.8",
-                             specmin=specmin, nspec=nspec)
+        perfex.extract_frame(masked, psf=psf, progress=False, wavelength="5760,5800,0.8", specmin=specmin, nspec=nspec)
 
 
 def test_fibre_ranges_on_the_command_line(inputs, tmp_path):
     image, psf = inputs
-    r = run_cli(["-i", image, "-p", psf, "-o", tmp_path / "f.fits", "-w", "5760,5800,0.8", "-s", "1",
-                 "-n", "2147483647"])
+    r = run_cli(
+        ["-i", image, "-p", psf, "-o", tmp_path / "f.fits", "-w", "5760,5800,0.8", "-s", "1", "-n", "2147483647"]
+    )
     assert r.returncode == 2 and "fibres 1-2147483647" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("how", ["initialize", "env"])
 def test_more_than_512_threads(how):
-    code = "import perfex; perfex.initialize(600)" if how == "initialize" else \
-        "import perfex, warnings; warnings.simplefilter('ignore'); print(perfex.initialize())"
+    code = (
+        "import perfex; perfex.initialize(600)"
+        if how == "initialize"
+        else "import perfex, warnings; warnings.simplefilter('ignore'); print(perfex.initialize())"
+    )
     env = {"OMP_NUM_THREADS": "600"} if how == "env" else {"OMP_NUM_THREADS": "1"}
     r = run_python(["-c", code], timeout=120, **env)
     assert r.returncode in (0, 1) and r.returncode != -signal.SIGSEGV, r.stderr
@@ -185,11 +193,14 @@ def test_multiprocessing_fork_workers_get_an_error(masked, psf_path):
     assert all("forked after the perfex runtime started" in r for r in results), results
 
 
-@pytest.mark.parametrize("extra, expect", [
-    (["--nwavestep", "100000"], "nwavestep 100000 exceeds the grid's 51 wavelengths"),
-    (["--wavepad-frac", "1e6"], "--wavepad-frac"),
-    (["-w", "5760,6760,1e-6"], "1000000001 wavelengths"),
-])
+@pytest.mark.parametrize(
+    "extra, expect",
+    [
+        (["--nwavestep", "100000"], "nwavestep 100000 exceeds the grid's 51 wavelengths"),
+        (["--wavepad-frac", "1e6"], "--wavepad-frac"),
+        (["-w", "5760,6760,1e-6"], "1000000001 wavelengths"),
+    ],
+)
 def test_command_line_preflight(inputs, tmp_path, extra, expect):
     image, psf = inputs
     args = ["-i", image, "-p", psf, "-o", tmp_path / "f.fits", "-s", "0", "-n", "5", "--psferr", "0.01"]
@@ -245,8 +256,11 @@ open({str(tmp_path)!r} + f"/rank-{{comm.rank}}.txt", "w").write(result)
     results = [(tmp_path / f"rank-{rank}.txt").read_text() for rank in range(3)]
     assert all(x.startswith("error: ") for x in results), results
     assert len(set(results)) == 1, results  # the same error on every rank
-    expected = {"wavelength": "wavelength: expected 'wmin,wmax,dw'", "ivar": "'image' and 'ivar'",
-                "xtrace": "has no XTRACE"}[bad]
+    expected = {
+        "wavelength": "wavelength: expected 'wmin,wmax,dw'",
+        "ivar": "'image' and 'ivar'",
+        "xtrace": "has no XTRACE",
+    }[bad]
     assert expected in results[0], results
 
 
@@ -264,9 +278,27 @@ def test_two_runs_with_one_fibermap_at_once(inputs, tmp_path):
         table.writeto(fibermap)
     runs = []
     for specmin in (0, 10):
-        args = [sys.executable, "-m", "perfex.extract", "-i", image, "-p", psf, "-f", fibermap,
-                "-o", tmp_path / f"f{specmin}.fits", "-w", "5760,5800,0.8", "-s", str(specmin),
-                "-n", "5", "--threads", "1"]
+        args = [
+            sys.executable,
+            "-m",
+            "perfex.extract",
+            "-i",
+            image,
+            "-p",
+            psf,
+            "-f",
+            fibermap,
+            "-o",
+            tmp_path / f"f{specmin}.fits",
+            "-w",
+            "5760,5800,0.8",
+            "-s",
+            str(specmin),
+            "-n",
+            "5",
+            "--threads",
+            "1",
+        ]
         runs.append(subprocess.Popen([str(a) for a in args], env=python_env(), stderr=subprocess.PIPE))
     for run in runs:
         assert run.wait(timeout=300) == 0, run.stderr.read()
@@ -280,8 +312,9 @@ def test_image_not_the_psfs_ccd(masked, psf):
     with pytest.raises(perfex.Error, match="transposed") as e:
         perfex.extract_frame(masked.pixels.T.copy(), masked.ivar.T.copy(), psf, progress=False, **QUICK)
     assert "allow_image_size_mismatch=True" in str(e.value)
-    small = perfex.extract_frame(masked.pixels[:3000], masked.ivar[:3000], psf, progress=False,
-                                 allow_image_size_mismatch=True, **QUICK)
+    small = perfex.extract_frame(
+        masked.pixels[:3000], masked.ivar[:3000], psf, progress=False, allow_image_size_mismatch=True, **QUICK
+    )
     assert any("NPIX_Y = 4128" in w for w in small.warnings)
 
 
@@ -293,15 +326,15 @@ def test_grid_outside_the_psf_is_refused(masked, psf):
 @pytest.mark.parametrize("psferr", [float("nan"), float("inf"), -0.5, "x"])
 def test_bad_psferr_is_refused(masked, psf, psferr):
     with pytest.raises(perfex.RequestError, match="psferr"):
-        perfex.extract_frame(masked, psf=psf, progress=False, wavelength="5760,5800,0.8", nspec=5,
-                             psferr=psferr)
+        perfex.extract_frame(masked, psf=psf, progress=False, wavelength="5760,5800,0.8", nspec=5, psferr=psferr)
 
 
 @pytest.mark.parametrize("value", ["nan", "-0.5"])
 def test_bad_psferr_on_the_command_line(inputs, tmp_path, value):
     image, psf = inputs
-    r = run_cli(["-i", image, "-p", psf, "-o", tmp_path / "f.fits", "-w", "5760,5800,0.8", "-n", "5",
-                 "--psferr", value])
+    r = run_cli(
+        ["-i", image, "-p", psf, "-o", tmp_path / "f.fits", "-w", "5760,5800,0.8", "-n", "5", "--psferr", value]
+    )
     assert r.returncode == 2 and "psferr" in r.stderr, r.stderr
 
 
@@ -312,10 +345,20 @@ def test_sigterm_while_writing_the_model(inputs, tmp_path):
     image, psf = inputs
     out = tmp_path / "out"
     out.mkdir()
-    args = [sys.executable, "-m", "perfex.extract", "-i", image, "-p", psf, "-o", out / "f.fits",
-            "-m", out / "m.fits"] + QUICK_ARGS
-    proc = subprocess.Popen([str(a) for a in args], env=python_env(OMP_NUM_THREADS="1"),
-                            stderr=subprocess.PIPE)
+    args = [
+        sys.executable,
+        "-m",
+        "perfex.extract",
+        "-i",
+        image,
+        "-p",
+        psf,
+        "-o",
+        out / "f.fits",
+        "-m",
+        out / "m.fits",
+    ] + QUICK_ARGS
+    proc = subprocess.Popen([str(a) for a in args], env=python_env(OMP_NUM_THREADS="1"), stderr=subprocess.PIPE)
     deadline = time.time() + 300
     seen = False
     while time.time() < deadline and proc.poll() is None and not seen:
@@ -332,8 +375,7 @@ def test_sigterm_while_writing_the_model(inputs, tmp_path):
 def test_missing_output_folder_is_found_first(inputs, tmp_path):
     image, psf = inputs
     t0 = time.time()
-    r = run_cli(["-i", image, "-p", psf, "-o", tmp_path / "f.fits", "-m", tmp_path / "no" / "m.fits"]
-                + QUICK_ARGS)
+    r = run_cli(["-i", image, "-p", psf, "-o", tmp_path / "f.fits", "-m", tmp_path / "no" / "m.fits"] + QUICK_ARGS)
     assert r.returncode == 2 and "-m/--model" in r.stderr and "no" in r.stderr, r.stderr
     assert "extracting" not in r.stderr
     assert not (tmp_path / "f.fits").exists()
@@ -356,10 +398,10 @@ def test_disk_full_names_the_reason(small_frame, tmp_path):
     code = f"""
 import pickle, resource, signal, perfex
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-frame = pickle.load(open({str(tmp_path / 'frame.pkl')!r}, "rb"))
+frame = pickle.load(open({str(tmp_path / "frame.pkl")!r}, "rb"))
 resource.setrlimit(resource.RLIMIT_FSIZE, (200000, 200000))
 try:
-    perfex.write_frame({str(tmp_path / 'f.fits')!r}, frame)
+    perfex.write_frame({str(tmp_path / "f.fits")!r}, frame)
 except perfex.Error as e:
     print("error:", e)
 """
@@ -407,10 +449,77 @@ def test_write_frame_mask_values(small_frame, tmp_path, mask):
 def test_exposure_with_many_failures_has_a_short_summary(inputs, tmp_path):
     image, psf = inputs
     listing = tmp_path / "frames.txt"
-    listing.write_text("".join(f"{tmp_path}/missing-{n}.fits {psf} {tmp_path}/f{n}.fits\n"
-                               for n in range(300)))
+    listing.write_text("".join(f"{tmp_path}/missing-{n}.fits {psf} {tmp_path}/f{n}.fits\n" for n in range(300)))
     r = run_cli(["--frames", listing] + QUICK_ARGS)
     assert r.returncode == 1
     summary = [line for line in r.stderr.splitlines() if "frames failed" in line]
     assert len(summary) == 1 and "300 of 300 frames failed" in summary[0] and len(summary[0]) < 400
     assert "and 295 more" in summary[0]
+
+
+# ---- 7. the environment: every thread variable checked before the runtime starts --------------
+
+THREAD_ENVIRONMENTS = [
+    # (environment, threads=, the count started, or the refusal's words)
+    ({"OMP_NUM_THREADS": "100000"}, None, 512),
+    ({"OMP_NUM_THREADS": "4,2"}, None, 4),
+    ({"OMP_NUM_THREADS": "3", "OMP_DYNAMIC": "true"}, None, 3),
+    ({"OMP_NUM_THREADS": "abc"}, None, "OMP_NUM_THREADS='abc': expected a positive integer"),
+    ({"KOKKOS_NUM_THREADS": "600"}, None, "KOKKOS_NUM_THREADS: at most 512"),
+    ({"KOKKOS_NUM_THREADS": "0"}, None, "KOKKOS_NUM_THREADS: must be >= 1"),
+    ({"KOKKOS_NUM_THREADS": "x"}, None, "KOKKOS_NUM_THREADS='x': not a thread count"),
+    ({"KOKKOS_NUM_THREADS": "3"}, None, 3),
+    ({"KOKKOS_NUM_THREADS": "3"}, 2, "threads (2 threads) and KOKKOS_NUM_THREADS (3) disagree"),
+    ({"OMP_THREAD_LIMIT": "1"}, 2, "threads: 2 threads, but OMP_THREAD_LIMIT=1 allows fewer"),
+    ({"GOMP_CPU_AFFINITY": "0,1000"}, 2, "GOMP_CPU_AFFINITY='0,1000': thread 1 would be bound"),
+    ({"KOKKOS_NUMA": "x"}, None, "KOKKOS_NUMA='x': Kokkos reads this variable as an integer"),
+]
+
+
+def run_python_without_thread_variables(args, env):
+    """run_python with only the thread variables of env set."""
+    full = python_env()
+    for var in ("OMP_NUM_THREADS", "KOKKOS_NUM_THREADS", "OMP_THREAD_LIMIT", "GOMP_CPU_AFFINITY", "OMP_PROC_BIND"):
+        full.pop(var, None)
+    full.update(env)
+    return subprocess.run([sys.executable] + list(args), env=full, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("env, threads, expect", THREAD_ENVIRONMENTS)
+def test_thread_environment_of_initialize(env, threads, expect):
+    """perfex.initialize() with hostile thread variables: the count, or a RequestError naming the
+    variable; never a crash (OMP_NUM_THREADS=100000 and KOKKOS_NUM_THREADS=600 crashed)."""
+    code = f"""
+import warnings, perfex
+warnings.simplefilter("ignore")
+try:
+    print("threads", perfex.initialize({threads!r}))
+except perfex.RequestError as e:
+    print("refused:", e)
+"""
+    r = run_python_without_thread_variables(["-c", code], env)
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
+    if isinstance(expect, int):
+        assert r.stdout.strip() == f"threads {expect}", r.stdout + r.stderr
+    else:
+        assert r.stdout.startswith("refused: ") and expect in r.stdout, r.stdout + r.stderr
+
+
+def test_thread_environment_of_the_command_line_and_the_drop_in(inputs, tmp_path):
+    image, psf = inputs
+    r = run_cli(["-i", image, "-p", psf, "-o", tmp_path / "f.fits"] + QUICK_ARGS, KOKKOS_NUM_THREADS="600")
+    assert r.returncode == 2, r.stderr
+    assert "error: KOKKOS_NUM_THREADS: at most 512" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "f.fits").exists()
+    code = f"""
+import perfex
+from perfex import gpu_specter
+pre = perfex.read_preproc({str(image)!r})
+try:
+    gpu_specter.extract_frame({{"image": pre.pixels, "ivar": pre.ivar}}, {str(psf)!r}, 25, 0, 5,
+                              "5760,5800,0.8", psferr=0.01)
+except perfex.RequestError as e:
+    print("refused:", e)
+"""
+    r = run_python(["-c", code], timeout=120, OMP_NUM_THREADS="4,x")
+    assert r.returncode == 0 and "refused: OMP_NUM_THREADS='4,x'" in r.stdout, r.stdout + r.stderr

@@ -246,22 +246,25 @@ TEST_CASE("cli: explicit and default options are told apart; limits", "[cli]") {
                        Contains("exit status"));
 }
 
-TEST_CASE("cli: host threads are capped at Kokkos' OpenMP pool", "[cli]") {
-  CHECK(perfex::host_threads(7).threads == 7);
-  CHECK(perfex::host_threads(7).warning.empty());
-  CHECK_THROWS_AS(perfex::host_threads(513), perfex::RequestError);
-  CHECK_THROWS_WITH(perfex::host_threads(600, "option --threads"),
-                    "option --threads: at most 512 (Kokkos' OpenMP thread pool), got 600");
-#ifdef KOKKOS_ENABLE_OPENMP
-  const int before = omp_get_max_threads();
-  omp_set_num_threads(1000);
-  CHECK(perfex::host_threads(0).threads == perfex::kMaxHostThreads);
-  CHECK_THAT(perfex::host_threads(0).warning, Catch::Contains("using 512"));
-  omp_set_num_threads(2);
-  CHECK(perfex::host_threads(0).threads == 0);
-  CHECK(perfex::host_threads(0).warning.empty());
-  omp_set_num_threads(before);
-#endif
+TEST_CASE("cli: thread options are checked as one count", "[cli]") {
+  using Catch::Contains;
+  CHECK(parse_extract_args(with_files({"--kokkos-threads=3"})).kokkos_thread_options ==
+        Args{"--kokkos-threads=3"});
+  CHECK(parse_extract_args(with_files({"--kokkos-num-threads", "4"})).kokkos_thread_options ==
+        Args{"--kokkos-num-threads=4"});
+  CHECK_THAT(error_of(with_files({"--kokkos-threads=600"})),
+             Contains("option --kokkos-threads: at most 512"));
+  CHECK_THAT(error_of(with_files({"--kokkos-num-threads=x"})),
+             Contains("option --kokkos-num-threads: 'x' is not an integer"));
+  CHECK_THAT(error_of(with_files({"--threads", "0"})), Contains("--threads: must be >= 1"));
+  // Every source of a count together: one function decides (perfex::resolve_host_threads).
+  const ExtractArgs a = parse_extract_args(with_files({"--threads", "2", "--kokkos-threads=3"}));
+  perfex::ThreadSettings s;
+  s.requested = a.threads;
+  s.what = "option --threads";
+  s.kokkos_args = a.kokkos_thread_options;
+  CHECK_THROWS_WITH(perfex::resolve_host_threads(s),
+                    Contains("option --threads (2 threads) and option --kokkos-threads (3)"));
 }
 
 TEST_CASE("cli: options resolved against the PSF", "[cli]") {

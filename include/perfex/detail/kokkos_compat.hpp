@@ -3,6 +3,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <string>
+#include <vector>
 
 namespace perfex {
 namespace math {
@@ -77,6 +78,30 @@ inline void initialize_kokkos(int threads, int device = -1) {
   if (device >= 0) args.device_id = device;
   Kokkos::initialize(args);
 #endif
+}
+
+// Initialises Kokkos from a command line (Kokkos' --kokkos-* options, which it removes) with
+// `threads` host threads and GPU `device` (-1: Kokkos' default) given as its options. The
+// thread option is --kokkos-num-threads from Kokkos 3.7 (--kokkos-threads before).
+inline void initialize_kokkos(int threads, int device, int& argc, char* argv[]) {
+  if (argc < 1) return initialize_kokkos(threads, device);
+#if KOKKOS_VERSION >= 30700
+  std::string thread_option = "--kokkos-num-threads=" + std::to_string(threads);
+#else
+  std::string thread_option = "--kokkos-threads=" + std::to_string(threads);
+#endif
+  std::string device_option = "--kokkos-device-id=" + std::to_string(device);
+  std::vector<char*> args{argv[0], thread_option.data()};
+  if (device >= 0) args.push_back(device_option.data());
+  args.insert(args.end(), argv + 1, argv + argc);
+  int n = static_cast<int>(args.size());
+  args.push_back(nullptr);
+  Kokkos::initialize(n, args.data());
+  // Kokkos removed the options it took, the added ones among them: the rest is the command line.
+  argc = 0;
+  for (int i = 0; i < n; ++i)
+    if (args[i] != thread_option.data() && args[i] != device_option.data()) argv[argc++] = args[i];
+  argv[argc] = nullptr;
 }
 
 // Concurrency of an execution-space instance (static in 3.4, a member in 4.x: an instance

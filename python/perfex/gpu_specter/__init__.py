@@ -2,7 +2,9 @@
 
 The modules a desispec pipeline uses, with gpu_specter's names, arguments and results:
 core.extract_frame (also here as extract_frame), io (read_psf, read_img, write_frame,
-write_model, read_frame, native_endian), mpi's IO coordinators, util.get_logger / Timer, and
+write_model, read_frame, native_endian), mpi's IO coordinators, util.get_logger / Timer, spex
+(the spex command: parse, check_input_options, main_gpu_specter; python -m
+perfex.gpu_specter.spex), and
 test/data/psf-r0-00051060.fits (the PSF desispec's tests find through
 importlib.resources.files('gpu_specter')).
 
@@ -24,17 +26,17 @@ import sys
 
 import perfex
 
-from . import core, io, mpi, util
+from . import core, io, mpi, spex, util
 from .core import extract_frame
 from .io import read_psf
 
 __version__ = f"perfex {perfex.__version__}"
 
-_SUBMODULES = ("core", "io", "mpi", "util")
+_SUBMODULES = ("core", "io", "mpi", "spex", "util")
 
 
 def install_alias():
-    """Makes `import gpu_specter` and `import gpu_specter.core` (.io, .mpi, .util) give this
+    """Makes `import gpu_specter` and `import gpu_specter.core` (.io, .mpi, .spex, .util) give this
     package and its modules, by putting them into sys.modules; call it before anything
     imports gpu_specter (again: no effect). Other gpu_specter submodules (extract, linalg, ...)
     then fail to import. Raises perfex.Error when another gpu_specter is already imported.
@@ -43,12 +45,14 @@ def install_alias():
     present = sys.modules.get("gpu_specter")
     if present is not None and present is not package:
         where = getattr(present, "__file__", None) or repr(present)
-        raise perfex.Error(f"install_alias: gpu_specter is already imported (from {where}); alias it "
-                           "before anything imports gpu_specter")
+        raise perfex.Error(
+            f"install_alias: gpu_specter is already imported (from {where}); alias it "
+            "before anything imports gpu_specter"
+        )
     aliases = {"gpu_specter": package}
     aliases.update({f"gpu_specter.{name}": getattr(package, name) for name in _SUBMODULES})
     sys.modules.update(aliases)
     return sorted(aliases)
 
 
-__all__ = ["__version__", "core", "extract_frame", "install_alias", "io", "mpi", "read_psf", "util"]
+__all__ = ["__version__", "core", "extract_frame", "install_alias", "io", "mpi", "read_psf", "spex", "util"]

@@ -24,8 +24,10 @@ def _grid(wavelength, psf):
         wmin, wmax, dw = float(wave[0]), float(wave[-1]), float(np.gradient(wave)[0])
         regular = np.arange(wmin, wmax + 0.5 * dw, dw)
         if regular.shape != wave.shape or not np.allclose(regular, wave, rtol=0, atol=1e-6 * dw):
-            raise perfex.Error("wavelength: perfex extracts on uniform grids (numpy.arange(wmin, "
-                               "wmax + dw/2, dw)); this grid is not one")
+            raise perfex.Error(
+                "wavelength: perfex extracts on uniform grids (numpy.arange(wmin, "
+                "wmax + dw/2, dw)); this grid is not one"
+            )
         return wmin, wmax, dw
     if isinstance(wavelength, (str, tuple)):
         return perfex.options.parse_wavelength(wavelength)
@@ -34,10 +36,28 @@ def _grid(wavelength, psf):
     raise perfex.Error(f"wavelength: expected None, 'wmin,wmax,dw', a tuple or an array, got {wavelength!r}")
 
 
-def extract_frame(img, psf, bundlesize, specmin, nspec, wavelength=None, nwavestep=50,
-                  nsubbundles=1, model=None, regularize=0, psferr=None, comm=None, gpu=None,
-                  loglevel=None, timing=None, wavepad=10, pixpad_frac=0.8, wavepad_frac=0.2,
-                  batch_subbundle=True, ranks_per_bundle=None):
+def extract_frame(
+    img,
+    psf,
+    bundlesize,
+    specmin,
+    nspec,
+    wavelength=None,
+    nwavestep=50,
+    nsubbundles=1,
+    model=None,
+    regularize=0,
+    psferr=None,
+    comm=None,
+    gpu=None,
+    loglevel=None,
+    timing=None,
+    wavepad=10,
+    pixpad_frac=0.8,
+    wavepad_frac=0.2,
+    batch_subbundle=True,
+    ranks_per_bundle=None,
+):
     """Extracts 1D spectra from a 2D image, as gpu_specter.core.extract_frame.
 
     img: dict with 'image' and 'ivar' (the ivar already mask-applied; other keys ignored);
@@ -88,14 +108,23 @@ def extract_frame(img, psf, bundlesize, specmin, nspec, wavelength=None, nwavest
         if distributed:
             log.info("Sending inputs to other MPI ranks (each the pixels of its patches)")
     options = dict(
-        wavelength=grid, bundlesize=bundlesize, specmin=specmin, nspec=nspec,
-        nwavestep=nwavestep, nsubbundles=nsubbundles, model_image=bool(model),
-        regularize=regularize, psferr=psferr, wavepad0=wavepad, pixpad_frac=pixpad_frac,
+        wavelength=grid,
+        bundlesize=bundlesize,
+        specmin=specmin,
+        nspec=nspec,
+        nwavestep=nwavestep,
+        nsubbundles=nsubbundles,
+        model_image=bool(model),
+        regularize=regularize,
+        psferr=psferr,
+        wavepad0=wavepad,
+        pixpad_frac=pixpad_frac,
         wavepad_frac=wavepad_frac,
     )
     if distributed:
-        frame = perfex.mpi.extract_frame(comm, image, ivar, psf, backend=backend, timing=stamps,
-                                         progress=False, **options)
+        frame = perfex.mpi.extract_frame(
+            comm, image, ivar, psf, backend=backend, timing=stamps, progress=False, **options
+        )
     else:
         stamps["init-mpi-bcast"] = stamps["host-to-device"] = time.time()
         frame = perfex.extract_frame(image, ivar, psf, backend=backend, progress=False, **options)
@@ -105,8 +134,10 @@ def extract_frame(img, psf, bundlesize, specmin, nspec, wavelength=None, nwavest
     result = None
     if frame is not None:
         if frame.nonfinite_pixels:
-            log.warning(f"{frame.nonfinite_pixels} NaN/Inf image or ivar pixels masked (ivar 0); "
-                        "gpu_specter stops with a ValueError on such pixels with ivar > 0")
+            log.warning(
+                f"{frame.nonfinite_pixels} NaN/Inf image or ivar pixels masked (ivar 0); "
+                "gpu_specter stops with a ValueError on such pixels with ivar > 0"
+            )
         for warning in frame.warnings:
             if "NaN/Inf" not in warning:
                 log.warning(warning)
@@ -124,8 +155,7 @@ def extract_frame(img, psf, bundlesize, specmin, nspec, wavelength=None, nwavest
     stamps.setdefault("merged-bundles", time.time())
     stamps["assembled-frame"] = time.time()
     if rank == 0:
-        for name in ("init-mpi-bcast", "extracted-bundles", "staged-bundles", "merged-bundles",
-                     "assembled-frame"):
+        for name in ("init-mpi-bcast", "extracted-bundles", "staged-bundles", "merged-bundles", "assembled-frame"):
             timer.split("mpi-bcast-raw" if name == "init-mpi-bcast" else name, stamps[name])
         timer.log_splits(log)
     if isinstance(timing, dict):

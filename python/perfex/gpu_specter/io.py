@@ -10,7 +10,6 @@ FILENAME.tmp), removed when writing fails or is interrupted, and by a signal tha
 process.
 """
 
-import os
 import re
 
 import numpy as np
@@ -25,9 +24,12 @@ from .util import get_logger
 _STRUCTURAL = re.compile(
     r"(SIMPLE|EXTEND|XTENSION|BITPIX|NAXIS\d*|PCOUNT|GCOUNT|THEAP|EXTNAME|CHECKSUM|DATASUM"
     r"|BSCALE|BZERO|BLANK|ZIMAGE|ZSIMPLE|ZTENSION|ZBITPIX|ZNAXIS\d*|ZTILE\d+|ZNAME\d+|ZVAL\d+"
-    r"|ZCMPTYPE|ZQUANTIZ|ZDITHER0|ZPCOUNT|ZGCOUNT|ZEXTEND)$")
-_TABLE = re.compile(r"(TFIELDS|BUNIT|(TFORM|TTYPE|TDIM|TUNIT|TSCAL|TZERO|TNULL|TDISP|TDMIN|TDMAX"
-                    r"|TDESC|TROTA|TRPIX|TRVAL|TDELT|TCUNI)\d+)$")
+    r"|ZCMPTYPE|ZQUANTIZ|ZDITHER0|ZPCOUNT|ZGCOUNT|ZEXTEND)$"
+)
+_TABLE = re.compile(
+    r"(TFIELDS|BUNIT|(TFORM|TTYPE|TDIM|TUNIT|TSCAL|TZERO|TNULL|TDISP|TDMIN|TDMAX"
+    r"|TDESC|TROTA|TRPIX|TRVAL|TDELT|TCUNI)\d+)$"
+)
 
 
 def native_endian(data):
@@ -99,8 +101,7 @@ def read_img(filename):
             mask=native_endian(np.array(mask.data)),
         )
         if imgdata["mask"].shape != imgdata["ivar"].shape:
-            raise ValueError(f"{filename}: MASK has shape {imgdata['mask'].shape}, IVAR "
-                             f"{imgdata['ivar'].shape}")
+            raise ValueError(f"{filename}: MASK has shape {imgdata['mask'].shape}, IVAR {imgdata['ivar'].shape}")
         imgdata["ivar"][imgdata["mask"] != 0] = 0.0
         imgdata["fibermap"] = _table_array(fibermap)
         imgdata["fibermaphdr"] = fibermap.header.copy()
@@ -172,22 +173,24 @@ def write_frame(filename, frame, dtype=np.float32):
     else:
         table = fits.BinTableHDU(data=fibermap, header=_header(_item(frame, "fibermaphdr"), table=True))
         table.header["EXTNAME"] = "FIBERMAP"
-    _write_atomically(filename, [
-        _image(_item(frame, "specflux", dtype), "FLUX", _item(frame, "imagehdr"), primary=True),
-        _image(_item(frame, "specivar", dtype), "IVAR"),
-        _image(_item(frame, "specmask"), "MASK"),
-        _image(_item(frame, "wave"), "WAVELENGTH"),
-        _image(_item(frame, "Rdiags", dtype), "RESOLUTION"),
-        table,
-        _image(_item(frame, "chi2pix", dtype), "CHI2PIX"),
-    ])
+    _write_atomically(
+        filename,
+        [
+            _image(_item(frame, "specflux", dtype), "FLUX", _item(frame, "imagehdr"), primary=True),
+            _image(_item(frame, "specivar", dtype), "IVAR"),
+            _image(_item(frame, "specmask"), "MASK"),
+            _image(_item(frame, "wave"), "WAVELENGTH"),
+            _image(_item(frame, "Rdiags", dtype), "RESOLUTION"),
+            table,
+            _image(_item(frame, "chi2pix", dtype), "CHI2PIX"),
+        ],
+    )
 
 
 def write_model(filename, frame):
     """Writes frame['modelimage'] as the primary HDU MODEL with frame['imagehdr']'s cards (as
     gpu_specter.io.write_model). Atomic: written to a temporary, then renamed."""
-    _write_atomically(filename, [_image(_item(frame, "modelimage"), "MODEL", _item(frame, "imagehdr"),
-                                        primary=True)])
+    _write_atomically(filename, [_image(_item(frame, "modelimage"), "MODEL", _item(frame, "imagehdr"), primary=True)])
 
 
 def read_frame(filename):
@@ -197,6 +200,7 @@ def read_frame(filename):
     from astropy.io import fits
 
     with fits.open(filename, memmap=False) as hdus:
+
         def image(extname):
             data = _hdu(hdus, filename, extname).data
             return None if data is None else native_endian(np.array(data))

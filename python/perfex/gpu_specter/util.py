@@ -6,9 +6,15 @@ import logging
 import os
 import time
 
-_LEVELS = dict(DEBUG=logging.DEBUG, INFO=logging.INFO, WARN=logging.WARNING,
-               WARNING=logging.WARNING, ERROR=logging.ERROR, FATAL=logging.CRITICAL,
-               CRITICAL=logging.CRITICAL)
+_LEVELS = dict(
+    DEBUG=logging.DEBUG,
+    INFO=logging.INFO,
+    WARN=logging.WARNING,
+    WARNING=logging.WARNING,
+    ERROR=logging.ERROR,
+    FATAL=logging.CRITICAL,
+    CRITICAL=logging.CRITICAL,
+)
 _FORMAT = "%(levelname)s:%(filename)s:%(lineno)s:%(funcName)s:%(message)s"
 
 
