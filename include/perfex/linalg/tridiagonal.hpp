@@ -286,6 +286,31 @@ KOKKOS_INLINE_FUNCTION void secular_sums(int i0, int i1, const double* w2, const
   ds = d0 + d1;
 }
 
+// s = sum of w2[i] / (delta[i] - tau) and ds = sum of w2[i] / (delta[i] - tau)^2 over [i0, i1),
+// lanes partial sums (rows i = l mod lanes from i0), added in a fixed order.
+KOKKOS_INLINE_FUNCTION void secular_terms(int i0, int i1, const double* delta, double tau,
+                                          const double* w2, double& s, double& ds) {
+#ifdef PERFEX_HOST_TILES
+  lane_vector a = broadcast(0.0), b = broadcast(0.0);
+  const lane_vector t = broadcast(tau), one = broadcast(1.0);
+  int i = i0;
+  for (; i + lanes <= i1; i += lanes) {
+    const lane_vector r = one / (load_lanes(delta + i) - t), u = load_lanes(w2 + i) * r;
+    a += u;
+    b += u * r;
+  }
+  for (int l = 0; i + l < i1; ++l) {
+    const double r = 1.0 / (delta[i + l] - tau), u = w2[i + l] * r;
+    a[l] += u;
+    b[l] += u * r;
+  }
+  s = (a[0] + a[1]) + (a[2] + a[3]);
+  ds = (b[0] + b[1]) + (b[2] + b[3]);
+#else
+  Kokkos::abort("perfex::linalg: a one-thread host kernel reached on a device");
+#endif
+}
+
 // Root j of the secular equation 1/rho + sum_i w2[i] / (dl[i] - lambda) = 0 (K terms, dl
 // ascending and distinct, w2 > 0, rho > 0): lambda_j lies in (dl[j], dl[j+1]), the last one in
 // (dl[K-1], dl[K-1] + rho sum w2]. The iterate is measured from the nearer pole, so that the
@@ -337,11 +362,10 @@ KOKKOS_INLINE_FUNCTION double secular_root(int K, int j, const double* dl, const
   const double origin = dl[k];
   for (int i = 0; i < K; ++i) delta[i] = dl[i] - origin;
   for (int iter = 0; iter < 200; ++iter) {
-    for (int i = 0; i < K; ++i) r[i] = 1.0 / (delta[i] - tau);
     // psi: the poles at or below the bracket (negative terms), phi: those above.
     double psi, dpsi, phi, dphi;
-    secular_sums(0, j + 1, w2, r, psi, dpsi);
-    secular_sums(j + 1, K, w2, r, phi, dphi);
+    secular_terms(0, j + 1, delta, tau, w2, psi, dpsi);
+    secular_terms(j + 1, K, delta, tau, w2, phi, dphi);
     const double f = rhoinv + psi + phi;
     if (f < 0)
       lo = tau;
