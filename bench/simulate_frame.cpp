@@ -20,18 +20,18 @@
 #include <vector>
 
 int main(int argc, char** argv) {
-  if (argc < 3 || argc > 8 || argc == 4 || argc == 6) {
-    std::fprintf(stderr, "usage: %s PSF OUT [WMIN WMAX [SPECMIN NSPEC [SEED]]]\n", argv[0]);
-    return 2;
-  }
-  const double wmin = argc > 4 ? std::atof(argv[3]) : 5760.0;
-  const double wmax = argc > 4 ? std::atof(argv[4]) : 7620.0;
-  const int specmin = argc > 6 ? std::atoi(argv[5]) : 0,
-            nspec = argc > 6 ? std::atoi(argv[6]) : 500;
-  const unsigned seed =
-      argc > 7 ? static_cast<unsigned>(std::strtoul(argv[7], nullptr, 10)) : 20260101u;
-  Kokkos::ScopeGuard kokkos(argc, argv);
   try {
+    perfex::Runtime kokkos(argc, argv);  // Kokkos, its thread count checked before it starts
+    if (argc < 3 || argc > 8 || argc == 4 || argc == 6) {
+      std::fprintf(stderr, "usage: %s PSF OUT [WMIN WMAX [SPECMIN NSPEC [SEED]]]\n", argv[0]);
+      return 2;
+    }
+    const double wmin = argc > 4 ? std::atof(argv[3]) : 5760.0;
+    const double wmax = argc > 4 ? std::atof(argv[4]) : 7620.0;
+    const int specmin = argc > 6 ? std::atoi(argv[5]) : 0;
+    const int nspec = argc > 6 ? std::atoi(argv[6]) : 500;
+    const unsigned seed =
+        argc > 7 ? static_cast<unsigned>(std::strtoul(argv[7], nullptr, 10)) : 20260101u;
     const perfex::psf::GaussHermitePsfData psf = perfex::io::read_psf(argv[1]);
     const std::vector<double> wave =
         perfex::extract::make_wavelength_grid(wmin - 60.0, wmax + 60.0, 0.8);

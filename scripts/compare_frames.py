@@ -36,7 +36,10 @@ def compare(ref_path, path):
     ref, got = hdus(ref_path), hdus(path)
     nspec = min(ref["FLUX"].shape[0], got["FLUX"].shape[0])
     nwave = min(ref["FLUX"].shape[1], got["FLUX"].shape[1])
-    cut = lambda x: x[:nspec, ..., :nwave]
+
+    def cut(x):
+        return x[:nspec, ..., :nwave]
+
     lines = []
     for name in ("FLUX", "IVAR", "MASK", "RESOLUTION", "CHI2PIX", "PIXMASK_FRACTION"):
         if name not in ref or name not in got:
