@@ -111,12 +111,13 @@ struct PatchSolver {
   // contiguous slots (gemm.hpp), into a buffer per pair of fibres laid out so that a row's
   // product lands contiguously (column k2, entry k - k2 + kmax). Each entry adds its rows in
   // order, each row's columns in order. Returns false (nothing written) where the spots do not
-  // rise or the buffers would not fit in the patch's wspot scratch; the caller then takes the
-  // pairwise path.
+  // rise or the buffers would not fit in the patch's wspot scratch (and in a device build's
+  // device code); the caller then takes the pairwise path.
   template <class HV, class BV, class OV>
   KOKKOS_INLINE_FUNCTION bool normal_equations_by_rows(int ip, const PatchDesc& p, int n,
                                                        const HV& H, const BV& b,
                                                        const OV& omega) const {
+#ifdef PERFEX_HOST_TILES
     namespace ld = linalg::detail;
     constexpr int L = ld::lanes;
     const int nrow = static_cast<int>(spots.extent(2)), ncol = static_cast<int>(spots.extent(3));
@@ -270,6 +271,9 @@ struct PatchSolver {
         }
       }
     return true;
+#else
+    return false;  // device teams never take it (sequential_team)
+#endif
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& member) const {
