@@ -518,13 +518,15 @@ void run_kk(benchmark::State& state, Product product, bool kokkoskernels) {
       for (int j = 0; j < n; ++j)
         for (int i = 0; i < j; ++i) A(i, j) = A(j, i);
       Kokkos::View<double*, Kokkos::HostSpace> work("work", pl::syev_work_size(n));
-      Kokkos::parallel_for(one, [=](const HostMember& m) {
-        pd::tridiagonalize<true>(m, pd::mat<true>(A), n, pd::SyevWork(work.data(), n));
+      Kokkos::parallel_for(one, [=](const HostMember&) {
+        const pd::SyevWork sw(work.data(), n);
+        pd::tridiagonalize_sequential(pd::mat<true>(A), n, sw, sw.z);
       });
       for (int k = 0; k < n; ++k) tau[k] = work(2 * n + k);
       B = random_matrix(n, n, 9);
       C = HostMatrix("perfex::bench::Z", n, n);
-      W = HostMatrix("perfex::bench::W", 4, n);
+      W = HostMatrix("perfex::bench::W", pd::apply_q_block, n);
+      T.assign(pd::apply_q_work_size(n), 0.0);
       flop = 2.0 * n * n * n;
       break;
     }
@@ -577,15 +579,16 @@ void run_kk(benchmark::State& state, Product product, bool kokkoskernels) {
         break;
       case Product::back_transform:
         if (kokkoskernels) {
-          // Blocks of 4 reflectors, last block first: Z -= V (T (V^T Z)).
-          for (int top = n - 2; top > 0; top -= 4) {
-            const int kb0 = top - 4 > 0 ? top - 4 : 0, nb = top - kb0, r0 = kb0 + 1;
+          // Blocks of reflectors as perfex's, last block first: Z -= V (T (V^T Z)).
+          constexpr int NB = pd::apply_q_block;
+          for (int top = n - 2; top > 0; top -= NB) {
+            const int kb0 = top - NB > 0 ? top - NB : 0, nb = top - kb0, r0 = kb0 + 1;
             HostMatrix V("V", n - r0, nb), TW("TW", nb, n);
-            double Tm[4][4] = {};
+            double Tm[NB][NB] = {};
             for (int p = 0; p < nb; ++p) {
               for (int i = 0; i < n - r0; ++i) V(i, p) = i < p ? 0.0 : A(r0 + i, kb0 + p);
               Tm[p][p] = tau[kb0 + p];
-              double c[4] = {};
+              double c[NB] = {};
               for (int l = 0; l < p; ++l) {
                 double dot = 0;
                 for (int i = 0; i < n - r0; ++i) dot += V(i, l) * V(i, p);
@@ -608,7 +611,7 @@ void run_kk(benchmark::State& state, Product product, bool kokkoskernels) {
                            kb::Algo::Gemm::Blocked>::invoke(-1.0, V, TW, 1.0, Zr);
           }
         } else {
-          pd::apply_q_sequential<true>(pd::mat<true>(A), n, tau.data(), C.data(), n);
+          pd::apply_q_sequential<true>(pd::mat<true>(A), n, tau.data(), C.data(), n, T.data());
         }
         break;
       case Product::trsm:

@@ -13,12 +13,14 @@
 #include <perfex/linalg/eigen.hpp>
 #include <perfex/linalg/reference/lapack.hpp>
 
+#include <limits>
 #include <string>
 
 #include "linalg_test_util.hpp"
 
 using namespace linalg_test;
 namespace pl = perfex::linalg;
+namespace pd = perfex::linalg::detail;
 namespace kb = KokkosBatched;
 
 namespace {
@@ -403,3 +405,53 @@ PERFEX_BACKEND_TEST_CASE("linalg: inverse square root and square root", "[linalg
     CHECK(all_finite(X));
   }
 }
+
+#if PERFEX_HAVE_LAPACK
+TEST_CASE("linalg: the blocked one-thread reduction and back-transformation equal LAPACK's dsytrd",
+          "[linalg]") {
+  // Panels of tridiagonal_block reflectors and blocks of apply_q_block: sizes around both and
+  // around divide and conquer's leaf. The reflectors are LAPACK's (same convention), so d, e and
+  // tau agree to rounding (tau of the last, small trailing blocks only to ~1e-11: it is a ratio
+  // of their accumulated entries); Q from the back-transformation reduces A to that tridiagonal.
+  for (int n : {1, 2, 3, 5, 8, 9, 10, 17, 40, 41, 74, 75, 130}) {
+    CAPTURE(n);
+    const Dense A = random_spd(n, 1e4, 300u + n);
+    // Backward stable: both within a few n eps ||A|| of the exact reduction.
+    const double eps = std::numeric_limits<double>::epsilon(), tol = 4 * n * eps * norm_fro(A);
+    Dense R = A;
+    std::vector<double> work(static_cast<std::size_t>(pl::syev_work_size(n)));
+    const pd::SyevWork W(work.data(), n);
+    pd::tridiagonalize_sequential(pd::MatRef<true>{R.a.data(), 1, n}, n, W, W.z);
+    Dense L = A;
+    std::vector<double> d(n), e(std::max(n - 1, 1)), tau(std::max(n - 1, 1));
+    REQUIRE(pl::lapack::sytrd(n, L.a.data(), n, d.data(), e.data(), tau.data()) == 0);
+    for (int i = 0; i < n; ++i) CHECK(std::abs(W.d[i] - d[i]) <= tol);
+    for (int i = 0; i + 1 < n; ++i) {
+      CHECK(std::abs(W.e[i] - e[i]) <= tol);
+      CHECK(std::abs(W.tau[i] - tau[i]) <= 1e-10);  // tau in [1, 2]: the same convention
+    }
+    // Q = H_0 ... H_{n-3} applied to the identity; Q^T A Q = T and Q^T Q = I.
+    std::vector<double> Q(static_cast<std::size_t>(n) * n, 0.0);
+    for (int i = 0; i < n; ++i) Q[static_cast<std::size_t>(i) * n + i] = 1.0;
+    std::vector<double> qwork(static_cast<std::size_t>(pd::apply_q_work_size(n)));
+    pd::apply_q_sequential<true>(pd::MatRef<true>{R.a.data(), 1, n}, n, W.tau, Q.data(), n,
+                                 qwork.data());
+    double tdiff = 0, odiff = 0;
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) {
+        double t = 0, o = 0;
+        for (int k = 0; k < n; ++k) {
+          double aq = 0;
+          for (int l = 0; l < n; ++l) aq += A(k, l) * Q[static_cast<std::size_t>(j) * n + l];
+          t += Q[static_cast<std::size_t>(i) * n + k] * aq;
+          o += Q[static_cast<std::size_t>(i) * n + k] * Q[static_cast<std::size_t>(j) * n + k];
+        }
+        const double tij = i == j ? W.d[i] : i == j + 1 ? W.e[j] : j == i + 1 ? W.e[i] : 0.0;
+        tdiff = std::max(tdiff, std::abs(t - tij));
+        odiff = std::max(odiff, std::abs(o - (i == j ? 1.0 : 0.0)));
+      }
+    CHECK(tdiff <= tol);
+    CHECK(odiff <= 4 * n * eps);
+  }
+}
+#endif

@@ -6,6 +6,7 @@
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/extract/patch_geometry.hpp>
 #include <perfex/extract/plan.hpp>
+#include <perfex/linalg/gemm.hpp>
 
 #include <cstddef>
 
@@ -131,17 +132,198 @@ KOKKOS_INLINE_FUNCTION void normal_matrix(const Member& member, const Solver& so
   });
 }
 
-// Patch ip's normal equations into its scratch: the weighted spots, b, ω, then the band of
-// H0 = AᵀWA (the solver's first steps; the benchmarks and tests also run them alone).
+// One host thread: H0, b and ω built pixel row by pixel row of the window (normal_matrix and
+// weigh_spots do the same work a pair of spots at a time). Spots rise with wavelength, so a
+// pixel row meets a few consecutive spots of each fibre; their row segments side by side (a
+// slot per spot, zero where a spot does not reach) make a small dense block per fibre, and
+// every pair of fibres whose blocks share columns adds the product of the two blocks over those
+// columns, one weighted, to its entries of H0: a register-tiled matrix product running over
+// contiguous slots (gemm.hpp), into a buffer per pair of fibres laid out so that a row's
+// product lands contiguously (column k2, entry k - k2 + kmax). Each entry adds its rows in
+// order, each row's columns in order. Returns false (nothing written) where the spots do not
+// rise or the buffers would not fit in the patch's wspot scratch (and in a device build's
+// device code); the caller then takes the pairwise path.
+template <class Solver, class HV, class BV, class OV>
+KOKKOS_INLINE_FUNCTION bool normal_equations_by_rows(const Solver& solver, int ip,
+                                                     const PatchDesc& p, int n, const HV& H,
+                                                     const BV& b, const OV& omega) {
+#ifdef PERFEX_HOST_TILES
+  namespace ld = linalg::detail;
+  constexpr int L = ld::lanes;
+  const int nrow = static_cast<int>(solver.spots.extent(2)),
+            ncol = static_cast<int>(solver.spots.extent(3));
+  const int nf = p.nfib, wcols = p.col1 - p.col0, wrows = p.row1 - p.row0;
+  const int* ys = &solver.ycorner(p.fib0, p.kf0);
+  const int* xs = &solver.xcorner(p.fib0, p.kf0);
+  const long cs =
+      static_cast<long>(&solver.ycorner(p.fib0 + (nf > 1), p.kf0) - ys);       // fibre stride
+  const long ks = static_cast<long>(&solver.ycorner(p.fib0, p.kf0 + 1) - ys);  // λ stride
+  for (int f = 0; f < nf; ++f)
+    for (int k = 0; k + 1 < solver.nwt; ++k)
+      if (ys[f * cs + (k + 1) * ks] < ys[f * cs + k * ks]) return false;
+  double* scratch = &solver.ws.wspot(0, ip);
+  const std::size_t capacity = solver.ws.wspot.extent(0);
+  // Per fibre: its spots [lo, hi) that reach the current row and their columns [c0, c1) in
+  // the window; the slot of each pair of fibres (f, f2), f <= f2, or -1 where they never meet.
+  if (capacity < static_cast<std::size_t>(4 * nf + nf * nf)) return false;
+  double* lo = scratch;
+  double* hi = lo + nf;
+  double* c0 = hi + nf;
+  double* c1 = c0 + nf;
+  double* slot = c1 + nf;
+  auto advance = [&](int f, int r) {  // to window row r (rows only increase)
+    const int row = p.row0 + r;
+    const int* y = ys + f * cs;
+    const int* x = xs + f * cs;
+    int l = static_cast<int>(lo[f]), h = static_cast<int>(hi[f]);
+    while (l < solver.nwt && y[l * ks] + nrow <= row) ++l;
+    if (h < l) h = l;
+    while (h < solver.nwt && y[h * ks] <= row) ++h;
+    int a = p.col1, e = p.col0;
+    for (int k = l; k < h; ++k) {
+      a = math::min(a, x[k * ks]);
+      e = math::max(e, x[k * ks] + ncol);
+    }
+    a = math::max(a, p.col0);
+    lo[f] = l;
+    hi[f] = h;
+    c0[f] = a;
+    c1[f] = math::max(math::min(e, p.col1), a);
+  };
+  // First sweep: the most spots of a fibre in a row (slots per block, a multiple of the
+  // lanes), the largest wavelength distance between spots of two fibres that share a row's
+  // columns, and which pairs of fibres ever do.
+  int width = 0, kmax = 0, npairs = 0;
+  for (int f = 0; f < nf; ++f) lo[f] = hi[f] = 0;
+  for (int i = 0; i < nf * nf; ++i) slot[i] = -1;
+  for (int r = 0; r < wrows; ++r) {
+    for (int f = 0; f < nf; ++f) advance(f, r);
+    for (int f2 = 0; f2 < nf; ++f2) {
+      if (lo[f2] >= hi[f2]) continue;
+      width = math::max(width, static_cast<int>(hi[f2] - lo[f2]));
+      for (int f = 0; f <= f2; ++f) {
+        if (lo[f] >= hi[f] || math::max(c0[f], c0[f2]) >= math::min(c1[f], c1[f2])) continue;
+        kmax = math::max(kmax, static_cast<int>(math::max(hi[f] - lo[f2], hi[f2] - lo[f])) - 1);
+        if (slot[f * nf + f2] < 0) slot[f * nf + f2] = npairs++;
+      }
+    }
+  }
+  const int S = (width + L - 1) / L * L;
+  // A pair's buffer: column k2 holds k - k2 + kmax at rows [0, 2 kmax], and the rows a
+  // product tile rounds up to the lanes, which are zero, fit below them without reaching the
+  // next column's.
+  const int ldg = 2 * kmax + L;
+  double* E = slot + nf * nf;  // per fibre, column c of its block at E + c S
+  double* Wt = E + static_cast<std::size_t>(nf) * wcols * S;  // E times the pixels' weights
+  double* G = Wt + static_cast<std::size_t>(nf) * wcols * S;
+  const std::size_t gsize = static_cast<std::size_t>(npairs) * solver.nwt * ldg;
+  if (static_cast<std::size_t>(G - scratch) + gsize > capacity) return false;
+  for (std::size_t i = 0; i < gsize; ++i) G[i] = 0;
+  for (int j = 0; j < n; ++j) {
+    b(j) = 0;
+    omega(j) = 0;
+  }
+  for (int f = 0; f < nf; ++f) lo[f] = hi[f] = 0;
+  for (int r = 0; r < wrows; ++r) {
+    const int row = p.row0 + r;
+    for (int f = 0; f < nf; ++f) {
+      advance(f, r);
+      const int l = static_cast<int>(lo[f]), h = static_cast<int>(hi[f]);
+      const int a = static_cast<int>(c0[f]), w = static_cast<int>(c1[f]) - a;
+      double* e = E + static_cast<std::size_t>(f) * wcols * S;
+      double* wt = Wt + static_cast<std::size_t>(f) * wcols * S;
+      for (int q = 0; q < w * S; q += L) ld::store_lanes(e + q, ld::broadcast(0.0));
+      for (int s = 0; s < h - l; ++s) {
+        const int k = l + s, x = xs[f * cs + k * ks];
+        const int from = math::max(a, x), to = math::min(a + w, x + ncol);
+        const double* src = &solver.spots(p.fib0 + f, p.kf0 + k, row - ys[f * cs + k * ks], 0) - x;
+        double* dst = e + s - static_cast<long>(a) * S;
+        for (int c = from; c < to; ++c) dst[c * S] = src[c];
+      }
+      // The weighted block, and this row's part of b and ω: its columns in order.
+      for (int s0 = 0; s0 < h - l; s0 += L) {
+        ld::lane_vector rb = ld::broadcast(0.0), ro = ld::broadcast(0.0);
+        for (int c = 0; c < w; ++c) {
+          const double pw = solver.image.weight(row, a + c), pv = solver.image.value(row, a + c);
+          const ld::lane_vector ws_ = ld::load_lanes(e + c * S + s0) * pw;
+          ld::store_lanes(wt + c * S + s0, ws_);
+          rb += ws_ * pv;
+          ro += ws_;
+        }
+        for (int s = 0; s < L && s0 + s < h - l; ++s) {
+          const int j = (l + s0 + s) * nf + f;
+          b(j) += rb[s];
+          omega(j) += ro[s];
+        }
+      }
+    }
+    for (int f2 = 0; f2 < nf; ++f2)
+      for (int f = 0; f <= f2; ++f) {
+        const int pair = static_cast<int>(slot[f * nf + f2]);
+        if (pair < 0 || lo[f] >= hi[f] || lo[f2] >= hi[f2]) continue;
+        const int from = static_cast<int>(math::max(c0[f], c0[f2]));
+        const int to = static_cast<int>(math::min(c1[f], c1[f2]));
+        if (from >= to) continue;
+        const int l = static_cast<int>(lo[f]), l2 = static_cast<int>(lo[f2]);
+        const int m = (static_cast<int>(hi[f]) - l + L - 1) / L * L;  // zero slots round up
+        const int m2 = static_cast<int>(hi[f2]) - l2;
+        const double* A =
+            E + static_cast<std::size_t>(f) * wcols * S + (from - static_cast<int>(c0[f])) * S;
+        const double* B =
+            Wt + static_cast<std::size_t>(f2) * wcols * S + (from - static_cast<int>(c0[f2])) * S;
+        // Entry (k, k2) = (l + s, l2 + s2) of the pair's buffer: along s contiguous, one
+        // column further and one row up per s2 (leading dimension ldg - 1).
+        double* g =
+            G + static_cast<std::size_t>(pair) * solver.nwt * ldg + l2 * ldg + (l - l2 + kmax);
+        if (f < f2) {
+          ld::gemm_nn_sequential<true, false>(m, m2, to - from, A, S, B, S, 1, g, ldg - 1);
+        } else {  // one fibre: the lower triangle s >= s2, four columns at a time
+          for (int s2 = 0; s2 < m2; s2 += 4)
+            ld::gemm_nn_sequential<true, false>(m - s2, math::min(4, m2 - s2), to - from, A + s2, S,
+                                                B + s2, S, 1, g + s2 * (ldg - 1) + s2, ldg - 1);
+        }
+      }
+  }
+  // The buffers into H's band (the entries no pair of fibres reaches are 0): entry (k, k2) of
+  // pair (f, f2) is H0(j, j2) at j = k nf + f, j2 = k2 nf + f2.
+  for (int j = 0; j < n; ++j)
+    for (int d = 0; d <= p.band && d < n - j; ++d) H(d, j) = 0;
+  for (int f2 = 0; f2 < nf; ++f2)
+    for (int f = 0; f <= f2; ++f) {
+      const int pair = static_cast<int>(slot[f * nf + f2]);
+      if (pair < 0) continue;
+      for (int k2 = 0; k2 < solver.nwt; ++k2) {
+        const double* g = G + (static_cast<std::size_t>(pair) * solver.nwt + k2) * ldg;
+        const int j2 = k2 * nf + f2;
+        for (int k = math::max(f == f2 ? k2 : 0, k2 - kmax);
+             k <= math::min(solver.nwt - 1, k2 + kmax); ++k) {
+          const int j = k * nf + f, d = j > j2 ? j - j2 : j2 - j;
+          if (d <= p.band) H(d, j > j2 ? j2 : j) = g[k - k2 + kmax];
+        }
+      }
+    }
+  return true;
+#else
+  return false;  // device teams never take it (sequential_team)
+#endif
+}
+
+// Patch ip's normal equations into its scratch: b, ω and the band of H0 = AᵀWA (the solver's
+// first phase; the benchmarks and tests also run it alone). One host thread builds them by pixel
+// rows (normal_equations_by_rows), other teams from the weighted spots pair by pair.
 template <class Solver, class Member>
 KOKKOS_INLINE_FUNCTION void normal_equations(const Member& member, const Solver& solver, int ip,
                                              const PatchDesc& p, int n) {
-  weigh_spots(member, solver, p, n, Kokkos::subview(solver.ws.b, Kokkos::make_pair(0, n), ip),
-              Kokkos::subview(solver.ws.omega, Kokkos::make_pair(0, n), ip));
+  const auto b = Kokkos::subview(solver.ws.b, Kokkos::make_pair(0, n), ip);
+  const auto omega = Kokkos::subview(solver.ws.omega, Kokkos::make_pair(0, n), ip);
+  const auto H =
+      Kokkos::subview(solver.ws.H, Kokkos::make_pair(0, p.band + 1), Kokkos::make_pair(0, n), ip);
+  if (linalg::detail::sequential_team(member) &&
+      normal_equations_by_rows(solver, ip, p, n, H, b, omega))
+    return;
+  weigh_spots(member, solver, p, n, b, omega);
   member.team_barrier();
-  normal_matrix(
-      member, solver, p, n,
-      Kokkos::subview(solver.ws.H, Kokkos::make_pair(0, p.band + 1), Kokkos::make_pair(0, n), ip));
+  normal_matrix(member, solver, p, n, H);
 }
 
 }  // namespace patch

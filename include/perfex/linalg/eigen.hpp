@@ -4,14 +4,16 @@
 // team_syev: Householder reduction to tridiagonal form (lower, one reflector per column), then
 // the tridiagonal's eigenproblem (tridiagonal.hpp), eigenvalues ascending.
 //
-// One host thread (Serial, or OpenMP with one-thread teams), n > dc_leaf: divide and conquer on
-// the tridiagonal (its eigenvectors Z), then Z taken back to A's basis by the reflectors in
-// blocks of four (compact WY) - about 2.2 n^3 + O(n^2) multiply-adds with the reduction, against
-// about 5 n^3 for QL with rotations accumulated into the explicit Q. The reduction there uses
-// the lower triangle only.
+// One host thread (Serial, or OpenMP with one-thread teams): the reduction blocked as LAPACK's
+// dsytrd (panels of reflectors, then a rank-2nb update of the trailing lower triangle); for
+// n > dc_leaf divide and conquer on the tridiagonal (its eigenvectors Z), then Z taken back to
+// A's basis by the reflectors in blocks (compact WY) - about 2.2 n^3 + O(n^2) multiply-adds
+// with the reduction, against about 5 n^3 for QL with rotations accumulated into the explicit
+// Q. Their matrix products are register-tiled (gemm.hpp).
 //
 // Teams of several threads, device teams, and n <= dc_leaf: Q formed explicitly from the
-// reflectors, then implicit QL with the rotations accumulated into it. Work split over the
+// reflectors, then implicit QL with the rotations accumulated into it (the reduction of those
+// teams unblocked, a reflector at a time). Work split over the
 // team's threads and vector lanes: the reduction's matrix-vector and rank-2 updates a column per
 // thread, rows over lanes; Q's columns over threads; a QL sweep computed by one thread and
 // applied a row of Q per lane.
@@ -20,6 +22,7 @@
 // Non-finite input (or a tridiagonal form that is not finite) -> not_converged without
 // iterating. On failure A and w are unspecified.
 #include <perfex/detail/kokkos_compat.hpp>
+#include <perfex/linalg/gemm.hpp>
 #include <perfex/linalg/matref.hpp>
 #include <perfex/linalg/status.hpp>
 #include <perfex/linalg/tridiagonal.hpp>
@@ -68,14 +71,103 @@ struct SyevWork {
         dc(w + 6 * n + 8 + long(n) * n) {}
 };
 
-// Householder tridiagonalisation. On exit d (diagonal), e (sub-diagonal, e[n-1] = 0), tau, and
-// reflector k (v(k+1) = 1) in A(k+1:n, k).
+// Reflectors per panel of the one-thread blocked reduction.
+constexpr int tridiagonal_block = 8;
+
+// Householder reflector (LAPACK dlarfg's convention) of a column whose first entry is alpha and
+// the rest has squared norm xn2: H = I - tau v v^T maps it to beta e_1, v = (1, rest * scale).
+struct Reflector {
+  double beta, tau, scale;
+};
+KOKKOS_INLINE_FUNCTION Reflector householder(double alpha, double xn2) {
+  if (xn2 == 0) return {alpha, 0.0, 0.0};
+  const double nrm = perfex::math::sqrt(alpha * alpha + xn2);
+  const double beta = alpha >= 0 ? -nrm : nrm;
+  return {beta, (beta - alpha) / beta, 1.0 / (alpha - beta)};
+}
+
+// d, e and tau of the trailing 2 x 2 (or 1 x 1) block once the reflectors are formed.
+template <bool Unit>
+KOKKOS_INLINE_FUNCTION void tridiagonal_last_block(const MatRef<Unit>& A, int n,
+                                                   const SyevWork& W) {
+  if (n >= 2) {
+    W.d[n - 2] = A(n - 2, n - 2);
+    W.e[n - 2] = A(n - 1, n - 2);
+    W.tau[n - 2] = 0;
+  }
+  W.d[n - 1] = A(n - 1, n - 1);
+  W.e[n - 1] = 0;
+  W.tau[n - 1] = 0;
+}
+
+// Householder tridiagonalisation on one host thread, lower triangle only, blocked as LAPACK's
+// dsytrd/dlatrd: a panel of nb reflectors is formed with the trailing matrix left as it was
+// (each column brought up to date just before its reflector, the symmetric products corrected
+// by the panel's earlier reflectors), then the trailing matrix takes one rank-2nb update
+// A -= V Y^T + Y V^T, two matrix products (gemm.hpp). Y: n x tridiagonal_block scratch
+// (leading dimension n). Same results as tridiagonalize up to rounding.
+KOKKOS_INLINE_FUNCTION void tridiagonalize_sequential(const MatRef<true>& A, int n,
+                                                      const SyevWork& W, double* Y) {
+  constexpr int NB = tridiagonal_block;
+  const long lda = A.s1;
+  double* x = W.p;  // n: the panel's V^T v and Y^T v
+  for (int k0 = 0; k0 + 2 < n; k0 += NB) {
+    const int k1 = k0 + NB < n - 2 ? k0 + NB : n - 2;  // reflectors k0 .. k1-1
+    for (int k = k0; k < k1; ++k) {
+      const int q = k - k0;  // earlier reflectors of the panel
+      double* a = A.ptr(0, k);
+      // Column k up to date: A(k:n, k) -= V(k:n, :q) Y(k, :q)^T + Y(k:n, :q) V(k, :q)^T.
+      if (q > 0) {
+        gemm_nn_sequential<true, true>(n - k, 1, q, A.ptr(k, k0), lda, Y + k, n, 1, a + k, lda);
+        gemm_nn_sequential<true, true>(n - k, 1, q, Y + k, n, A.ptr(k, k0), lda, 1, a + k, lda);
+      }
+      W.d[k] = a[k];
+      const Reflector h = householder(a[k + 1], dot<true>(n - k - 2, a + k + 2, a + k + 2, 1, 1));
+      a[k + 1] = 1.0;
+      for (int i = k + 2; i < n; ++i) a[i] *= h.scale;
+      W.e[k] = h.beta;
+      W.tau[k] = h.tau;
+      const double tau = h.tau;
+      // y = tau (A22 v - V (Y^T v) - Y (V^T v)), then y -= (tau/2) (y.v) v: A22 - v y^T - y v^T is
+      // the two-sided update H A22 H.
+      const int m = n - k - 1;
+      const double* v = a + k + 1;
+      double* y = Y + long(q) * n + k + 1;
+      symv_lower_sequential(m, A.ptr(k + 1, k + 1), lda, v, y);
+      if (q > 0) {
+        gemm_tn_sequential<false>(m, q, 1, Y + k + 1, n, v, m, x, q);
+        gemm_nn_sequential<true, true>(m, 1, q, A.ptr(k + 1, k0), lda, x, 1, 1, y, m);
+        gemm_tn_sequential<false>(m, q, 1, A.ptr(k + 1, k0), lda, v, m, x, q);
+        gemm_nn_sequential<true, true>(m, 1, q, Y + k + 1, n, x, 1, 1, y, m);
+      }
+      for (int i = 0; i < m; ++i) y[i] *= tau;
+      const double K = -0.5 * tau * dot<true>(m, y, v, 1, 1);
+      for (int i = 0; i < m; ++i) y[i] += K * v[i];
+    }
+    // Trailing matrix A(k1:n, k1:n) -= V Y^T + Y V^T, lower triangle (each diagonal block of four
+    // columns also takes its upper entries, which nothing reads).
+    const int nb = k1 - k0, m = n - k1;
+    for (int j = 0; j < m; j += 4) {
+      const int nc = m - j < 4 ? m - j : 4;
+      double* c = A.ptr(k1 + j, k1 + j);
+      gemm_nn_sequential<true, true>(m - j, nc, nb, A.ptr(k1 + j, k0), lda, Y + k1 + j, n, 1, c,
+                                     lda);
+      gemm_nn_sequential<true, true>(m - j, nc, nb, Y + k1 + j, n, A.ptr(k1 + j, k0), lda, 1, c,
+                                     lda);
+    }
+  }
+  tridiagonal_last_block(A, n, W);
+}
+
+// Householder tridiagonalisation on a team (any shape), full symmetric storage: a reflector at a
+// time, its matrix-vector product a column per thread (dot products over vector lanes), then the
+// rank-2 update of both triangles. On exit d (diagonal), e (sub-diagonal, e[n-1] = 0), tau, and
+// reflector k (v(k+1) = 1) in A(k+1:n, k). (Device teams keep their matrix in 48 KB of team
+// scratch: there is no room for the panel of the blocked form.)
 template <bool Unit, class Member>
 KOKKOS_INLINE_FUNCTION void tridiagonalize(const Member& member, const MatRef<Unit>& A, int n,
                                            const SyevWork& W) {
-  const bool seq = sequential_team(member);
   for (int k = 0; k + 2 < n; ++k) {
-    const int m = n - k - 1;  // length of the column below the diagonal
     double xn2 = 0;
     Kokkos::parallel_reduce(
         Kokkos::TeamVectorRange(member, k + 2, n),
@@ -84,14 +176,8 @@ KOKKOS_INLINE_FUNCTION void tridiagonalize(const Member& member, const MatRef<Un
           acc += x * x;
         },
         xn2);
-    const double alpha = A(k + 1, k);
-    double beta = alpha, tau = 0, scale = 0;
-    if (xn2 != 0) {
-      const double nrm = perfex::math::sqrt(alpha * alpha + xn2);
-      beta = alpha >= 0 ? -nrm : nrm;
-      tau = (beta - alpha) / beta;
-      scale = 1.0 / (alpha - beta);
-    }
+    const Reflector h = householder(A(k + 1, k), xn2);
+    const double beta = h.beta, tau = h.tau, scale = h.scale;
     const double akk = A(k, k);
     member.team_barrier();  // all have read alpha
     Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k + 1, n), [&](int i) {
@@ -109,75 +195,33 @@ KOKKOS_INLINE_FUNCTION void tridiagonalize(const Member& member, const MatRef<Un
     if (tau == 0) continue;
     double* p = W.p;
     const int k1 = k + 1;
-    if (seq && Unit) {
-      // Lower-triangle symv p = tau * A22 * v fused with its transpose part, then w = p + K v
-      // and the rank-2 update of the lower triangle.
-      const double* v = A.ptr(0, k);
-      for (int i = k1; i < n; ++i) p[i] = 0;
-      for (int j = k1; j < n; ++j) {
-        const double* a = A.ptr(0, j);
-        const double t1 = tau * v[j];
-        double s0 = 0, s1 = 0;
-        int i = j + 1;
-        for (; i + 2 <= n; i += 2) {
-          p[i] += t1 * a[i];
-          p[i + 1] += t1 * a[i + 1];
-          s0 += a[i] * v[i];
-          s1 += a[i + 1] * v[i + 1];
-        }
-        for (; i < n; ++i) {
-          p[i] += t1 * a[i];
-          s0 += a[i] * v[i];
-        }
-        p[j] += t1 * a[j] + tau * (s0 + s1);
-      }
-      double pv = dot<true>(m, p + k1, v + k1, 1, 1);
-      const double K = -0.5 * tau * pv;
-      for (int i = k1; i < n; ++i) p[i] += K * v[i];
-      for (int j = k1; j < n; ++j) {
-        double* a = A.ptr(0, j);
-        const double wj = p[j], vj = v[j];
-        for (int i = j; i < n; ++i) a[i] -= v[i] * wj + p[i] * vj;
-      }
-    } else {
-      // Full symmetric storage: p(j) = tau * A(k1:n, j) . v (column j == row j), a column per
-      // thread, its dot product over vector lanes.
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k1, n), [&](int j) {
-        double s = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::ThreadVectorRange(member, k1, n),
-            [&](int i, double& acc) { acc += A(i, j) * A(i, k); }, s);
-        Kokkos::single(Kokkos::PerThread(member), [&]() { p[j] = tau * s; });
-      });
-      member.team_barrier();
-      double pv = 0;
+    // Full symmetric storage: p(j) = tau * A(k1:n, j) . v (column j == row j), a column per
+    // thread, its dot product over vector lanes.
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k1, n), [&](int j) {
+      double s = 0;
       Kokkos::parallel_reduce(
-          Kokkos::TeamVectorRange(member, k1, n),
-          [&](int i, double& acc) { acc += p[i] * A(i, k); }, pv);
-      const double K = -0.5 * tau * pv;
-      member.team_barrier();
-      Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k1, n),
-                           [&](int i) { p[i] += K * A(i, k); });
-      member.team_barrier();
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k1, n), [&](int j) {
-        const double wj = p[j], vj = A(j, k);
-        Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, k1, n),
-                             [&](int i) { A(i, j) -= A(i, k) * wj + p[i] * vj; });
-      });
-      member.team_barrier();
-    }
+          Kokkos::ThreadVectorRange(member, k1, n),
+          [&](int i, double& acc) { acc += A(i, j) * A(i, k); }, s);
+      Kokkos::single(Kokkos::PerThread(member), [&]() { p[j] = tau * s; });
+    });
+    member.team_barrier();
+    double pv = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamVectorRange(member, k1, n), [&](int i, double& acc) { acc += p[i] * A(i, k); },
+        pv);
+    const double K = -0.5 * tau * pv;
+    member.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(member, k1, n),
+                         [&](int i) { p[i] += K * A(i, k); });
+    member.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, k1, n), [&](int j) {
+      const double wj = p[j], vj = A(j, k);
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, k1, n),
+                           [&](int i) { A(i, j) -= A(i, k) * wj + p[i] * vj; });
+    });
+    member.team_barrier();
   }
-  // Last 2x2 (or 1x1) block.
-  Kokkos::single(Kokkos::PerTeam(member), [&]() {
-    if (n >= 2) {
-      W.d[n - 2] = A(n - 2, n - 2);
-      W.e[n - 2] = A(n - 1, n - 2);
-      W.tau[n - 2] = 0;
-    }
-    W.d[n - 1] = A(n - 1, n - 1);
-    W.e[n - 1] = 0;
-    W.tau[n - 1] = 0;
-  });
+  Kokkos::single(Kokkos::PerTeam(member), [&]() { tridiagonal_last_block(A, n, W); });
   member.team_barrier();
 }
 
@@ -218,80 +262,55 @@ KOKKOS_INLINE_FUNCTION void form_q(const Member& member, const MatRef<Unit>& A, 
   }
 }
 
+// Reflectors per block of the one-thread back-transformation.
+constexpr int apply_q_block = 8;
+
+// Scratch (doubles) of apply_q_sequential for order n (it runs after divide and conquer, in its
+// scratch): a block's reflectors V and V T, V^T V, T and V^T Z.
+KOKKOS_INLINE_FUNCTION constexpr int apply_q_work_size(int n) {
+  return 3 * n * apply_q_block + 2 * apply_q_block * apply_q_block;
+}
+
 // Z (n x n, leading dimension ldz) <- Q Z, Q = H_0 H_1 ... H_{n-3} the reflectors of
-// tridiagonalize in A, one host thread. Blocks of 4 reflectors in compact WY form (LAPACK
-// dlarft/dlarfb: H_k ... H_{k+3} = I - V T V^T), so that each column of Z takes one pass for the
-// four dot products and one for the update instead of one pair of passes per reflector.
+// tridiagonalize in A, one host thread, blocks of apply_q_block reflectors from the last in
+// compact WY form (LAPACK dlarft/dlarfb): H_kb ... H_{kb+nb-1} = I - V T V^T, so that
+// Z <- Z - (V T) (V^T Z) is two matrix products of the block's rows (gemm.hpp).
+// work: apply_q_work_size(n) doubles.
 template <bool Unit>
 KOKKOS_INLINE_FUNCTION void apply_q_sequential(const MatRef<Unit>& A, int n, const double* tau,
-                                               double* Z, long ldz) {
-  constexpr int NB = 4;
-  const long rs = A.rs();
+                                               double* Z, long ldz, double* work) {
+  constexpr int NB = apply_q_block;
   for (int top = n - 2; top > 0; top -= NB) {
     const int kb = top - NB > 0 ? top - NB : 0, nb = top - kb;  // reflectors kb .. top-1
-    // v_p = A(kb+p+1 .., kb+p): rows relative to r0 = kb+1, v_p(i) = 0 for i < p, v_p(p) = 1.
+    // V (m x nb, leading dimension m): v_p = A(r0 + p + 1 .., kb + p) below its unit entry at
+    // row p, zero above; rows relative to r0 = kb + 1.
     const int r0 = kb + 1, m = n - r0;
-    const double* v[NB];
-    for (int p = 0; p < NB; ++p) v[p] = A.ptr(r0, kb + (p < nb ? p : 0));
-    // T (upper triangular): T(p,p) = tau, T(0:p, p) = -tau T(0:p, 0:p) V(:, 0:p)^T v_p.
-    double T[NB][NB] = {};
+    double* V = work;
+    double* VT = V + long(m) * nb;  // V T
+    double* G = VT + long(m) * nb;  // V^T V
+    double* T = G + NB * NB;        // upper triangular
+    double* Y = T + NB * NB;        // V^T Z (nb x n)
+    for (int p = 0; p < nb; ++p) {
+      double* v = V + long(p) * m;
+      for (int i = 0; i < p; ++i) v[i] = 0;
+      v[p] = 1;
+      for (int i = p + 1; i < m; ++i) v[i] = A(r0 + i, kb + p);
+    }
+    gemm_tn_sequential<false>(m, nb, nb, V, m, V, m, G, NB);
+    // T(p,p) = tau_p, T(0:p, p) = -tau_p T(0:p, 0:p) V(:, 0:p)^T v_p.
     for (int p = 0; p < nb; ++p) {
       const double tp = tau[kb + p];
-      T[p][p] = tp;
-      double c[NB] = {};
-      for (int q = 0; q < p; ++q) {
-        double sdot = v[q][p * rs];  // v_p(p) = 1
-        for (int i = p + 1; i < m; ++i) sdot += v[q][i * rs] * v[p][i * rs];
-        c[q] = -tp * sdot;
-      }
       for (int q = 0; q < p; ++q) {
         double t = 0;
-        for (int l = q; l < p; ++l) t += T[q][l] * c[l];
-        T[q][p] = t;
+        for (int l = q; l < p; ++l) t += T[q + l * NB] * G[l + p * NB];
+        T[q + p * NB] = -tp * t;
       }
+      T[p + p * NB] = tp;
+      for (int q = p + 1; q < nb; ++q) T[q + p * NB] = 0;
     }
-    for (int j = 0; j < n; ++j) {
-      double* z = Z + r0 + j * ldz;
-      // w = V^T z: the triangle of the first nb rows, then the rows all v_p cover.
-      double w[NB] = {};
-      for (int p = 0; p < nb; ++p) {
-        w[p] = z[p];
-        for (int i = p + 1; i < nb && i < m; ++i) w[p] += v[p][i * rs] * z[i];
-      }
-      if (nb == NB) {
-        double w0 = 0, w1 = 0, w2 = 0, w3 = 0;
-        for (int i = NB; i < m; ++i) {
-          const double zi = z[i];
-          w0 += v[0][i * rs] * zi;
-          w1 += v[1][i * rs] * zi;
-          w2 += v[2][i * rs] * zi;
-          w3 += v[3][i * rs] * zi;
-        }
-        w[0] += w0;
-        w[1] += w1;
-        w[2] += w2;
-        w[3] += w3;
-      } else {
-        for (int p = 0; p < nb; ++p)
-          for (int i = nb; i < m; ++i) w[p] += v[p][i * rs] * z[i];
-      }
-      // w <- T w; z -= V w.
-      double u[NB] = {};
-      for (int p = 0; p < nb; ++p)
-        for (int q = p; q < nb; ++q) u[p] += T[p][q] * w[q];
-      for (int p = 0; p < nb; ++p) {
-        z[p] -= u[p];
-        for (int i = p + 1; i < nb && i < m; ++i) z[i] -= v[p][i * rs] * u[p];
-      }
-      if (nb == NB) {
-        const double u0 = u[0], u1 = u[1], u2 = u[2], u3 = u[3];
-        for (int i = NB; i < m; ++i)
-          z[i] -= (v[0][i * rs] * u0 + v[1][i * rs] * u1) + (v[2][i * rs] * u2 + v[3][i * rs] * u3);
-      } else {
-        for (int p = 0; p < nb; ++p)
-          for (int i = nb; i < m; ++i) z[i] -= v[p][i * rs] * u[p];
-      }
-    }
+    gemm_nn_sequential<false, false>(m, nb, nb, V, m, T, 1, NB, VT, m);
+    gemm_tn_sequential<false>(m, nb, n, V, m, Z + r0, ldz, Y, NB);
+    gemm_nn_sequential<true, true>(m, n, nb, VT, m, Y, 1, NB, Z + r0, ldz);
   }
 }
 
@@ -353,7 +372,14 @@ KOKKOS_INLINE_FUNCTION int team_syev_impl(const Member& member, const MatRef<Uni
     });
     member.team_barrier();
   }
-  tridiagonalize<Unit>(member, A, n, W);
+  if constexpr (Unit) {
+    if (sequential_team(member))
+      tridiagonalize_sequential(A, n, W, W.z);
+    else
+      tridiagonalize<Unit>(member, A, n, W);
+  } else {
+    tridiagonalize<Unit>(member, A, n, W);
+  }
   // Finite check of the tridiagonal form (non-finite input propagates into it).
   bool finite = true;
   for (int i = 0; i < n; ++i)
@@ -363,7 +389,7 @@ KOKKOS_INLINE_FUNCTION int team_syev_impl(const Member& member, const MatRef<Uni
   if (sequential_team(member) && n > dc_leaf) {
     // Divide and conquer on the tridiagonal, then its eigenvectors back to A's basis.
     status = tridiagonal_dc(n, W.d, W.e, W.z, n, W.dc);
-    apply_q_sequential<Unit>(A, n, W.tau, W.z, n);
+    apply_q_sequential<Unit>(A, n, W.tau, W.z, n, W.dc);
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < n; ++i) A(i, j) = W.z[i + long(j) * n];
   } else {

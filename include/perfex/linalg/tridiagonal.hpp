@@ -16,6 +16,7 @@
 // QL's vector work (the products are GEMM-shaped, the rotations of QL are not) and its
 // eigenvectors are orthogonal to working precision. One host thread (tridiagonal_dc).
 #include <perfex/detail/kokkos_compat.hpp>
+#include <perfex/linalg/gemm.hpp>
 #include <perfex/linalg/matref.hpp>
 #include <perfex/linalg/status.hpp>
 
@@ -285,6 +286,31 @@ KOKKOS_INLINE_FUNCTION void secular_sums(int i0, int i1, const double* w2, const
   ds = d0 + d1;
 }
 
+// s = sum of w2[i] / (delta[i] - tau) and ds = sum of w2[i] / (delta[i] - tau)^2 over [i0, i1),
+// lanes partial sums (rows i = l mod lanes from i0), added in a fixed order.
+KOKKOS_INLINE_FUNCTION void secular_terms(int i0, int i1, const double* delta, double tau,
+                                          const double* w2, double& s, double& ds) {
+#ifdef PERFEX_HOST_TILES
+  lane_vector a = broadcast(0.0), b = broadcast(0.0);
+  const lane_vector t = broadcast(tau), one = broadcast(1.0);
+  int i = i0;
+  for (; i + lanes <= i1; i += lanes) {
+    const lane_vector r = one / (load_lanes(delta + i) - t), u = load_lanes(w2 + i) * r;
+    a += u;
+    b += u * r;
+  }
+  for (int l = 0; i + l < i1; ++l) {
+    const double r = 1.0 / (delta[i + l] - tau), u = w2[i + l] * r;
+    a[l] += u;
+    b[l] += u * r;
+  }
+  s = (a[0] + a[1]) + (a[2] + a[3]);
+  ds = (b[0] + b[1]) + (b[2] + b[3]);
+#else
+  Kokkos::abort("perfex::linalg: a one-thread host kernel reached on a device");
+#endif
+}
+
 // Root j of the secular equation 1/rho + sum_i w2[i] / (dl[i] - lambda) = 0 (K terms, dl
 // ascending and distinct, w2 > 0, rho > 0): lambda_j lies in (dl[j], dl[j+1]), the last one in
 // (dl[K-1], dl[K-1] + rho sum w2]. The iterate is measured from the nearer pole, so that the
@@ -336,11 +362,10 @@ KOKKOS_INLINE_FUNCTION double secular_root(int K, int j, const double* dl, const
   const double origin = dl[k];
   for (int i = 0; i < K; ++i) delta[i] = dl[i] - origin;
   for (int iter = 0; iter < 200; ++iter) {
-    for (int i = 0; i < K; ++i) r[i] = 1.0 / (delta[i] - tau);
     // psi: the poles at or below the bracket (negative terms), phi: those above.
     double psi, dpsi, phi, dphi;
-    secular_sums(0, j + 1, w2, r, psi, dpsi);
-    secular_sums(j + 1, K, w2, r, phi, dphi);
+    secular_terms(0, j + 1, delta, tau, w2, psi, dpsi);
+    secular_terms(j + 1, K, delta, tau, w2, phi, dphi);
     const double f = rhoinv + psi + phi;
     if (f < 0)
       lo = tau;
@@ -372,27 +397,6 @@ KOKKOS_INLINE_FUNCTION double secular_root(int K, int j, const double* dl, const
   }
   for (int i = 0; i < K; ++i) delta[i] -= tau;
   return origin + tau;
-}
-
-// y (m) = A (m x k, column-major, leading dimension lda) x; y must not overlap A or x. Four
-// columns of A per pass over y (vectorised over rows).
-KOKKOS_INLINE_FUNCTION void gemv_sequential(int m, int k, const double* A, long lda,
-                                            const double* x, double* KOKKOS_RESTRICT y) {
-  for (int r = 0; r < m; ++r) y[r] = 0;
-  int p = 0;
-  for (; p + 4 <= k; p += 4) {
-    const double* KOKKOS_RESTRICT a0 = A + p * lda;
-    const double* KOKKOS_RESTRICT a1 = a0 + lda;
-    const double* KOKKOS_RESTRICT a2 = a1 + lda;
-    const double* KOKKOS_RESTRICT a3 = a2 + lda;
-    const double t0 = x[p], t1 = x[p + 1], t2 = x[p + 2], t3 = x[p + 3];
-    for (int r = 0; r < m; ++r) y[r] += (a0[r] * t0 + a1[r] * t1) + (a2[r] * t2 + a3[r] * t3);
-  }
-  for (; p < k; ++p) {
-    const double* KOKKOS_RESTRICT a0 = A + p * lda;
-    const double t0 = x[p];
-    for (int r = 0; r < m; ++r) y[r] += a0[r] * t0;
-  }
 }
 
 // Merges the solved halves [a, m) and [m, b) of the tridiagonal: on entry d[a:b) holds the
@@ -524,27 +528,41 @@ KOKKOS_INLINE_FUNCTION void dc_merge(double* d, double* Z, long ldz, int a, int 
     for (int r = 0; r < n0; ++r) G[r + (K + t) * ld] = Zat(a + r, a + c);
   }
 
-  // Output positions: merge of lam (ascending) and the deflated eigenvalues.
+  // New eigenvectors: Z(upper rows, j) = G(upper rows, upper and mixed columns) U(those, j),
+  // Z(lower rows, j) = G(lower rows, mixed and lower columns) U(those, j), with U's rows first
+  // put in G's column order; two matrix products into Z's first K columns.
+  for (int j = 0; j < K; ++j) {
+    double* u = U + j * ld;
+    for (int q = 0; q < K; ++q) scratch[q] = u[int(perm[q])];
+    for (int q = 0; q < K; ++q) u[q] = scratch[q];
+  }
+  const int upper_end = nup + nmixed;
+  double* Za = &Zat(a, a);
+  gemm_nn_sequential<false, false>(n1, K, upper_end, G, ld, U, 1, ld, Za, ldz);
+  gemm_nn_sequential<false, false>(n0 - n1, K, K - nup, G + n1 + nup * ld, ld, U + nup, 1, ld,
+                                   Za + n1, ldz);
+  // Output positions: merge of lam (ascending) and the deflated eigenvalues; the merged columns
+  // move to theirs from the last (a column only moves right), the deflated ones come from G.
   for (int out = 0, p = 0, q = 0; out < n0; ++out) {
     if (q >= ndef || (p < K && lam[p] <= dvals[q])) {
       order[p] = out;
       d[a + out] = lam[p++];
     } else {
-      const int c = a + out;
-      for (int r = 0; r < n0; ++r) Zat(a + r, c) = G[r + (K + q) * ld];
       d[a + out] = dvals[q++];
     }
   }
-  // New eigenvectors: Z(upper rows, j) = G(upper rows, upper and mixed columns) U(those, j),
-  // Z(lower rows, j) = G(lower rows, mixed and lower columns) U(those, j), with U's column
-  // first put in G's column order.
-  const int upper_end = nup + nmixed;
-  for (int j = 0; j < K; ++j) {
-    const double* u = U + j * ld;
-    for (int q = 0; q < K; ++q) scratch[q] = u[int(perm[q])];
-    double* zc = &Zat(a, a + int(order[j]));
-    gemv_sequential(n1, upper_end, G, ld, scratch, zc);
-    gemv_sequential(n0 - n1, K - nup, G + n1 + nup * ld, ld, scratch + nup, zc + n1);
+  for (int j = K - 1; j >= 0; --j) {
+    const int c = int(order[j]);
+    if (c == j) continue;
+    for (int r = 0; r < n0; ++r) Zat(a + r, a + c) = Zat(a + r, a + j);
+  }
+  for (int out = 0, p = 0, q = 0; out < n0; ++out) {
+    if (p < K && int(order[p]) == out) {
+      ++p;
+    } else {
+      for (int r = 0; r < n0; ++r) Zat(a + r, a + out) = G[r + (K + q) * ld];
+      ++q;
+    }
   }
 }
 

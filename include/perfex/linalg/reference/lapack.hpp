@@ -20,6 +20,8 @@ void dpbtrs_(const char* uplo, const int* n, const int* kd, const int* nrhs, con
              const int* ldab, double* b, const int* ldb, int* info, std::size_t uplo_len);
 void dpotri_(const char* uplo, const int* n, double* a, const int* lda, int* info,
              std::size_t uplo_len);
+void dsytrd_(const char* uplo, const int* n, double* a, const int* lda, double* d, double* e,
+             double* tau, double* work, const int* lwork, int* info, std::size_t uplo_len);
 void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w,
              double* work, const int* lwork, int* iwork, const int* liwork, int* info,
              std::size_t jobz_len, std::size_t uplo_len);
@@ -81,6 +83,18 @@ inline int syevd(int n, double* a, int lda, double* w, double* work, int lwork, 
   dsyevd_("V", "L", &n, a, &lda, w, work, &lwork, iwork, &liwork, &info, 1, 1);
   return info;
 }
+// Householder reduction of the lower triangle to tridiagonal form: d (n), e (n - 1), tau (n - 1),
+// the reflectors below the subdiagonal of a.
+inline int sytrd(int n, double* a, int lda, double* d, double* e, double* tau) {
+  int info = 0, lwork = -1;
+  double query = 0;
+  dsytrd_("L", &n, a, &lda, d, e, tau, &query, &lwork, &info, 1);
+  lwork = int(query) > 1 ? int(query) : 1;
+  std::vector<double> work(static_cast<std::size_t>(lwork));
+  dsytrd_("L", &n, a, &lda, d, e, tau, work.data(), &lwork, &info, 1);
+  return info;
+}
+
 inline int syevd(int n, double* a, int lda, double* w) {
   const SyevdWork s = syevd_work_size(n);
   std::vector<double> work(std::size_t(s.lwork));
