@@ -120,12 +120,20 @@ def read_psf(filename):
 
 
 def _specex_layout(filename):
-    """Whether a PSF file is specex's GAUSS-HERMITE PSFVER 3 layout (a PSF HDU), gpu_specter's."""
+    """Whether a PSF file is specex's GAUSS-HERMITE PSFVER 3 layout (a PSF HDU), gpu_specter's;
+    a GAUSS-HERMITE file with neither a PSF HDU nor an older PSFVER counts as one, so that its
+    missing PSF HDU is what the error names."""
     from astropy.io import fits
 
     with fits.open(filename) as hdus:
-        kind = str(hdus[0].header.get("PSFTYPE", "GAUSS-HERMITE")).strip()
-        return kind == "GAUSS-HERMITE" and "PSF" in hdus
+        header = hdus[0].header
+        if str(header.get("PSFTYPE", "GAUSS-HERMITE")).strip() != "GAUSS-HERMITE":
+            return False
+        try:
+            older = int(float(str(header.get("PSFVER", 3)).strip())) < 3
+        except ValueError:
+            older = False
+        return "PSF" in hdus or not older
 
 
 def read_img(filename):
