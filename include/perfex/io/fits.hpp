@@ -462,7 +462,7 @@ class FitsFile {
     const double d = std::strtod(s, &end);
     if (v.empty() || *end != '\0' || errno == ERANGE || !(d == std::floor(d)) ||
         !(d >= static_cast<double>(std::numeric_limits<T>::min())) ||
-        !(d <= static_cast<double>(std::numeric_limits<T>::max())))
+        !(d < static_cast<double>(std::numeric_limits<T>::max()) + 1.0))  // 2^63 overflows
       fail_key(0, name, "'" + v + "' is not an integer in range");
     out = static_cast<T>(d);
     return true;

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,10 +50,16 @@ inline psf::LegendreTraceSet read_trace_hdu(FitsFile& file, const std::string& e
   return t;
 }
 
-inline int read_int_key(FitsFile& file, const std::string& name) {
-  const long long v = file.read_key<long long>(name);
+inline int checked_int_key(FitsFile& file, const std::string& name, long long v) {
   if (v < -1000000000LL || v > 1000000000LL) file.fail(0, "keyword '" + name + "' out of range");
   return static_cast<int>(v);
+}
+inline int read_int_key(FitsFile& file, const std::string& name) {
+  return checked_int_key(file, name, file.read_key<long long>(name));
+}
+inline std::optional<int> read_int_key_optional(FitsFile& file, const std::string& name) {
+  if (auto v = file.read_key_optional<long long>(name)) return checked_int_key(file, name, *v);
+  return std::nullopt;
 }
 
 // PSFTYPE / PSFVER of the current HDU, where present: GAUSS-HERMITE, version 3 only (a
@@ -116,8 +123,8 @@ inline void read_row_table(FitsFile& file, psf::GaussHermitePsfData& d, const st
   if (nc < 1 || nc > psf::kMaxLegendreCoeffs)
     file.fail(0, "column 'COEFF': " + std::to_string(nc) + " coefficients per fibre (1.." +
                      std::to_string(psf::kMaxLegendreCoeffs) + " supported)");
-  if (auto legdeg = file.read_key_optional<long long>("LEGDEG"))
-    if (*legdeg + 1 != nc)
+  if (auto legdeg = read_int_key_optional(file, "LEGDEG"))
+    if (*legdeg != nc - 1)
       file.fail(0, "keyword 'LEGDEG' = " + std::to_string(*legdeg) + " but column 'COEFF' has " +
                        std::to_string(nc) + " coefficients per fibre");
   const std::vector<double> coeff = file.read_column<double>("COEFF");
@@ -220,10 +227,9 @@ inline psf::GaussHermitePsfData read_gauss_hermite_psf(const std::string& path) 
   d.wavemin = file.read_key<double>("WAVEMIN");
   d.wavemax = file.read_key<double>("WAVEMAX");
   d.fibermin = 0;
-  if (auto fmin = file.read_key_optional<long long>("FIBERMIN"))
-    d.fibermin = static_cast<int>(*fmin);
-  if (auto fmax = file.read_key_optional<long long>("FIBERMAX")) {
-    const long long n = *fmax - d.fibermin + 1;
+  if (auto fmin = detail::read_int_key_optional(file, "FIBERMIN")) d.fibermin = *fmin;
+  if (auto fmax = detail::read_int_key_optional(file, "FIBERMAX")) {
+    const long long n = static_cast<long long>(*fmax) - d.fibermin + 1;
     if (n != d.nfib) {
       file.fail(0, "FIBERMIN/FIBERMAX = " + std::to_string(d.fibermin) + "/" +
                        std::to_string(*fmax) + " say " + std::to_string(n) +

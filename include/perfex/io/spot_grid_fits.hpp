@@ -38,8 +38,8 @@ inline psf::SpotGridPsfData read_spot_grid_psf(const std::string& path) {
   if (nspec != d.nfib)
     file.fail(0, "keyword 'NSPEC' = " + std::to_string(nspec) + " but XCOEFF has " +
                      std::to_string(d.nfib) + " fibres");
-  d.npix_x = static_cast<int>(file.read_key<long long>("NPIX_X"));
-  d.npix_y = static_cast<int>(file.read_key<long long>("NPIX_Y"));
+  d.npix_x = file.read_key<int>("NPIX_X");
+  d.npix_y = file.read_key<int>("NPIX_Y");
   d.psferr = file.read_key_optional<double>("PSFERR").value_or(0.01);
   d.ccd_pixel_size = file.read_key<double>("CCDPIXSZ");
   d.spot_pixel_size = file.read_key<double>("PIXSIZE");
