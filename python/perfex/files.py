@@ -82,24 +82,20 @@ def request(options):
     return make_options(**opts), wavelength_given, nspec_given
 
 
+def _job_arguments(files, options):
+    """The library's files -> frame job arguments of a frame's files and options: the paths,
+    the resolved options, whether wavelength and nspec were given, and the image's size held to
+    the PSF's (allow_image_size_mismatch=False)."""
+    opts, wavelength_given, nspec_given = request(options)
+    paths = (files.input, files.psf, files.output, files.model or "", files.fibermap or "")
+    return (*paths, opts, wavelength_given, nspec_given, False)
+
+
 def open_files(files, backend, options, warn=None):
     """files::inputs of a frame's files (the outputs checked, the PSF and the image's header
     read): the library's handle of the job's next phases (.check() -> the FrameJob, .read_box,
     .write, .phases)."""
-    opts, wavelength_given, nspec_given = request(options)
-    return _perfex.FrameFiles(
-        files.input,
-        files.psf,
-        files.output,
-        files.model or "",
-        files.fibermap or "",
-        opts,
-        wavelength_given,
-        nspec_given,
-        False,
-        backend,
-        warn,
-    )
+    return _perfex.FrameFiles(*_job_arguments(files, options), backend, warn)
 
 
 def log_written(files, nspec, nwave, start):
@@ -115,17 +111,8 @@ def extract_files(files, group=None, *, backend, threads=None, options, phases=N
     start = time.time()
     if group is None or group.size == 1:
         log.info("frame %s: extracting %s with %s", files.name, files.input, files.psf)
-        opts, wavelength_given, nspec_given = request(options)
         result = _perfex.extract_files(
-            files.input,
-            files.psf,
-            files.output,
-            files.model or "",
-            files.fibermap or "",
-            opts,
-            wavelength_given,
-            nspec_given,
-            False,
+            *_job_arguments(files, options),
             backend,
             ProgressLog(f"frame {files.name}"),
             lambda w: log.warning("frame %s: %s", files.name, w),

@@ -40,7 +40,12 @@ def data_path(name):
 
 @pytest.fixture(scope="session")
 def psf_path():
-    return data_path(PSF)
+    """The real DESI PSF: the shared set's, else the byte-identical copy that perfex.gpu_specter
+    carries as package data (so the tests that need only the PSF run in a plain clone)."""
+    shared = os.path.join(DATA, PSF)
+    if os.path.exists(shared):
+        return shared
+    return os.path.join(REPO, "python", "perfex", "gpu_specter", "test", "data", PSF)
 
 
 @pytest.fixture(scope="session")
