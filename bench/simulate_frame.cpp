@@ -9,7 +9,7 @@
 #include <perfex/extract/simulate.hpp>
 #include <perfex/extract/wavelength_grid.hpp>
 #include <perfex/io/image_fits.hpp>
-#include <perfex/io/psf_fits.hpp>
+#include <perfex/io/psf_files.hpp>
 #include <perfex/runtime.hpp>
 
 #include <Kokkos_Core.hpp>

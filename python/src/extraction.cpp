@@ -3,7 +3,7 @@
 #include "extraction.hpp"
 
 #include <perfex/io/image_fits.hpp>
-#include <perfex/io/psf_fits.hpp>
+#include <perfex/io/psf_files.hpp>
 
 #include <chrono>
 #include <ctime>

@@ -2,7 +2,7 @@
 // to dicts (pickling, MPI broadcasts, PSFs built from arrays such as gpu_specter's tables), and
 // evaluated like specter's PSF.xypix.
 #include <perfex/extract/psf_models.hpp>
-#include <perfex/io/psf_fits.hpp>
+#include <perfex/io/psf_files.hpp>
 #include <perfex/psf/synthetic.hpp>
 #include <perfex/runtime.hpp>
 

@@ -12,7 +12,7 @@
 #include "io/io_test_util.hpp"
 
 #include <perfex/io/fits.hpp>
-#include <perfex/io/psf_fits.hpp>
+#include <perfex/io/psf_files.hpp>
 #endif
 
 #include <algorithm>

@@ -2,9 +2,9 @@
 // PSF data from files in exec's memory: upload_psf gives the device model of each format, and
 // with_psf_model runs a generic callable with the model of a PsfData, whatever its format.
 #include <perfex/psf/any_psf.hpp>
-#include <perfex/psf/gauss_hermite.hpp>
-#include <perfex/psf/gauss_hermite2.hpp>
-#include <perfex/psf/spot_grid.hpp>
+#include <perfex/psf/gauss_hermite/device.hpp>
+#include <perfex/psf/gauss_hermite2/device.hpp>
+#include <perfex/psf/spot_grid/device.hpp>
 
 #include <utility>
 

@@ -21,7 +21,7 @@
 #include <perfex/io/frame_fits.hpp>
 #include <perfex/io/image_fits.hpp>
 #include <perfex/io/output_file.hpp>
-#include <perfex/io/psf_fits.hpp>
+#include <perfex/io/psf_files.hpp>
 #include <perfex/profiling.hpp>
 
 #include <functional>

@@ -7,8 +7,8 @@
 #include <utility>
 #include <variant>
 
-#include <perfex/psf/psf_data.hpp>
-#include <perfex/psf/spot_grid_data.hpp>
+#include <perfex/psf/gauss_hermite/data.hpp>
+#include <perfex/psf/spot_grid/data.hpp>
 
 namespace perfex {
 namespace psf {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include <perfex/error.hpp>
-#include <perfex/psf/psf_data.hpp>
+#include <perfex/psf/gauss_hermite/data.hpp>
 
 namespace perfex {
 namespace psf {

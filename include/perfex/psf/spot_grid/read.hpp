@@ -8,7 +8,7 @@
 
 #include <perfex/error.hpp>
 #include <perfex/io/fits.hpp>
-#include <perfex/psf/spot_grid_data.hpp>
+#include <perfex/psf/spot_grid/data.hpp>
 
 namespace perfex {
 namespace io {

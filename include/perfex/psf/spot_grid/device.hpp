@@ -14,9 +14,9 @@
 #include <vector>
 
 #include <perfex/detail/kokkos_compat.hpp>
-#include <perfex/psf/legendre_traces.hpp>
+#include <perfex/psf/device.hpp>
 #include <perfex/psf/model.hpp>
-#include <perfex/psf/spot_grid_data.hpp>
+#include <perfex/psf/spot_grid/data.hpp>
 
 namespace perfex {
 namespace psf {

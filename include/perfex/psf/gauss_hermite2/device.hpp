@@ -20,9 +20,9 @@
 
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/error.hpp>
-#include <perfex/psf/legendre_traces.hpp>
+#include <perfex/psf/device.hpp>
+#include <perfex/psf/gauss_hermite/data.hpp>
 #include <perfex/psf/model.hpp>
-#include <perfex/psf/psf_data.hpp>
 
 namespace perfex {
 namespace psf {

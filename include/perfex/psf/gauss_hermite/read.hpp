@@ -22,9 +22,9 @@
 
 #include <perfex/error.hpp>
 #include <perfex/io/fits.hpp>
-#include <perfex/io/spot_grid_fits.hpp>
 #include <perfex/psf/any_psf.hpp>
-#include <perfex/psf/psf_data.hpp>
+#include <perfex/psf/gauss_hermite/data.hpp>
+#include <perfex/psf/spot_grid/read.hpp>
 
 namespace perfex {
 namespace io {
