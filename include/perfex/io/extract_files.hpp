@@ -128,8 +128,9 @@ inline extract::ResolvedRequest check_files_job(FrameFiles& files, const Warning
 inline PreprocImage read_box(FrameFiles& files, const extract::PixelBox& box,
                              const WarningCallback& warn, PhaseTimes& times) {
   Phase phase("files::read", times);
-  PreprocImage image = while_doing("reading the image " + files.request.image,
-                                   [&] { return read_preproc(files.request.image, 0x2FF, box); });
+  PreprocImage image = while_doing("reading the image " + files.request.image, [&] {
+    return read_preproc(files.request.image, kDefaultMaskBits, box);
+  });
   for (const std::string& w : image.warnings) {
     files.notes.push_back(w);
     if (warn) warn(w);
