@@ -62,9 +62,18 @@ struct FilesResult {
   extract::Frame frame;
   std::string backend;
   int threads = 1;
-  double seconds = 0;  // extraction only (not I/O)
-  double read_seconds = 0, write_seconds = 0;
+  // From the run's phases (set_times): the extraction (job::plan, job::extract), reading the
+  // inputs (files::inputs, files::read) and writing the outputs (files::write). The request's
+  // check (job::check) is in none of them; frame.phases has every phase.
+  double seconds = 0, read_seconds = 0, write_seconds = 0;
 };
+
+// r's seconds, read_seconds and write_seconds from the run's phases.
+inline void set_times(FilesResult& r, const PhaseTimes& times) {
+  r.seconds = times.seconds("job::plan") + times.seconds("job::extract");
+  r.read_seconds = times.seconds("files::inputs") + times.seconds("files::read");
+  r.write_seconds = times.seconds("files::write");
+}
 
 // Called with (patches done, patches in total); (0, 0) marks the start of the extraction.
 using ProgressCallback = std::function<void(int, int)>;
@@ -181,10 +190,7 @@ inline FilesResult extract_files(const FilesRequest& request, const FilesNames& 
   });
   write_files(files, r.frame, warn, times);
   r.frame.phases = times;
-  r.seconds = times.seconds("job::plan") + times.seconds("job::extract");
-  r.read_seconds =
-      times.seconds("files::inputs") + times.seconds("job::check") + times.seconds("files::read");
-  r.write_seconds = times.seconds("files::write");
+  set_times(r, times);
   return r;
 }
 
