@@ -149,9 +149,10 @@ void register_files(py::module_& m) {
            py::arg("nspec_given"), py::arg("allow_image_size_mismatch"), py::arg("backend"),
            py::arg("warn") = py::none(),
            "files::inputs: the outputs checked, the PSF and the image's header read.")
-      .def_property_readonly(
-          "psf",
-          [](const FrameFiles& f) { return std::make_shared<perfex::psf::PsfData>(f.files().psf); })
+      .def_property_readonly("psf",
+                             [](const FrameFiles& f) {
+                               return std::make_shared<perfex::psf::AnyPsfData>(f.files().psf);
+                             })
       .def_property_readonly("ccd_shape",
                              [](const FrameFiles& f) {
                                return py::make_tuple(f.files().ccd_rows(), f.files().ccd_cols());

@@ -9,7 +9,7 @@
 
 #include <perfex/io/fits.hpp>
 #include <perfex/io/psf_files.hpp>
-#include <perfex/psf/gauss_hermite/device.hpp>
+#include <perfex/psf/gauss_hermite/model.hpp>
 
 using perfex_psf_test::Mem;
 

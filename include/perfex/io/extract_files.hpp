@@ -86,7 +86,7 @@ struct FrameFiles {
   FilesRequest request;
   FilesNames names;
   std::string backend;
-  psf::PsfData psf;
+  psf::AnyPsfData psf;
   extract::PixelBox ccd;
   std::vector<std::string> notes;
 

@@ -9,59 +9,14 @@
 #include <vector>
 
 #include <perfex/error.hpp>
+#include <perfex/psf/data.hpp>
 
 namespace perfex {
 namespace psf {
 
 // Hard limits of the device model (sizes of per-spot local arrays); validate() checks them.
-constexpr int kMaxGhDegree = 10;        // GHDEGX, GHDEGY
-constexpr int kMaxHalfSize = 20;        // HSIZEX, HSIZEY (box up to 41 pixels)
-constexpr int kMaxLegendreCoeffs = 24;  // trace coefficients, LEGDEG + 1
-
-// What every PSF format tells the front ends before any device work (the request's defaults
-// and checks): psf::PsfData::summary().
-struct PsfSummary {
-  std::string type;                             // PSFTYPE: "GAUSS-HERMITE", ...
-  std::string source;                           // the file ("" when built in memory)
-  int nfib = 0, npix_x = 0, npix_y = 0;         // fibres, CCD columns and rows
-  int spot_rows = 0, spot_cols = 0;             // the spot box
-  double psferr = 0.01;                         // PSFERR (0.01 when absent)
-  double wavemin = 0, wavemax = 0;              // the default grid's ends (the PSF's own domain)
-  double trace_wavemin = 0, trace_wavemax = 0;  // where the traces are defined
-};
-
-// Legendre coefficients of x(λ) or y(λ) for every fibre, on [wavemin, wavemax].
-struct LegendreTraceSet {
-  double wavemin = 0, wavemax = 0;
-  int ncoeff = 0;
-  std::vector<double> coeff;  // [nfib][ncoeff]
-
-  // The series of fibre f at w (host; the device models evaluate it the same way).
-  double value(int f, double w) const {
-    const double u = (w - wavemin) * (2.0 / (wavemax - wavemin)) - 1.0;
-    const double* c = &coeff[static_cast<std::size_t>(f) * ncoeff];
-    double p0 = 1.0, p1 = u, s = c[0];
-    if (ncoeff > 1) s += c[1] * u;
-    for (int m = 2; m < ncoeff; ++m) {
-      const double p2 = ((2 * m - 1) * u * p1 - (m - 1) * p0) / m;
-      s += c[m] * p2;
-      p0 = p1;
-      p1 = p2;
-    }
-    return s;
-  }
-  // The smallest |d value / dw| of fibres [f0, f0 + nf) over [w0, w1] (65 samples each).
-  double min_slope(int f0, int nf, double w0, double w1) const {
-    double slope = HUGE_VAL;
-    const double h = 1e-3 * (wavemax - wavemin);
-    for (int f = f0; f < f0 + nf; ++f)
-      for (int i = 0; i <= 64; ++i) {
-        const double w = w0 + (w1 - w0) * i / 64;
-        slope = std::min(slope, std::abs(value(f, w + h) - value(f, w - h)) / (2 * h));
-      }
-    return slope;
-  }
-};
+constexpr int kMaxGhDegree = 10;  // GHDEGX, GHDEGY
+constexpr int kMaxHalfSize = 20;  // HSIZEX, HSIZEY (box up to 41 pixels)
 
 // Parses "GH-i-j" into (i, j); false for any other name.
 inline bool parse_gh_name(const std::string& name, int& i, int& j) {
@@ -76,7 +31,13 @@ inline bool parse_gh_name(const std::string& name, int& i, int& j) {
   return true;
 }
 
+template <class MemorySpace>
+class GaussHermitePsf;
+
 struct GaussHermitePsfData {
+  static constexpr const char* psftype = "GAUSS-HERMITE";
+  template <class MemorySpace>
+  using Model = GaussHermitePsf<MemorySpace>;  // its model, psf/gauss_hermite/model.hpp
   std::string source;  // file it came from ("" for synthetic): used in messages and IN_PSF
   int nfib = 0, fibermin = 0;
   int hsizex = 0, hsizey = 0, ghdegx = 0, ghdegy = 0, legdeg = 0, npix_x = 0, npix_y = 0;
@@ -88,8 +49,10 @@ struct GaussHermitePsfData {
 
   int nparam() const { return static_cast<int>(param_names.size()); }
   int ncoeff() const { return legdeg + 1; }
-  std::string label() const {
-    return source.empty() ? std::string("synthetic PSF") : "PSF '" + source + "'";
+  std::string label() const { return psf_label(source); }
+  // The name of the core's coefficient a_ij, "GH-i-j".
+  static std::string core_name(int i, int j) {
+    return "GH-" + std::to_string(i) + "-" + std::to_string(j);
   }
 
   // Row of parameter `name`, or -1.
@@ -117,9 +80,7 @@ struct GaussHermitePsfData {
   // name what is wrong in the file's terms: "PSF '<source>', HDU 'PSF': keywords HSIZEX/...".
   void validate() const {
     const std::string who = label();
-    auto fail = [&](const char* hdu, const std::string& what) {
-      throw Error(who + ", HDU '" + hdu + "': " + what);
-    };
+    auto fail = [&](const char* hdu, const std::string& what) { fail_in_hdu(who, hdu, what); };
     if (nfib <= 0) fail("XTRACE", "no fibres (nfib = " + std::to_string(nfib) + ")");
     // A spot box of one pixel (HSIZE 0) holds no Gauss-Hermite profile.
     if (hsizex < 1 || hsizey < 1 || hsizex > kMaxHalfSize || hsizey > kMaxHalfSize) {
@@ -142,34 +103,9 @@ struct GaussHermitePsfData {
     }
     if (!(psferr >= 0) || !std::isfinite(psferr))
       fail("PSF", "keyword PSFERR = " + std::to_string(psferr) + " invalid");
-    auto check_domain = [&](const char* hdu, double w0, double w1) {
-      if (!std::isfinite(w0) || !std::isfinite(w1) || !(w1 > w0)) {
-        fail(hdu, "keywords WAVEMIN/WAVEMAX = " + std::to_string(w0) + "/" + std::to_string(w1) +
-                      " is not a valid domain");
-      }
-    };
-    check_domain("PSF", wavemin, wavemax);
-    auto check_trace = [&](const char* hdu, const LegendreTraceSet& t) {
-      check_domain(hdu, t.wavemin, t.wavemax);
-      if (t.ncoeff < 1 || t.ncoeff > kMaxLegendreCoeffs) {
-        fail(hdu, std::to_string(t.ncoeff) + " coefficients per fibre (1.." +
-                      std::to_string(kMaxLegendreCoeffs) + " supported)");
-      }
-      if (t.coeff.size() != static_cast<std::size_t>(nfib) * t.ncoeff) {
-        fail(hdu, std::to_string(t.coeff.size() / t.ncoeff) + " fibres x " +
-                      std::to_string(t.ncoeff) + " coefficients (" +
-                      std::to_string(t.coeff.size()) + " values), expected " +
-                      std::to_string(nfib) + " fibres");
-      }
-      for (std::size_t n = 0; n < t.coeff.size(); ++n) {
-        if (!std::isfinite(t.coeff[n])) {
-          fail(hdu, "coefficient " + std::to_string(n % t.ncoeff) + " of fibre " +
-                        std::to_string(n / t.ncoeff) + " is not finite");
-        }
-      }
-    };
-    check_trace("XTRACE", xtrace);
-    check_trace("YTRACE", ytrace);
+    check_domain(who, "PSF", wavemin, wavemax);
+    xtrace.check(who, "XTRACE", nfib);
+    ytrace.check(who, "YTRACE", nfib);
     const std::size_t expected = param_names.size() * static_cast<std::size_t>(nfib) * ncoeff();
     if (coeff.size() != expected) {
       fail("PSF", "column 'COEFF' has " + std::to_string(coeff.size()) + " values, expected " +
@@ -198,8 +134,7 @@ struct GaussHermitePsfData {
     param_index("GHSIGX");
     param_index("GHSIGY");
     for (int j = 0; j <= ghdegy; ++j) {
-      for (int i = 0; i <= ghdegx; ++i)
-        param_index("GH-" + std::to_string(i) + "-" + std::to_string(j));
+      for (int i = 0; i <= ghdegx; ++i) param_index(core_name(i, j));
     }
     // Tails: all or nothing (TAILAMP alone cannot be evaluated).
     if (find_param("TAILAMP") >= 0) {
@@ -210,20 +145,18 @@ struct GaussHermitePsfData {
 
   const LegendreTraceSet& rows() const { return ytrace; }  // y(λ): CCD rows
   PsfSummary summary() const {
-    PsfSummary s;
-    s.type = "GAUSS-HERMITE";
-    s.source = source;
-    s.nfib = nfib;
-    s.npix_x = npix_x;
-    s.npix_y = npix_y;
-    s.spot_rows = 2 * hsizey + 1;
-    s.spot_cols = 2 * hsizex + 1;
-    s.psferr = psferr;
-    s.wavemin = wavemin;
-    s.wavemax = wavemax;
-    s.trace_wavemin = std::max(xtrace.wavemin, ytrace.wavemin);
-    s.trace_wavemax = std::min(xtrace.wavemax, ytrace.wavemax);
-    return s;
+    return {psftype,
+            source,
+            nfib,
+            npix_x,
+            npix_y,
+            2 * hsizey + 1,
+            2 * hsizex + 1,
+            psferr,
+            wavemin,
+            wavemax,
+            std::max(xtrace.wavemin, ytrace.wavemin),
+            std::min(xtrace.wavemax, ytrace.wavemax)};
   }
   // What validate() checks of the domain, over [w0, w1] where a grid extrapolates.
   void check_over(double w0, double w1) const { check_widths(w0, w1); }
@@ -241,75 +174,32 @@ struct GaussHermitePsfData {
     return sum;
   }
 
-  // The Gauss-Hermite core widths GHSIGX/GHSIGY of every fibre over [w0, w1] (sampled
-  // 16 times per Legendre degree): positive and finite, and at most the spot box's half
-  // size HSIZEX/HSIZEY (a wider core would fall mostly outside its box). Throws naming the
-  // HDU, parameter, fibre, wavelength and value.
+  // The Gauss-Hermite core widths GHSIGX/GHSIGY of every fibre over [w0, w1]: positive and
+  // finite, and at most the spot box's half size HSIZEX/HSIZEY (a wider core would fall mostly
+  // outside its box).
   void check_widths(double w0, double w1) const {
+    check_width("HDU 'PSF'", "GHSIGX", hsizex, w0, w1);
+    check_width("HDU 'PSF'", "GHSIGY", hsizey, w0, w1);
+  }
+  // Width parameter `name` of every fibre over [w0, w1] (sampled 16 times per Legendre
+  // degree): positive and finite, and at most HSIZE<X|Y> = hsize pixels where hsize > 0.
+  // Throws naming the HDU (where), parameter, fibre, wavelength and value.
+  void check_width(const std::string& where, const char* name, int hsize, double w0,
+                   double w1) const {
     const int nsample = 16 * (legdeg + 1) + 1;
-    for (const char* name : {"GHSIGX", "GHSIGY"}) {
-      const int p = param_index(name);
-      const int hsize = name[5] == 'X' ? hsizex : hsizey;
-      for (int f = 0; f < nfib; ++f)
-        for (int i = 0; i < nsample; ++i) {
-          const double w = w0 + (w1 - w0) * i / (nsample - 1);
-          const double v = param_value(p, f, w);
-          if (std::isfinite(v) && v > 0 && v <= hsize) continue;
-          throw Error(label() + ", HDU 'PSF': parameter '" + name + "' = " + std::to_string(v) +
-                      " at fibre " + std::to_string(f) + ", wavelength " + std::to_string(w) +
-                      ": a Gauss-Hermite width must be > 0 and at most HSIZE" + (name + 5) + " = " +
-                      std::to_string(hsize) + " pixels");
-        }
-    }
-  }
-};
-
-// specex's GAUSS-HERMITE2 PSF (device model: psf/gauss_hermite2.hpp).
-struct GaussHermite2PsfData {
-  // Traces, keywords (HSIZEX/Y, GHDEGX/Y of the first core, NPIX_X/Y, PSFERR) and every
-  // parameter row (GH-i-j, GH2-i-j, GHNSIG, GHSIGX2, GHSIGY2, TAIL*, ...).
-  GaussHermitePsfData gh;
-  int ghdegx2 = 0, ghdegy2 = 0;  // the second core's degrees
-
-  std::string label() const { return gh.label(); }
-  const LegendreTraceSet& rows() const { return gh.ytrace; }
-  PsfSummary summary() const {
-    PsfSummary s = gh.summary();
-    s.type = "GAUSS-HERMITE2";
-    s.spot_rows = 2 * gh.hsizey;
-    s.spot_cols = 2 * gh.hsizex;
-    return s;
-  }
-  static std::string core2_name(int i, int j) {
-    return "GH2-" + std::to_string(i) + "-" + std::to_string(j);
-  }
-  void validate() const {
-    gh.validate();
-    auto fail = [&](const std::string& what) { throw Error(label() + ", HDU 1: " + what); };
-    if (ghdegx2 < 0 || ghdegy2 < 0 || ghdegx2 > kMaxGhDegree || ghdegy2 > kMaxGhDegree)
-      fail("keywords GHDEGX2/GHDEGY2 = " + std::to_string(ghdegx2) + "/" + std::to_string(ghdegy2) +
-           " outside [0, " + std::to_string(kMaxGhDegree) + "]");
-    for (const char* p : {"GHNSIG", "GHSIGX2", "GHSIGY2", "TAILAMP"}) gh.param_index(p);
-    for (int i = 0; i <= ghdegx2; ++i)
-      for (int j = 0; j <= ghdegy2; ++j) gh.param_index(core2_name(i, j));
-    check_over(gh.wavemin, gh.wavemax);
-  }
-  // Both cores' widths positive and finite over [w0, w1] (the first also within the box).
-  void check_over(double w0, double w1) const {
-    gh.check_widths(w0, w1);
-    const int nsample = 16 * (gh.legdeg + 1) + 1;
-    for (const char* name : {"GHSIGX2", "GHSIGY2"}) {
-      const int p = gh.param_index(name);
-      for (int f = 0; f < gh.nfib; ++f)
-        for (int i = 0; i < nsample; ++i) {
-          const double w = w0 + (w1 - w0) * i / (nsample - 1);
-          const double v = gh.param_value(p, f, w);
-          if (std::isfinite(v) && v > 0) continue;
-          throw Error(label() + ", HDU 1: parameter '" + name + "' = " + std::to_string(v) +
-                      " at fibre " + std::to_string(f) + ", wavelength " + std::to_string(w) +
-                      ": a Gauss-Hermite width must be > 0");
-        }
-    }
+    const int p = param_index(name);
+    for (int f = 0; f < nfib; ++f)
+      for (int i = 0; i < nsample; ++i) {
+        const double w = w0 + (w1 - w0) * i / (nsample - 1);
+        const double v = param_value(p, f, w);
+        if (std::isfinite(v) && v > 0 && (hsize <= 0 || v <= hsize)) continue;
+        throw Error(label() + ", " + where + ": parameter '" + name + "' = " + std::to_string(v) +
+                    " at fibre " + std::to_string(f) + ", wavelength " + std::to_string(w) +
+                    ": a Gauss-Hermite width must be > 0" +
+                    (hsize > 0 ? " and at most HSIZE" + std::string(1, name[5]) + " = " +
+                                     std::to_string(hsize) + " pixels"
+                               : std::string()));
+      }
   }
 };
 
