@@ -6,6 +6,8 @@ refused, 3 written with failed patches."""
 import hashlib
 import multiprocessing
 import os
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,7 +18,7 @@ import perfex
 import pytest
 from perfex import gpu_specter
 
-from conftest import assert_frames_identical, mpirun, python_env, run_python
+from conftest import REPO, assert_frames_identical, mpirun, python_env, run_python
 
 QUICK = dict(wavelength="5760,5800,0.8", specmin=0, nspec=5, psferr=0.01)
 QUICK_ARGS = ["-w", "5760,5800,0.8", "-s", "0", "-n", "5", "--psferr", "0.01"]
@@ -864,3 +866,30 @@ def test_spex_refusal_on_two_ranks(inputs, tmp_path):
     r = mpirun(2, ["-m", "perfex.gpu_specter.spex"] + [str(a) for a in args], timeout=300)
     assert r.returncode == 2, r.stderr
     assert r.stderr.count("-o/--output: cannot write") == 2 and "Reading image" not in r.stderr, r.stderr
+
+
+# ---- a frame and its model change together (a full disk while writing the model) -------------
+
+FULL_DISK = os.path.join(REPO, "tools", "tests", "full_disk_check.sh")
+
+
+@pytest.mark.parametrize(
+    "command, nranks",
+    [("perfex.extract", 1), ("perfex.extract", 2), ("perfex.gpu_specter.spex", 1)],
+)
+def test_frame_and_model_change_together(command, nranks, inputs):
+    """The model fills a small file system: the old frame and model both stay (the frame was
+    replaced before), nothing is left behind. tools/tests/full_disk_check.sh, as for
+    perfex-extract; skipped where no file system can be mounted."""
+    image, psf = inputs
+    argv = [sys.executable, "-m", command, "-i", image, "-p", psf, "-o", "$OUT/f.fits", "-m", "$OUT/m.fits"]
+    argv += SPEX_QUICK if command.endswith("spex") else QUICK_ARGS
+    if nranks > 1:
+        if shutil.which("mpirun") is None:
+            pytest.skip("mpirun not found (Debian: openmpi-bin)")
+        argv = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", str(nranks)] + argv + ["--mpi"]
+    line = " ".join(shlex.quote(str(a)) if not str(a).startswith("$OUT") else str(a) for a in argv)
+    r = subprocess.run(["sh", FULL_DISK, "20m", line], env=python_env(), capture_output=True, text=True, timeout=300)
+    if r.returncode == 77:
+        pytest.skip(r.stdout.strip())
+    assert r.returncode == 0, r.stdout + r.stderr

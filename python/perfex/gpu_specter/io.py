@@ -201,15 +201,16 @@ class _Stream(io.RawIOBase):
         return self._f.write(data)
 
 
-def _write_atomically(filename, hdus):
+def _write_atomically(filename, hdus, outputs=None):
     """Writes the HDUs to a temporary file next to filename, then renames it over filename:
     a reader sees the old file or the complete new one; the temporary is removed on any
-    failure, interruption or signal (perfex.frames.atomic_output). A failed write is an OSError
-    naming the file and the system's reason."""
+    failure, interruption or signal (perfex.frames.atomic_output). outputs: a
+    perfex.frames.OutputSet that renames it together with the job's other outputs instead. A
+    failed write is an OSError naming the file and the system's reason."""
     from astropy.io import fits
 
     try:
-        with perfex.frames.atomic_output(filename) as f:
+        with perfex.frames.atomic_output(filename) if outputs is None else outputs.open(filename) as f:
             fits.HDUList(hdus).writeto(_Stream(f), checksum=True)
     except OSError as e:
         # astropy re-raises the system's error without its errno: the first one that has it.
@@ -240,12 +241,13 @@ def _item(frame, key, dtype=None):
     return np.asarray(value).astype(dtype)
 
 
-def write_frame(filename, frame, dtype=np.float32):
+def write_frame(filename, frame, dtype=np.float32, outputs=None):
     """Writes a frame dict (gpu_specter.core.extract_frame's, plus imagehdr, fibermap and
     fibermaphdr) as gpu_specter.io.write_frame: HDUs FLUX (primary, with imagehdr's cards),
     IVAR, MASK, WAVELENGTH, RESOLUTION, FIBERMAP (a table with fibermaphdr's cards, empty when
     fibermap is None) and CHI2PIX; FLUX, IVAR, RESOLUTION and CHI2PIX as dtype, MASK and
-    WAVELENGTH as given. Atomic: written to a temporary, then renamed."""
+    WAVELENGTH as given. Atomic: written to a temporary, then renamed (outputs: a
+    perfex.frames.OutputSet renaming it with the job's other outputs)."""
     from astropy.io import fits
 
     fibermap = _item(frame, "fibermap")
@@ -265,13 +267,16 @@ def write_frame(filename, frame, dtype=np.float32):
             table,
             _image(_item(frame, "chi2pix", dtype), "CHI2PIX"),
         ],
+        outputs,
     )
 
 
-def write_model(filename, frame):
+def write_model(filename, frame, outputs=None):
     """Writes frame['modelimage'] as the primary HDU MODEL with frame['imagehdr']'s cards (as
-    gpu_specter.io.write_model). Atomic: written to a temporary, then renamed."""
-    _write_atomically(filename, [_image(_item(frame, "modelimage"), "MODEL", _item(frame, "imagehdr"), primary=True)])
+    gpu_specter.io.write_model). Atomic: written to a temporary, then renamed (outputs: as
+    write_frame's)."""
+    model = _image(_item(frame, "modelimage"), "MODEL", _item(frame, "imagehdr"), primary=True)
+    _write_atomically(filename, [model], outputs)
 
 
 def read_frame(filename):

@@ -11,6 +11,7 @@ import sys
 import perfex
 import perfex.collective
 import perfex.files
+import perfex.frames
 
 from .core import check_values, extract_frame, perfex_options
 from .io import read_img, write_frame, write_model
@@ -204,12 +205,14 @@ def main_gpu_specter(args=None, comm=None, timing=None, coordinator=None):
     timer.split("extract")
 
     def write(frame):
-        if args.output is not None:
-            log.info(f"Writing {args.output}")
-            write_frame(args.output, frame)
-        if args.model is not None:
-            log.info(f"Writing model {args.model}")
-            write_model(args.model, frame)
+        # The frame and its model change together: both renamed into place once both are written.
+        with perfex.frames.outputs_together() as outputs:
+            if args.output is not None:
+                log.info(f"Writing {args.output}")
+                write_frame(args.output, frame, outputs=outputs)
+            if args.model is not None:
+                log.info(f"Writing model {args.model}")
+                write_model(args.model, frame, outputs=outputs)
 
     coordinator.write(write, frame)
     timer.split("write")
