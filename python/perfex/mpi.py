@@ -74,6 +74,7 @@ def extract_over_ranks(
     work=None,
     allow_image_size_mismatch=False,
     job=None,
+    log_warnings=True,
     **options,
 ):
     """perfex.extract_frame over the ranks of comm. Every rank calls it; only rank 0's image,
@@ -231,8 +232,9 @@ def extract_over_ranks(
     if frame is not None:
         frame.phases = times.tuples()
         frame.seconds = time.time() - start
-        for warning in frame.warnings:
-            log.warning("%s", warning)
+        if log_warnings:
+            for warning in frame.warnings:
+                log.warning("%s", warning)
     return frame
 
 

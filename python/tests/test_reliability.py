@@ -893,3 +893,48 @@ def test_frame_and_model_change_together(command, nranks, inputs):
     if r.returncode == 77:
         pytest.skip(r.stdout.strip())
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+# ---- PSF messages: the file's own HDUs, truncated HDUs, PSFs given as dicts ---------------------
+
+
+@pytest.mark.parametrize("keep", [80000, 300000, 1000000])
+def test_truncated_psf_is_named_by_every_reader(keep, psf_path, tmp_path):
+    """The real PSF cut short inside its PSF table (bytes 77760 to 1025280): perfex.read_psf and
+    the drop-in's read_psf say which HDU is truncated and by how much (astropy's reshape
+    error named no file)."""
+    cut = tmp_path / "cut.fits"
+    cut.write_bytes(open(psf_path, "rb").read()[:keep])
+    with pytest.raises(perfex.Error) as library:
+        perfex.read_psf(str(cut))
+    with pytest.raises(OSError) as dropin:
+        gpu_specter.io.read_psf(str(cut))
+    for e in (library, dropin):
+        message = str(e.value)
+        assert f"FITS file '{cut}', HDU 'PSF'" in message and "truncated or damaged" in message, message
+        assert "reshape" not in message
+
+
+def test_psf_dict_messages_say_dict(psf_path, masked):
+    psf = gpu_specter.io.read_psf(psf_path)
+    table = psf["PSF"]
+    table.remove_rows([i for i, name in enumerate(table["PARAM"]) if str(name).strip() == "GHSIGX"])
+    with pytest.raises(perfex.Error) as e:
+        gpu_specter.extract_frame({"image": masked.pixels, "ivar": masked.ivar}, psf, 25, 0, 5, "5760,5800,0.8")
+    assert "gpu_specter PSF dict: missing parameter 'GHSIGX'" in str(e.value)
+    assert "synthetic" not in str(e.value)
+
+
+def test_one_table_psf_messages_name_its_hdu(tmp_path):
+    """PSFVER 2 and GAUSS-HERMITE2 files keep everything in HDU 1: a message names it."""
+    from astropy.io import fits
+
+    for path in perfex._perfex.write_synthetic_psfs(str(tmp_path), 5, 0.0):
+        if "v2" not in path and "hermite2" not in path:
+            continue
+        with fits.open(path, mode="update") as hdus:
+            hdus[1].header["HSIZEX"] = 0
+        for read in (perfex.read_psf, gpu_specter.io.read_psf):
+            with pytest.raises((perfex.Error, OSError)) as e:
+                read(path)
+            assert "HDU 1: keywords HSIZEX/HSIZEY = 0/" in str(e.value) and "'PSF'" not in str(e.value), str(e.value)

@@ -168,12 +168,12 @@ def extract_frame(
     if distributed:
         phases = []
         frame = perfex.mpi.extract_over_ranks(
-            comm, image, ivar, psf, backend=backend, phases=phases, progress=False, **options
+            comm, image, ivar, psf, backend=backend, phases=phases, progress=False, log_warnings=False, **options
         )
         stamps.update(_stamps(phases, time.time()))
     else:
         stamps["init-mpi-bcast"] = stamps["host-to-device"] = time.time()
-        frame = perfex.extract_frame(image, ivar, psf, backend=backend, progress=False, **options)
+        frame = perfex.extract_frame(image, ivar, psf, backend=backend, progress=False, log_warnings=False, **options)
         stamps["extracted-bundles"] = stamps["staged-bundles"] = time.time()
         stamps["merged-bundles"] = time.time()
 

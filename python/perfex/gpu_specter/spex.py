@@ -11,10 +11,9 @@ import sys
 import perfex
 import perfex.collective
 import perfex.files
-import perfex.frames
 
 from .core import check_values, extract_frame, perfex_options
-from .io import read_img, write_frame, write_model
+from .io import read_img, write_together
 from .mpi import NoMPIIOCoordinator, ParallelIOCoordinator, SerialIOCoordinator
 from .util import Timer, get_logger
 
@@ -109,9 +108,6 @@ def check_request(args, log):
     ValueError, logged as CRITICAL), then the files: the outputs writable and none an input, the
     PSF and the image's header read, the request against them (perfex.RequestError: refused;
     perfex.Error: an input that cannot be read)."""
-    for name, value in (("-i/--input", args.input), ("-p/--psf", args.psf)):
-        if not value:
-            raise perfex.RequestError(f"option {name}: required")
     options = perfex_options(
         args.bundlesize,
         args.specmin,
@@ -130,6 +126,9 @@ def check_request(args, log):
     if not ok:
         log.critical(message)
         raise ValueError(message)
+    for name, value in (("-i/--input", args.input), ("-p/--psf", args.psf)):
+        if not value:
+            raise perfex.RequestError(f"option {name}: required")
     files = perfex.files.FrameFiles(args.input, args.psf, args.output, args.model)
     backend = perfex.default_backend(gpu=args.use_gpu)
     perfex.files.open_files(files, backend, dict(options, wavelength=args.wavelength)).check()
@@ -205,14 +204,11 @@ def main_gpu_specter(args=None, comm=None, timing=None, coordinator=None):
     timer.split("extract")
 
     def write(frame):
-        # The frame and its model change together: both renamed into place once both are written.
-        with perfex.frames.outputs_together() as outputs:
-            if args.output is not None:
-                log.info(f"Writing {args.output}")
-                write_frame(args.output, frame, outputs=outputs)
-            if args.model is not None:
-                log.info(f"Writing model {args.model}")
-                write_model(args.model, frame, outputs=outputs)
+        if args.output is not None:
+            log.info(f"Writing {args.output}")
+        if args.model is not None:
+            log.info(f"Writing model {args.model}")
+        write_together(frame, args.output, args.model)  # renamed into place once both are written
 
     coordinator.write(write, frame)
     timer.split("write")
