@@ -307,8 +307,9 @@ void summarise_frame(const FramePlan<MemorySpace>& plan, const DeviceImage<Memor
         "patch of fibres " + std::to_string(p.out_fibre0 + opt.specmin) + "-" +
         std::to_string(p.out_fibre0 + opt.specmin + p.nkeepfib - 1) + ", wavelengths " +
         std::to_string(frame.wave[static_cast<std::size_t>(p.kf0)]) + "+: " +
-        (status(i) == linalg::not_positive_definite ? "singular system"
-                                                    : "eigensolver did not converge") +
+        (status(i) == no_light                        ? "the PSF gives no light on its pixels"
+         : status(i) == linalg::not_positive_definite ? "singular system"
+                                                      : "eigensolver did not converge") +
         "; flux and ivar set to 0");
   }
   set_frame_mask(frame);
