@@ -5,7 +5,8 @@ that has them, as desiInstall runs it) and `python setup.py build_ext --inplace`
 
 Kokkos: Kokkos_ROOT when set, else the one scripts/install-deps.sh builds
 (PERFEX_DEPS_DIR, default ~/.cache/perfex). pybind11 (>= 2.12) and cmake: the ones installed
-for this interpreter, else cmake on PATH. CMAKE_ARGS adds CMake options; PERFEX_BUILD_JOBS
+for this interpreter, else cmake on PATH. CMAKE_ARGS adds CMake options (split as a shell
+would: quote an option holding spaces); PERFEX_BUILD_JOBS
 sets the parallel jobs (default: the cores). The build folder is build-pip/TAG in the source
 tree, one per interpreter and ABI (TAG: the extension suffix's, e.g. cpython-313-x86_64-linux-gnu),
 so that one clone installs for several Pythons in turn; a folder configured with another Python
@@ -14,6 +15,7 @@ installation, Kokkos or CMAKE_ARGS is emptied first.
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -101,7 +103,7 @@ class CMakeBuild(build_ext):
             "-DPERFEX_ENABLE_BENCHMARKS=OFF",
             "-DPERFEX_ENABLE_CONSUMER_TESTS=OFF",
             "-DPERFEX_ENABLE_HEADER_CHECK=OFF",
-        ] + os.environ.get("CMAKE_ARGS", "").split()
+        ] + shlex.split(os.environ.get("CMAKE_ARGS", ""))
         jobs = os.environ.get("PERFEX_BUILD_JOBS", str(os.cpu_count() or 1))
         cmake = cmake_program()
         build = build_folder([sys.base_prefix, cmake] + args)

@@ -10,10 +10,10 @@
 #            the OpenMP Kokkos and, where nvcc is found, the CUDA Kokkos
 #     demo   the Debian packages that build the tools and the Python package, the Python
 #            environment (the demo's quick-look picture), the OpenMP Kokkos; no CUDA Kokkos
-#     wheel  the Debian packages that build the Python package and repair its wheel, and
-#            the sources of Kokkos and CFITSIO, printed as "KOKKOS_SOURCE=..." and
-#            "CFITSIO_SOURCE=..." (scripts/build-wheel.sh builds static libraries of its own
-#            from them); no Kokkos build, no Python environment
+#     wheel  the Debian packages that build the Python package, and the sources of Kokkos and
+#            CFITSIO, printed as "KOKKOS_SOURCE=..." and "CFITSIO_SOURCE=..."
+#            (scripts/build-wheel.sh builds static libraries of its own from them); no Kokkos
+#            build, no Python environment
 #
 # Environment:
 #   PERFEX_DEPS_DIR   cache folder (default: ~/.cache/perfex)
@@ -49,7 +49,6 @@ case "$purpose" in
     packages+=(clang-format python3-numpy python3-pytest python3-setuptools python3-wheel
                openmpi-bin libopenmpi-dev python3-mpi4py python3-matplotlib python3-astropy
                python3-numba python3-scipy python3-fitsio) ;;
-  wheel) packages+=(patchelf) ;;  # auditwheel's
 esac
 missing=()
 for p in "${packages[@]}"; do
