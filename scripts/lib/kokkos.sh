@@ -13,18 +13,21 @@ kokkos_built() {
 # by CXX (empty: CMake's default) with JOBS parallel jobs; KEY (written into the stamp) names
 # what the build depends on beyond PREFIX, so a changed patch rebuilds. Kokkos Kernels is
 # installed with explicit instantiation off: perfex only uses its header-only batched
-# routines.
+# routines. Shared libraries, or with KOKKOS_LINK=static in the caller's environment static
+# ones compiled with -fPIC (to be linked into a Python extension: the wheel's).
 build_kokkos() {
   local prefix=$1 src=$2 key=$3 cxx=$4 jobs=$5; shift 5
   if kokkos_built "$prefix" "$key"; then kokkos_log "reusing ${prefix}"; return 0; fi
-  local cxx_args=()
+  local cxx_args=() link_args=(-DBUILD_SHARED_LIBS=ON)
   [ -z "$cxx" ] || cxx_args=(-DCMAKE_CXX_COMPILER="$cxx")
+  [ "${KOKKOS_LINK:-shared}" != static ] \
+    || link_args=(-DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON)
   local build="${prefix}.build" logf="${prefix}.log" t0=$SECONDS
   rm -rf "$build" "$prefix"
   kokkos_log "building Kokkos 3.4.1 into ${prefix} (log: ${logf})"
   cmake -S "${src}/kokkos" -B "$build/kokkos" -DCMAKE_BUILD_TYPE=Release "${cxx_args[@]}" \
         -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_CXX_STANDARD=17 -DCMAKE_CXX_EXTENSIONS=OFF \
-        -DKokkos_ENABLE_SERIAL=ON -DBUILD_SHARED_LIBS=ON "$@" >"$logf" 2>&1 \
+        -DKokkos_ENABLE_SERIAL=ON "${link_args[@]}" "$@" >"$logf" 2>&1 \
     || { tail -n 40 "$logf" >&2; return 1; }
   { cmake --build "$build/kokkos" -j "$jobs" && cmake --install "$build/kokkos"; } >>"$logf" 2>&1 \
     || { tail -n 40 "$logf" >&2; return 1; }
@@ -37,7 +40,7 @@ build_kokkos() {
         -DKokkosKernels_INST_EXECSPACE_OPENMP=OFF -DKokkosKernels_INST_EXECSPACE_SERIAL=OFF \
         -DKokkosKernels_INST_MEMSPACE_HOSTSPACE=OFF -DKokkosKernels_ENABLE_TESTS=OFF \
         -DKokkosKernels_ENABLE_TPL_BLAS=OFF -DKokkosKernels_ENABLE_TPL_CUBLAS=OFF \
-        -DKokkosKernels_ENABLE_TPL_CUSPARSE=OFF -DBUILD_SHARED_LIBS=ON >>"$logf" 2>&1 \
+        -DKokkosKernels_ENABLE_TPL_CUSPARSE=OFF "${link_args[@]}" >>"$logf" 2>&1 \
     || { tail -n 40 "$logf" >&2; return 1; }
   { cmake --build "$build/kk" -j "$jobs" && cmake --install "$build/kk"; } >>"$logf" 2>&1 \
     || { tail -n 40 "$logf" >&2; return 1; }
