@@ -27,7 +27,7 @@
 # wheels it downloads or builds, so later runs install without building them again.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-work=$1
+work=$(realpath -m "$1")
 build=${2:+$(cd "$2" && pwd)}
 versions=${PERFEX_PYTHONS:-3.10 3.11 3.12 3.13}
 full=" ${PERFEX_PYTHONS_FULL:-} "
