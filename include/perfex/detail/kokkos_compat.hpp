@@ -2,6 +2,7 @@
 // Every difference between Kokkos 3.4 and 4.x that perfex relies on lives here.
 #include <Kokkos_Core.hpp>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,19 @@ KOKKOS_INLINE_FUNCTION constexpr T max(const T& a, const T& b) {
 template <class T>
 KOKKOS_INLINE_FUNCTION constexpr T abs(const T& a) {
   return a < T(0) ? -a : a;
+}
+
+// a * b + c as the programs' SIMD level computes it: one fused multiply-add where the target
+// has FMA units, else a product and a sum. Written out where GCC's contraction of a*b+c
+// (-ffp-contract=fast) depends on what it inlines: the sums of the PSF's Legendre
+// coefficients were fused or not with the View implementation (Kokkos 4.7's mdspan View
+// against the older one), which changed the frames' last bits.
+KOKKOS_INLINE_FUNCTION double mul_add(double a, double b, double c) {
+#if defined(__FMA__) || defined(__CUDA_ARCH__)
+  return ::fma(a, b, c);
+#else
+  return a * b + c;
+#endif
 }
 
 constexpr double pi = 3.14159265358979323846;
