@@ -3,6 +3,8 @@
 #include <perfex/config.hpp>
 #include <perfex/detail/kokkos_compat.hpp>
 
+#include <type_traits>
+
 namespace {
 
 // erf through the shim, evaluated on the device, summed: checks the math namespace and
@@ -29,6 +31,17 @@ PERFEX_BACKEND_TEST_CASE("kokkos shim: math functions on the device", "[core]") 
   CHECK(perfex::math::min(2.5, -1.0) == -1.0);
   CHECK(perfex::math::abs(-4.5) == 4.5);
   CHECK(perfex::concurrency(TestType()) >= 1);
+}
+
+PERFEX_BACKEND_TEST_CASE("kokkos shim: host_mirror_t is the type create_mirror_view returns",
+                         "[core]") {
+  PERFEX_ONLY_SELECTED_BACKEND();
+  using View = Kokkos::View<int**, typename TestType::memory_space>;
+  const View v("v", 2, 3);
+  perfex::host_mirror_t<View> h = Kokkos::create_mirror_view(v);
+  STATIC_REQUIRE(
+      std::is_same<decltype(Kokkos::create_mirror_view(v)), perfex::host_mirror_t<View>>::value);
+  CHECK(h.extent(1) == 3);
 }
 
 TEST_CASE("version header is generated", "[core]") {

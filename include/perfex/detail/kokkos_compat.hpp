@@ -1,5 +1,5 @@
 #pragma once
-// Every difference between Kokkos 3.4 and 4.x that perfex relies on lives here.
+// Every difference between Kokkos 3.4, 4.x and 5.x that perfex relies on lives here.
 #include <Kokkos_Core.hpp>
 
 #include <cmath>
@@ -63,6 +63,16 @@ constexpr double inv_sqrt_2pi = 0.39894228040143267794;
 constexpr double epsilon = 2.220446049250313e-16;
 
 }  // namespace math
+
+// A View's host mirror type (what create_mirror_view returns). Kokkos 5 deprecates
+// View::HostMirror for host_mirror_type, which before Kokkos 4.5 was another type (the same
+// memory space, the host mirror space's execution space).
+template <class View>
+#if KOKKOS_VERSION >= 40500
+using host_mirror_t = typename View::host_mirror_type;
+#else
+using host_mirror_t = typename View::HostMirror;
+#endif
 
 // Profiling region guard (Kokkos::Profiling::ScopedRegion only exists from 4.1).
 class ScopedRegion {
