@@ -44,6 +44,18 @@ PERFEX_BACKEND_TEST_CASE("kokkos shim: host_mirror_t is the type create_mirror_v
   CHECK(h.extent(1) == 3);
 }
 
+TEST_CASE("kokkos shim: mul_add fuses exactly where the target has FMA units", "[core]") {
+  // (1 + 2^-30)(1 - 2^-30) = 1 - 2^-60: one fused operation keeps the 2^-60, a product
+  // rounded first loses it.
+  const double a = 1 + 0x1p-30, b = 1 - 0x1p-30;
+#if defined(__FMA__)
+  CHECK(perfex::math::mul_add(a, b, -1.0) == -0x1p-60);
+#else
+  CHECK(perfex::math::mul_add(a, b, -1.0) == 0.0);
+#endif
+  CHECK(perfex::math::mul_add(2.0, 3.0, 4.0) == 10.0);
+}
+
 TEST_CASE("version header is generated", "[core]") {
   CHECK(std::string(PERFEX_VERSION_STRING) == "0.1.0");
   CHECK(PERFEX_VERSION_MAJOR == 0);
