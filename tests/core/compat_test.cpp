@@ -2,6 +2,8 @@
 
 #include <perfex/config.hpp>
 #include <perfex/detail/kokkos_compat.hpp>
+#include <perfex/detail/team_shape.hpp>
+#include <perfex/extract/options.hpp>
 
 #include <type_traits>
 
@@ -54,6 +56,23 @@ TEST_CASE("kokkos shim: mul_add fuses exactly where the target has FMA units", "
   CHECK(perfex::math::mul_add(a, b, -1.0) == 0.0);
 #endif
   CHECK(perfex::math::mul_add(2.0, 3.0, 4.0) == 10.0);
+}
+
+TEST_CASE("team shapes: a vector length must be a power of two", "[core]") {
+  // Kokkos 5.1 aborts on any other; perfex refuses it first, naming it.
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  CHECK(perfex::detail::is_vector_length(1));
+  CHECK(perfex::detail::is_vector_length(32));
+  CHECK_FALSE(perfex::detail::is_vector_length(3));
+  CHECK_FALSE(perfex::detail::is_vector_length(0));
+  CHECK_NOTHROW(perfex::detail::team_policy(Host(), 1, {1, 4}));
+  CHECK_THROWS_WITH(perfex::detail::team_policy(Host(), 1, {1, 3}),
+                    Catch::Contains("vector length 3 is not a power of two"));
+  perfex::extract::ExtractionOptions o;
+  o.vector_length = 6;
+  CHECK_THROWS_WITH(o.validate(), Catch::Contains("vector_length must be 0"));
+  o.vector_length = 8;
+  CHECK_NOTHROW(o.validate());
 }
 
 TEST_CASE("version header is generated", "[core]") {
