@@ -49,7 +49,16 @@ def job_of(psf, ccd_shape, options, backend, allow_image_size_mismatch=False, ns
 
 
 def extract_in_process(
-    image, ivar=None, psf=None, *, backend=None, threads=None, progress=None, allow_image_size_mismatch=False, **options
+    image,
+    ivar=None,
+    psf=None,
+    *,
+    backend=None,
+    threads=None,
+    progress=None,
+    allow_image_size_mismatch=False,
+    log_warnings=True,
+    **options,
 ):
     """Extracts the spectra of a CCD image with a GaussHermite PSF in this process; returns a
     Frame. The request is checked as perfex-extract checks it (check_job): a refusal is a
@@ -61,6 +70,7 @@ def extract_in_process(
     img = as_image(image, ivar)
     job = job_of(psf, img.shape, opts, backend, allow_image_size_mismatch, nspec_given)
     frame = Frame(**job.extract(img._handle, progress_callback(progress)))
-    for warning in frame.warnings:
-        log.warning("%s", warning)
+    if log_warnings:
+        for warning in frame.warnings:
+            log.warning("%s", warning)
     return frame

@@ -24,7 +24,7 @@ from ._perfex import Error
 from .collective import RankError, agree, deal, idle_barrier, on_root, pack_blocks, unpack_blocks, wait_idle
 from .extraction import check_job, job_of, progress_callback
 from .frames import Frame, frame_mask
-from .images import Image, PreprocImage, _as_float64
+from .images import Image, PreprocImage, _as_float64, unmasked
 from .profiling import PhaseTimes
 from .psf import as_psf
 from .runtime import initialize
@@ -53,6 +53,7 @@ def _image_arrays(image, ivar):
         image, ivar, region = image.pixels, image.ivar, image.region
     if ivar is None:
         raise TypeError("ivar: required with a pixel array")
+    image, ivar = unmasked(image, ivar)
     pixels, _ = _as_float64(image, "pixels")
     weights, _ = _as_float64(ivar, "ivar")
     if pixels.ndim != 2 or pixels.shape != weights.shape:
@@ -73,6 +74,7 @@ def extract_over_ranks(
     work=None,
     allow_image_size_mismatch=False,
     job=None,
+    log_warnings=True,
     **options,
 ):
     """perfex.extract_frame over the ranks of comm. Every rank calls it; only rank 0's image,
@@ -230,8 +232,9 @@ def extract_over_ranks(
     if frame is not None:
         frame.phases = times.tuples()
         frame.seconds = time.time() - start
-        for warning in frame.warnings:
-            log.warning("%s", warning)
+        if log_warnings:
+            for warning in frame.warnings:
+                log.warning("%s", warning)
     return frame
 
 

@@ -26,21 +26,24 @@ struct PsfSummary {
   double trace_wavemin = 0, trace_wavemax = 0;  // where the traces are defined
 };
 
-// How messages name a PSF: "PSF '<file>'", or "synthetic PSF" for one built in memory.
-inline std::string psf_label(const std::string& source) {
-  return source.empty() ? std::string("synthetic PSF") : "PSF '" + source + "'";
+// How messages name a PSF: "PSF '<file>'", or its origin ("synthetic PSF", "gpu_specter PSF
+// dict") for one built in memory.
+inline std::string psf_label(const std::string& source,
+                             const std::string& origin = "synthetic PSF") {
+  return source.empty() ? origin : "PSF '" + source + "'";
 }
 
-// Throws "<who>, HDU '<hdu>': <what>", the form of every message about a PSF's content.
-[[noreturn]] inline void fail_in_hdu(const std::string& who, const std::string& hdu,
+// Throws "<who>, <where>: <what>", the form of every message about a PSF's content; `where`
+// names the HDU ("HDU 'PSF'", or "HDU 1, row 'X'" in the one-table layouts).
+[[noreturn]] inline void fail_in_hdu(const std::string& who, const std::string& where,
                                      const std::string& what) {
-  throw Error(who + ", HDU '" + hdu + "': " + what);
+  throw Error(who + ", " + where + ": " + what);
 }
 
 // Throws unless [w0, w1] is a domain of a Legendre series (the HDU's WAVEMIN/WAVEMAX).
-inline void check_domain(const std::string& who, const std::string& hdu, double w0, double w1) {
+inline void check_domain(const std::string& who, const std::string& where, double w0, double w1) {
   if (!std::isfinite(w0) || !std::isfinite(w1) || !(w1 > w0))
-    fail_in_hdu(who, hdu,
+    fail_in_hdu(who, where,
                 "keywords WAVEMIN/WAVEMAX = " + std::to_string(w0) + "/" + std::to_string(w1) +
                     " is not a valid domain");
 }
@@ -80,7 +83,7 @@ struct LegendreTraceSet {
   }
 
   // A valid domain, 1..kMaxLegendreCoeffs finite coefficients for each of nfib fibres; throws
-  // naming who and the trace's HDU.
+  // naming who and where the trace is (its HDU).
   void check(const std::string& who, const std::string& hdu, int nfib) const {
     check_domain(who, hdu, wavemin, wavemax);
     if (ncoeff < 1 || ncoeff > kMaxLegendreCoeffs) {

@@ -51,6 +51,34 @@ def _grid(wavelength, psf):
     raise perfex.Error(f"wavelength: expected None, 'wmin,wmax,dw', a tuple or an array, got {wavelength!r}")
 
 
+def perfex_options(
+    bundlesize, specmin, nspec, nwavestep, nsubbundles, model, regularize, psferr, wavepad, pixpad_frac, wavepad_frac
+):
+    """perfex's extraction options (perfex.extract_frame's names) of gpu_specter's arguments."""
+    return dict(
+        bundlesize=bundlesize,
+        specmin=specmin,
+        nspec=nspec,
+        nwavestep=nwavestep,
+        nsubbundles=nsubbundles,
+        model_image=bool(model),
+        regularize=regularize,
+        psferr=psferr,
+        wavepad0=wavepad,
+        pixpad_frac=pixpad_frac,
+        wavepad_frac=wavepad_frac,
+    )
+
+
+def check_values(options, grid=None):
+    """The library's checks of every option's value (perfex.RequestError naming it, with
+    gpu_specter's name wavepad); returns the checked C++ options."""
+    try:
+        return perfex.options.cxx_options(perfex.options.make_options(wavelength=grid, **options))
+    except perfex.RequestError as e:  # the library's name for gpu_specter's wavepad
+        raise perfex.RequestError(str(e).replace("wavepad0", "wavepad")) from None
+
+
 def extract_frame(
     img,
     psf,
@@ -106,18 +134,18 @@ def extract_frame(
     timer.split("init-mpi-comm", stamps["init-mpi-comm"])
 
     image = ivar = None
-    options = dict(
-        bundlesize=bundlesize,
-        specmin=specmin,
-        nspec=nspec,
-        nwavestep=nwavestep,
-        nsubbundles=nsubbundles,
-        model_image=bool(model),
-        regularize=regularize,
-        psferr=psferr,
-        wavepad0=wavepad,
-        pixpad_frac=pixpad_frac,
-        wavepad_frac=wavepad_frac,
+    options = perfex_options(
+        bundlesize,
+        specmin,
+        nspec,
+        nwavestep,
+        nsubbundles,
+        model,
+        regularize,
+        psferr,
+        wavepad,
+        pixpad_frac,
+        wavepad_frac,
     )
 
     def prepare():
@@ -127,12 +155,7 @@ def extract_frame(
         image, ivar = img["image"], img["ivar"]
         psf = perfex.as_psf(psf)
         grid = _grid(wavelength, psf)
-        # The library's checks of every value (a bad wavepad is a RequestError naming it).
-        try:
-            checked = perfex.options.cxx_options(perfex.options.make_options(wavelength=grid, **options))
-        except perfex.RequestError as e:  # the library's name for gpu_specter's wavepad
-            raise perfex.RequestError(str(e).replace("wavepad0", "wavepad")) from None
-        return grid, checked.wavepad()
+        return grid, check_values(options, grid).wavepad()
 
     # Under MPI every rank learns of a bad argument on rank 0 (none waits in a collective).
     grid, padding = perfex.collective.on_root(comm, prepare) if distributed else prepare()
@@ -145,12 +168,12 @@ def extract_frame(
     if distributed:
         phases = []
         frame = perfex.mpi.extract_over_ranks(
-            comm, image, ivar, psf, backend=backend, phases=phases, progress=False, **options
+            comm, image, ivar, psf, backend=backend, phases=phases, progress=False, log_warnings=False, **options
         )
         stamps.update(_stamps(phases, time.time()))
     else:
         stamps["init-mpi-bcast"] = stamps["host-to-device"] = time.time()
-        frame = perfex.extract_frame(image, ivar, psf, backend=backend, progress=False, **options)
+        frame = perfex.extract_frame(image, ivar, psf, backend=backend, progress=False, log_warnings=False, **options)
         stamps["extracted-bundles"] = stamps["staged-bundles"] = time.time()
         stamps["merged-bundles"] = time.time()
 

@@ -46,10 +46,14 @@ struct GaussHermitePsfData {
   double wavemin = 0, wavemax = 0;       // PSF-table domain
   std::vector<std::string> param_names;  // table rows (trailing blanks stripped)
   std::vector<double> coeff;             // [nparam][nfib][legdeg+1]
+  // Where the file keeps the parameters and the traces, as the messages name them: specex's
+  // HDUs by default; the one-table layouts (PSFVER 1-2, GAUSS-HERMITE2) set their table's HDU.
+  std::string params_at = "HDU 'PSF'", xtrace_at = "HDU 'XTRACE'", ytrace_at = "HDU 'YTRACE'";
+  std::string origin = "synthetic PSF";  // what label() says when there is no source file
 
   int nparam() const { return static_cast<int>(param_names.size()); }
   int ncoeff() const { return legdeg + 1; }
-  std::string label() const { return psf_label(source); }
+  std::string label() const { return psf_label(source, origin); }
   // The name of the core's coefficient a_ij, "GH-i-j".
   static std::string core_name(int i, int j) {
     return "GH-" + std::to_string(i) + "-" + std::to_string(j);
@@ -80,54 +84,57 @@ struct GaussHermitePsfData {
   // name what is wrong in the file's terms: "PSF '<source>', HDU 'PSF': keywords HSIZEX/...".
   void validate() const {
     const std::string who = label();
-    auto fail = [&](const char* hdu, const std::string& what) { fail_in_hdu(who, hdu, what); };
-    if (nfib <= 0) fail("XTRACE", "no fibres (nfib = " + std::to_string(nfib) + ")");
+    auto fail = [&](const std::string& where, const std::string& what) {
+      fail_in_hdu(who, where, what);
+    };
+    if (nfib <= 0) fail(xtrace_at, "no fibres (nfib = " + std::to_string(nfib) + ")");
     // A spot box of one pixel (HSIZE 0) holds no Gauss-Hermite profile.
     if (hsizex < 1 || hsizey < 1 || hsizex > kMaxHalfSize || hsizey > kMaxHalfSize) {
-      fail("PSF", "keywords HSIZEX/HSIZEY = " + std::to_string(hsizex) + "/" +
-                      std::to_string(hsizey) + " outside [1, " + std::to_string(kMaxHalfSize) +
-                      "]");
+      fail(params_at, "keywords HSIZEX/HSIZEY = " + std::to_string(hsizex) + "/" +
+                          std::to_string(hsizey) + " outside [1, " + std::to_string(kMaxHalfSize) +
+                          "]");
     }
     if (ghdegx < 0 || ghdegy < 0 || ghdegx > kMaxGhDegree || ghdegy > kMaxGhDegree) {
-      fail("PSF", "keywords GHDEGX/GHDEGY = " + std::to_string(ghdegx) + "/" +
-                      std::to_string(ghdegy) + " outside [0, " + std::to_string(kMaxGhDegree) +
-                      "]");
+      fail(params_at, "keywords GHDEGX/GHDEGY = " + std::to_string(ghdegx) + "/" +
+                          std::to_string(ghdegy) + " outside [0, " + std::to_string(kMaxGhDegree) +
+                          "]");
     }
     if (legdeg < 0 || legdeg + 1 > kMaxLegendreCoeffs) {
-      fail("PSF", "keyword LEGDEG = " + std::to_string(legdeg) + " outside [0, " +
-                      std::to_string(kMaxLegendreCoeffs - 1) + "]");
+      fail(params_at, "keyword LEGDEG = " + std::to_string(legdeg) + " outside [0, " +
+                          std::to_string(kMaxLegendreCoeffs - 1) + "]");
     }
     if (npix_x <= 0 || npix_y <= 0) {
-      fail("PSF", "keywords NPIX_X/NPIX_Y = " + std::to_string(npix_x) + "/" +
-                      std::to_string(npix_y) + " not positive");
+      fail(params_at, "keywords NPIX_X/NPIX_Y = " + std::to_string(npix_x) + "/" +
+                          std::to_string(npix_y) + " not positive");
     }
     if (!(psferr >= 0) || !std::isfinite(psferr))
-      fail("PSF", "keyword PSFERR = " + std::to_string(psferr) + " invalid");
-    check_domain(who, "PSF", wavemin, wavemax);
-    xtrace.check(who, "XTRACE", nfib);
-    ytrace.check(who, "YTRACE", nfib);
+      fail(params_at, "keyword PSFERR = " + std::to_string(psferr) + " invalid");
+    check_domain(who, params_at, wavemin, wavemax);
+    xtrace.check(who, xtrace_at, nfib);
+    ytrace.check(who, ytrace_at, nfib);
     const std::size_t expected = param_names.size() * static_cast<std::size_t>(nfib) * ncoeff();
     if (coeff.size() != expected) {
-      fail("PSF", "column 'COEFF' has " + std::to_string(coeff.size()) + " values, expected " +
-                      std::to_string(param_names.size()) + " parameters x " + std::to_string(nfib) +
-                      " fibres x (LEGDEG " + std::to_string(legdeg) + " + 1)");
+      fail(params_at, "column 'COEFF' has " + std::to_string(coeff.size()) + " values, expected " +
+                          std::to_string(param_names.size()) + " parameters x " +
+                          std::to_string(nfib) + " fibres x (LEGDEG " + std::to_string(legdeg) +
+                          " + 1)");
     }
     for (std::size_t p = 0; p < param_names.size(); ++p) {
       for (std::size_t q = 0; q < p; ++q) {
         if (param_names[p] == param_names[q])
-          fail("PSF", "column 'PARAM': parameter '" + param_names[p] + "' appears twice");
+          fail(params_at, "column 'PARAM': parameter '" + param_names[p] + "' appears twice");
       }
       int i = 0, j = 0;
       if (parse_gh_name(param_names[p], i, j) && (i > ghdegx || j > ghdegy)) {
-        fail("PSF", "parameter '" + param_names[p] + "' is inconsistent with GHDEGX " +
-                        std::to_string(ghdegx) + " / GHDEGY " + std::to_string(ghdegy));
+        fail(params_at, "parameter '" + param_names[p] + "' is inconsistent with GHDEGX " +
+                            std::to_string(ghdegx) + " / GHDEGY " + std::to_string(ghdegy));
       }
       const std::size_t n0 = p * static_cast<std::size_t>(nfib) * ncoeff();
       for (std::size_t n = 0; n < static_cast<std::size_t>(nfib) * ncoeff(); ++n) {
         if (!std::isfinite(coeff[n0 + n])) {
-          fail("PSF", "column 'COEFF', parameter '" + param_names[p] + "': coefficient " +
-                          std::to_string(n % ncoeff()) + " of fibre " +
-                          std::to_string(n / ncoeff()) + " is not finite");
+          fail(params_at, "column 'COEFF', parameter '" + param_names[p] + "': coefficient " +
+                              std::to_string(n % ncoeff()) + " of fibre " +
+                              std::to_string(n / ncoeff()) + " is not finite");
         }
       }
     }
@@ -178,8 +185,8 @@ struct GaussHermitePsfData {
   // finite, and at most the spot box's half size HSIZEX/HSIZEY (a wider core would fall mostly
   // outside its box).
   void check_widths(double w0, double w1) const {
-    check_width("HDU 'PSF'", "GHSIGX", hsizex, w0, w1);
-    check_width("HDU 'PSF'", "GHSIGY", hsizey, w0, w1);
+    check_width(params_at, "GHSIGX", hsizex, w0, w1);
+    check_width(params_at, "GHSIGY", hsizey, w0, w1);
   }
   // Width parameter `name` of every fibre over [w0, w1] (sampled 16 times per Legendre
   // degree): positive and finite, and at most HSIZE<X|Y> = hsize pixels where hsize > 0.

@@ -55,15 +55,17 @@ struct SpotGridPsfData {
 
   void validate() const {
     const std::string who = label();
-    auto fail = [&](const char* hdu, const std::string& what) { fail_in_hdu(who, hdu, what); };
+    auto fail = [&](const std::string& hdu, const std::string& what) {
+      fail_in_hdu(who, "HDU '" + hdu + "'", what);
+    };
     if (nfib <= 0) fail("XCOEFF", "no fibres");
     if (npix_x <= 0 || npix_y <= 0)
       fail("XCOEFF", "keywords NPIX_X/NPIX_Y = " + std::to_string(npix_x) + "/" +
                          std::to_string(npix_y) + " not positive");
     if (!(psferr >= 0) || !std::isfinite(psferr))
       fail("XCOEFF", "keyword PSFERR = " + std::to_string(psferr) + " invalid");
-    xtrace.check(who, "XCOEFF", nfib);
-    ytrace.check(who, "YCOEFF", nfib);
+    xtrace.check(who, "HDU 'XCOEFF'", nfib);
+    ytrace.check(who, "HDU 'YCOEFF'", nfib);
     if (!(ccd_pixel_size > 0) || !(spot_pixel_size > 0) || !std::isfinite(ccd_pixel_size) ||
         rebin() < 1)
       fail("XCOEFF", "keywords CCDPIXSZ/PIXSIZE = " + std::to_string(ccd_pixel_size) + "/" +
