@@ -26,6 +26,12 @@ constexpr int lanes = 4;
 
 #if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
 #define PERFEX_HOST_TILES 1
+// The tiles are always inlined, so no vector crosses a call: GCC's note that returning one
+// without AVX changes the ABI would only be noise in a user's build without -mavx.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 typedef double lane_vector __attribute__((vector_size(lanes * sizeof(double))));
 
 KOKKOS_FORCEINLINE_FUNCTION lane_vector load_lanes(const double* p) {
@@ -167,6 +173,9 @@ KOKKOS_INLINE_FUNCTION void gemm_tn_rows(int m, int np, const double* A, long ld
     gemm_tn_tile<4, TC, Accumulate>(m, A + p * lda, lda, B, ldb, C + p, ldc);
   for (; p < np; ++p) gemm_tn_tile<1, TC, Accumulate>(m, A + p * lda, lda, B, ldb, C + p, ldc);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #endif
 
 // C (m x nc, leading dimension ldc) = C + s A B (Accumulate) or s A B, s = -1 (Subtract) or 1;
