@@ -38,6 +38,15 @@ perfex::psf::LegendreTraceSet trace_from(const py::handle& coeff, double wavemin
   return t;
 }
 
+// Throws "PSF: <what> <layout> has <axis> = <got>, expected <expected>" unless they agree.
+void check_axis(const char* what, const char* layout, const char* axis, py::ssize_t got,
+                py::ssize_t expected) {
+  if (got != expected) {
+    throw Error(std::string("PSF: ") + what + " " + layout + " has " + axis + " = " +
+                std::to_string(got) + ", expected " + std::to_string(expected));
+  }
+}
+
 std::vector<double> doubles(const py::handle& v, const char* what) {
   const auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(v);
   if (!a) throw Error(std::string("PSF: ") + what + " must be an array of numbers");
@@ -122,6 +131,17 @@ T field(const py::dict& s, const char* key) {
   }
 }
 
+// The dict's x and y traces into xtrace and ytrace (one fibre count for both); returns nfib.
+int traces_from(const py::dict& s, perfex::psf::LegendreTraceSet& xtrace,
+                perfex::psf::LegendreTraceSet& ytrace) {
+  xtrace = trace_from(field<py::object>(s, "xtrace"), field<double>(s, "xtrace_wavemin"),
+                      field<double>(s, "xtrace_wavemax"), "xtrace");
+  ytrace = trace_from(field<py::object>(s, "ytrace"), field<double>(s, "ytrace_wavemin"),
+                      field<double>(s, "ytrace_wavemax"), "ytrace");
+  check_axis("ytrace", "[nfib][ncoeff]", "nfib", ytrace.nfib(), xtrace.nfib());
+  return xtrace.nfib();
+}
+
 GaussHermitePsfData gauss_hermite_from_dict(const py::dict& s) {
   GaussHermitePsfData d;
   d.source = field<std::string>(s, "source");
@@ -142,19 +162,16 @@ GaussHermitePsfData gauss_hermite_from_dict(const py::dict& s) {
   d.psferr = field<double>(s, "psferr");
   d.wavemin = field<double>(s, "wavemin");
   d.wavemax = field<double>(s, "wavemax");
-  d.xtrace = trace_from(field<py::object>(s, "xtrace"), field<double>(s, "xtrace_wavemin"),
-                        field<double>(s, "xtrace_wavemax"), "xtrace");
-  d.ytrace = trace_from(field<py::object>(s, "ytrace"), field<double>(s, "ytrace_wavemin"),
-                        field<double>(s, "ytrace_wavemax"), "ytrace");
+  d.nfib = traces_from(s, d.xtrace, d.ytrace);
   d.param_names = field<std::vector<std::string>>(s, "param_names");
   const auto coeff =
       py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(s["coeff"]);
+  const char* layout = "[nparam][nfib][legdeg+1]";
   if (!coeff || coeff.ndim() != 3)
-    throw Error("PSF: coeff must be a 3-D [nparam][nfib][legdeg+1] array");
-  d.nfib = static_cast<int>(d.xtrace.ncoeff > 0 ? d.xtrace.coeff.size() / d.xtrace.ncoeff : 0);
-  if (coeff.shape(1) != d.nfib)
-    throw Error("PSF: coeff has " + std::to_string(coeff.shape(1)) + " fibres, xtrace " +
-                std::to_string(d.nfib));
+    throw Error(std::string("PSF: coeff must be a 3-D ") + layout + " array");
+  check_axis("coeff", layout, "nparam", coeff.shape(0), d.param_names.size());
+  check_axis("coeff", layout, "nfib", coeff.shape(1), d.nfib);
+  check_axis("coeff", layout, "legdeg+1", coeff.shape(2), d.legdeg + 1);
   d.coeff.assign(coeff.data(), coeff.data() + coeff.size());
   return d;
 }
@@ -177,11 +194,7 @@ std::shared_ptr<AnyPsfData> psf_from_dict(const py::dict& s) {
     d.npix_x = field<int>(s, "npix_x");
     d.npix_y = field<int>(s, "npix_y");
     d.psferr = field<double>(s, "psferr");
-    d.xtrace = trace_from(field<py::object>(s, "xtrace"), field<double>(s, "xtrace_wavemin"),
-                          field<double>(s, "xtrace_wavemax"), "xtrace");
-    d.ytrace = trace_from(field<py::object>(s, "ytrace"), field<double>(s, "ytrace_wavemin"),
-                          field<double>(s, "ytrace_wavemax"), "ytrace");
-    d.nfib = static_cast<int>(d.xtrace.ncoeff > 0 ? d.xtrace.coeff.size() / d.xtrace.ncoeff : 0);
+    d.nfib = traces_from(s, d.xtrace, d.ytrace);
     d.fiberpos = doubles(field<py::object>(s, "fiberpos"), "fiberpos");
     d.spotpos = doubles(field<py::object>(s, "spotpos"), "spotpos");
     d.spotwave = doubles(field<py::object>(s, "spotwave"), "spotwave");
