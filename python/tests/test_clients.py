@@ -118,7 +118,7 @@ def test_desispec_test_extract_with_drop_ins():
     assert re.search(r"^Ran 5 tests", output, re.M) and re.search(r"^OK$", output, re.M), output
     assert "skipped" not in output, output
     assert_clients_from_environment(output)
-    assert re.search(r"^client specter \S+ from \S*perfex/specter$", output, re.M), output
+    assert re.search(r"^client specter perfex \S+ from \S*perfex/specter$", output, re.M), output
 
 
 @pytest.fixture(scope="module")
