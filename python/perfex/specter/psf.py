@@ -14,7 +14,7 @@ import numpy as np
 
 import perfex
 
-from .util import gausspix
+from .util import custom_hermitenorm, gausspix
 from .util.traceset import TraceSet
 
 log = logging.getLogger("perfex")
@@ -329,6 +329,37 @@ class GaussHermitePSF(PSF):
         """Every parameter's trace by name (GHSIGX and GHSIGY give xsigma and ysigma)."""
         domain = (fields["wavemin"], fields["wavemax"])
         self.coeff = {name: TraceSet(c, domain) for name, c in zip(fields["param_names"], fields["coeff"])}
+        self._ghdeg = (fields["ghdegx"], fields["ghdegy"])
+
+    def _value(self, x, y, ispec, wavelength):
+        """The PSF's profile (not integrated over pixels) at CCD positions x, y (1-D axes of a
+        grid, or 2-D arrays of one shape) of spectrum ispec at wavelength, normalised to sum 1
+        over them: the Gauss-Hermite core plus the tails, clipped at 0. For displays."""
+        x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+        if x.ndim == 0 or y.ndim == 0:
+            raise ValueError("_value: x and y must be 1-D or 2-D arrays")
+        if x.ndim != y.ndim:
+            raise ValueError(f"_value: x and y must both be 1-D or both 2-D, not {x.ndim}-D and {y.ndim}-D")
+        if x.ndim == 1:
+            x, y = np.meshgrid(x, y)
+        if x.shape != y.shape:
+            raise ValueError(f"_value: x {x.shape} and y {y.shape} must have one shape")
+
+        def param(name):
+            return self.coeff[name].eval(ispec, wavelength)
+
+        xc, yc = self._x.eval(ispec, wavelength), self._y.eval(ispec, wavelength)
+        ux, uy = (x - xc) / param("GHSIGX"), (y - yc) / param("GHSIGY")
+        gauss_x, gauss_y = np.exp(-0.5 * ux**2) / np.sqrt(2 * np.pi), np.exp(-0.5 * uy**2) / np.sqrt(2 * np.pi)
+        core = np.zeros(x.shape)
+        for i in range(self._ghdeg[0] + 1):
+            hermite_x = custom_hermitenorm(i, ux) * gauss_x
+            for j in range(self._ghdeg[1] + 1):
+                core += param(f"GH-{i}-{j}") * hermite_x * custom_hermitenorm(j, uy) * gauss_y
+        r2 = ((x - xc) * param("TAILXSCA")) ** 2 + ((y - yc) * param("TAILYSCA")) ** 2
+        tails = param("TAILAMP") * r2 / (param("TAILCORE") ** 2 + r2) ** (1 + param("TAILINDE") / 2)
+        image = np.clip(core + tails, 0.0, None)
+        return image / np.sum(image)
 
 
 class GaussHermite2PSF(PSF):
