@@ -207,3 +207,63 @@ def test_ex2d_refuses_a_nonuniform_grid(synthetic):
     image = np.zeros((psf.npix_y, psf.npix_x))
     with pytest.raises(perfex.RequestError, match="wavelengths"):
         perfex.specter.ex2d(image, image, psf, 0, 2, wave)
+
+
+@pytest.fixture(scope="module")
+def against_specter():
+    """(ours, theirs): the drop-in's and real specter's ex2d results (flux, ivar, resolution) on
+    specter's GAUSS-HERMITE test PSF: fibres 0-9 in bundles of 5 and sub-bundles of 2, 6000-6299
+    A in 1 A bins and patches of 50, an image that specter's PSF.project made of random photons
+    plus Poisson and read noise. Skips without specter's checkout (PERFEX_CLIENTS)."""
+    import importlib.util
+
+    import clients
+
+    specter_py = clients.client_py("specter")
+    if specter_py is None:
+        pytest.skip(f"specter's checkout not found in {clients.clients_root()} (set PERFEX_CLIENTS)")
+    if importlib.util.find_spec("numba") is None:
+        pytest.skip(f"specter needs numba, not installed for {sys.executable}")
+    if specter_py not in sys.path:
+        sys.path.insert(0, specter_py)
+    import specter.extract
+    import specter.psf
+
+    path = os.path.join(specter_py, "specter", "test", "t", "psf-gausshermite.fits")
+    theirs = specter.psf.load_psf(path)
+    wave = np.arange(6000.0, 6300.0, 1.0)
+    rng = np.random.default_rng(46)
+    model = theirs.project(wave, rng.uniform(100, 1000, (10, len(wave))), specmin=0)
+    image = model + rng.normal(0, np.sqrt(9.0 + model))
+    ivar = 1 / (9.0 + model)
+    args = (0, 10, wave)
+    options = dict(bundlesize=5, nsubbundles=2, wavesize=50)
+    return (
+        perfex.specter.ex2d(image, ivar, perfex.specter.load_psf(path), *args, **options),
+        specter.extract.ex2d(image, ivar, theirs, *args, **options),
+    )
+
+
+def pulls(against_specter):
+    (f1, i1, _), (f2, i2, _) = against_specter
+    return np.abs(f1 - f2) / np.sqrt(1 / i1 + 1 / i2)
+
+
+def test_ex2d_close_to_specter(against_specter):
+    """The drop-in's ex2d against specter's: the same resolution band's shape and within 0.01
+    sigma in every bin (gpu_specter's patches and specter's differ at their edges)."""
+    (_, i1, r1), (_, i2, r2) = against_specter
+    assert r1.shape == r2.shape
+    assert pulls(against_specter).max() < 0.01
+    np.testing.assert_allclose(i1, i2, rtol=1e-3)
+    np.testing.assert_allclose(r1, r2, atol=1e-3)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="ex2d runs perfex.extract_frame's patches (gpu_specter's geometry: a fixed wavepad), "
+    "not specter's (padding that follows the trace's dispersion): the flux agrees to ~1e-3 sigma, "
+    "not to rounding, until the library plans specter's geometry",
+)
+def test_ex2d_reproduces_specter_to_rounding(against_specter):
+    assert pulls(against_specter).max() < 1e-8
