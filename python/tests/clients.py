@@ -12,6 +12,9 @@ Commands:
   test-extract-drop-ins the same with perfex's two drop-ins (perfex.gpu_specter and
                         perfex.specter aliased) and no gpu_specter or specter checkout
   desi-extract ARGS...  desispec.scripts.extract.main(parse(ARGS)) (desi_extract_spectra)
+  desi-extract-drop-ins ARGS...
+                        the same with both drop-ins aliased and no gpu_specter or specter
+                        checkout
   specter-tests PSF MODULE...
                         specter's py/specter/test/MODULE.py (test_psf, test_extract, ...),
                         unchanged, with specter aliased to perfex.specter; the test PSFs
@@ -293,8 +296,15 @@ def test_extract(drop_ins=False):
     _run_tests(unittest.defaultTestLoader.loadTestsFromName("desispec.test.test_extract"))
 
 
-def desi_extract(args):
-    _use_clients("desiutil", "desitarget", "specter", "desispec")
+def desi_extract(args, drop_ins=False):
+    if drop_ins:
+        _require("perfex.specter")
+        import perfex.specter
+
+        perfex.specter.install_alias()
+        _use_clients("desiutil", "desitarget", "desispec")
+    else:
+        _use_clients("desiutil", "desitarget", "specter", "desispec")
     _alias()
     _require("desispec.scripts.extract")
     _report_clients("desispec", "desiutil", "desitarget", "specter")
@@ -533,6 +543,8 @@ def main(argv):
         test_extract(drop_ins=True)
     elif command == "desi-extract":
         desi_extract(args)
+    elif command == "desi-extract-drop-ins":
+        desi_extract(args, drop_ins=True)
     elif command == "specter-tests":
         specter_tests(args[0], args[1:])
     elif command == "script":

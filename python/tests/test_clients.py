@@ -175,9 +175,13 @@ def test_specter_test_psf(psf):
 
 @pytest.fixture(scope="module")
 def desi_preproc(tmp_path_factory):
+    need("desispec", "desiutil", "desitarget", "specter")
+    return write_desi_preproc(tmp_path_factory)
+
+
+def write_desi_preproc(tmp_path_factory):
     """The clean reference image with the cards desispec needs (RDNOISE for read_image,
     FLAVOR for write_frame), as desispec's own test images have."""
-    need("desispec", "desiutil", "desitarget", "specter")
     fits = pytest.importorskip("astropy.io.fits", reason="desispec reads images with astropy")
     path = str(tmp_path_factory.mktemp("desi") / "preproc-r0.fits")
     with fits.open(data_path(CLEAN)) as hdus:
@@ -234,6 +238,43 @@ def test_desi_extract_spectra(nranks, desi_preproc, psf_path, perfex_production,
     expected[rounded] &= ~np.uint32(ALLBADPIX)
     assert np.array_equal(frame["MASK"], expected)
     assert np.count_nonzero(frame["MASK"] & ALLBADPIX) > 0 and np.count_nonzero(rounded) > 0
+
+
+@pytest.mark.parametrize("nranks", [1, pytest.param(2, marks=pytest.mark.mpi)])
+def test_desi_extract_spectra_use_specter_drop_ins(nranks, psf_path, tmp_path_factory, tmp_path):
+    """desi_extract_spectra --use-specter (desispec's main_mpi: specter's ex2d per bundle of 5,
+    dealt over the ranks, then merged) with both drop-ins and no checkout: the frame's flux and
+    ivar are perfex.extract_frame's with the same options, its resolution band that band cut to
+    specter's width."""
+    if importlib.util.find_spec("perfex.specter") is None:
+        pytest.skip("perfex.specter (the specter drop-in) is not in this perfex")
+    need("desispec", "desiutil", "desitarget")
+    fits = pytest.importorskip("astropy.io.fits")
+    preproc = write_desi_preproc(tmp_path_factory)
+    out = str(tmp_path / "frame-r0.fits")
+    options = ["-w", "5760,7620,0.8", "--psferr", "0.01", "--nsubbundles", "2", "--nwavestep", "50"]
+    options += ["-s", "0", "-n", "10", "--bundlesize", "5", "--use-specter"]
+    args = [CLIENTS_PY, "desi-extract-drop-ins", "-i", preproc, "-p", psf_path, "-o", out] + options
+    run = mpirun(nranks, args + ["--mpi"]) if nranks > 1 else run_python(args)
+    output = check(run, "desi_extract_spectra --use-specter with both drop-ins")
+    assert_clients_from_environment(output)
+    assert re.search(r"^client specter perfex \S+ from \S*perfex/specter$", output, re.M), output
+    expected = perfex.extract_frame(
+        perfex.read_preproc(preproc), psf=psf_path, wavelength="5760,7620,0.8", specmin=0, nspec=10,
+        bundlesize=5, nsubbundles=2, nwavestep=50, psferr=0.01, progress=False,
+    )  # fmt: skip
+    with fits.open(out) as hdus:
+        assert hdus["FLUX"].header["SPECTER"] == f"perfex {perfex.__version__}"
+        # Over ranks desispec merges the bundles' frames into one of 500 fibres (mergebundles).
+        nfib = 10 if nranks == 1 else 500
+        assert hdus["FLUX"].data.shape[0] == nfib and not np.any(hdus["IVAR"].data[10:])
+        assert np.array_equal(hdus["FLUX"].data[:10], expected.flux.astype(np.float32))
+        assert np.array_equal(hdus["IVAR"].data[:10], expected.ivar.astype(np.float32))
+        band = np.asarray(hdus["RESOLUTION"].data[:10])
+    ndiag, centre = (band.shape[1] - 1) // 2, expected.ndiag
+    assert 0 < ndiag <= centre
+    cut = expected.resolution[:, centre - ndiag : centre + ndiag + 1]
+    assert np.array_equal(band, cut.astype(np.float32))
 
 
 @pytest.mark.parametrize("nranks", [1, pytest.param(3, marks=pytest.mark.mpi)])
