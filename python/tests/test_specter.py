@@ -197,8 +197,20 @@ def test_ex2d_on_a_box_of_the_ccd(synthetic):
     assert part["modelimage"].shape == image[box].shape
     # The same to a thousandth of sigma (the box's edges mask light of the patches' margins).
     assert np.abs((part["flux"] - whole["flux"]) * np.sqrt(whole["ivar"])).max() < 1e-3
+    # An image smaller than the CCD, without xyrange, is the CCD's first rows and columns.
+    corner = perfex.specter.ex2d(image[:ymax, :xmax], ivar[:ymax, :xmax], psf, 0, 3, wave, full_output=True)
+    assert corner["modelimage"].shape == (ymax, xmax)
+    assert np.abs((corner["flux"] - whole["flux"]) * np.sqrt(whole["ivar"])).max() < 1e-3
     with pytest.raises(perfex.RequestError, match="xyrange"):
         perfex.specter.ex2d(image[box], ivar[box], psf, 0, 3, wave, xyrange=(xmin, xmax + 1, ymin, ymax))
+
+
+def test_ex2d_debug_is_ignored_with_a_warning(synthetic, caplog):
+    psf = perfex.specter.load_psf(synthetic["gauss-hermite-v3"])
+    w0 = np.ceil(psf.wmin_all) + 100
+    image = np.zeros((psf.npix_y, psf.npix_x))
+    perfex.specter.ex2d(image, image + 1, psf, 0, 1, np.arange(w0, w0 + 10, 1.0), debug=True)
+    assert "debug=True ignored" in caplog.text
 
 
 def test_ex2d_refuses_a_nonuniform_grid(synthetic):

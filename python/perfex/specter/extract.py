@@ -6,11 +6,15 @@ wavelength follows the trace's dispersion at each patch): the two agree as gpu_s
 specter do, to a few hundredths of sigma at patch boundaries (docs/python.md).
 """
 
+import logging
+
 import numpy as np
 
 import perfex
 
 from .psf import PSF, psf_of
+
+log = logging.getLogger("perfex")
 
 
 def _perfex_psf(psf):
@@ -60,12 +64,13 @@ def ex2d(
     """Extracts spectra specmin..specmin+nspec-1 of image (inverse variance imageivar, 0 =
     masked) with psf at wavelengths (a uniform grid), as specter.extract.ex2d.
 
-    image covers the CCD, or the box xyrange = (xmin, xmax, ymin, ymax) of it. regularize,
+    image covers the CCD, or the box xyrange = (xmin, xmax, ymin, ymax) of it (an image smaller
+    than the CCD without xyrange: its first rows and columns, as in specter). regularize,
     bundlesize, nsubbundles, wavesize (wavelength bins per patch), psferr (None: the PSF's),
     pixpad_frac and wavepad_frac are perfex.extract_frame's regularize, bundlesize,
     nsubbundles, nwavestep, psferr, pixpad_frac and wavepad_frac; ndecorr=True decorrelates the
     noise of all the fibres of a patch together (decorrelation='noise'). verbose logs progress
-    to the 'perfex' logger. debug (specter opens an IPython shell) is ignored.
+    to the 'perfex' logger. debug (specter opens an IPython shell) is ignored with a warning.
 
     Returns (flux, ivar, resolution_data): flux per Angstrom [nspec][nwave], its inverse
     variance, and the resolution band [nspec][2*ndiag+1][nwave] with specter's ndiag (9 sigma
@@ -80,6 +85,17 @@ def ex2d(
     if image.shape != imageivar.shape:
         raise perfex.RequestError(f"imageivar: shape {imageivar.shape} differs from image's {image.shape}")
     ccd = (pxpsf.npix_y, pxpsf.npix_x)
+    if debug:
+        log.warning("ex2d: debug=True ignored (specter opens an IPython shell; perfex.specter does not)")
+    if (
+        xyrange is None
+        and image.ndim == 2
+        and image.shape != ccd
+        and image.shape[0] <= ccd[0]
+        and image.shape[1] <= ccd[1]
+    ):
+        # specter reads a smaller image as the CCD's first rows and columns.
+        xyrange = (0, image.shape[1], 0, image.shape[0])
     if xyrange is not None:
         xmin, xmax, ymin, ymax = (int(v) for v in xyrange)
         if image.shape != (ymax - ymin, xmax - xmin) or xmin < 0 or ymin < 0 or xmax > ccd[1] or ymax > ccd[0]:
