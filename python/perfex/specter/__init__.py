@@ -19,14 +19,23 @@ or unchanged, by aliasing specter to this package before anything imports it:
 __version__ names perfex ("perfex X.Y.Z"): desispec writes it as the frame's SPECTER keyword.
 """
 
+import importlib.util
 import sys
 
 import perfex
 
-from . import extract, psf, util
-from .extract import ex2d
-from .psf import load_psf
-from .util import traceset
+_MISSING = [m for m in ("astropy", "scipy") if importlib.util.find_spec(m) is None]
+if _MISSING:
+    raise ModuleNotFoundError(
+        f"perfex.specter needs {' and '.join(_MISSING)}, not installed for {sys.executable} "
+        "(pip install 'perfex[specter]')",
+        name=_MISSING[0],
+    )
+
+from . import extract, psf, util  # noqa: E402
+from .extract import ex2d  # noqa: E402
+from .psf import load_psf  # noqa: E402
+from .util import traceset  # noqa: E402
 
 __version__ = f"perfex {perfex.__version__}"
 
