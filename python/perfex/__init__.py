@@ -11,7 +11,8 @@ and its profiling regions (perfex.runtime, perfex.profiling), the numpy API (opt
 images, frames, extraction: the job in its phases), the MPI helpers (perfex.collective), a
 frame over MPI ranks (perfex.mpi), a frame's files (perfex.files), an exposure's frames
 (perfex.exposure), then the command line (perfex.cli: `python3 -m perfex.extract`), the
-gpu_specter drop-in (perfex.gpu_specter) and quick-look plots (perfex.plot).
+gpu_specter and specter drop-ins (perfex.gpu_specter, perfex.specter) and quick-look plots
+(perfex.plot).
 """
 
 from . import mpi

@@ -12,6 +12,14 @@ Commands:
   test-extract-drop-ins the same with perfex's two drop-ins (perfex.gpu_specter and
                         perfex.specter aliased) and no gpu_specter or specter checkout
   desi-extract ARGS...  desispec.scripts.extract.main(parse(ARGS)) (desi_extract_spectra)
+  desi-extract-drop-ins ARGS...
+                        the same with both drop-ins aliased and no gpu_specter or specter
+                        checkout
+  specter-tests PSF MODULE...
+                        specter's py/specter/test/MODULE.py (test_psf, test_extract, ...),
+                        unchanged, with specter aliased to perfex.specter; the test PSFs
+                        its checkout lacks (files over 4 MiB: psf-spot, psf-pix,
+                        psf-monospot) are replaced by the checkout's PSF named PSF
   script NAME ARGS...   gpu_specter's bin/NAME (spex, desi_benchmark_extract), unchanged
   coordinators          every method of gpu_specter.mpi's IO coordinators, gpu_specter's
                         classes and perfex's side by side, on every rank (MPI)
@@ -288,8 +296,15 @@ def test_extract(drop_ins=False):
     _run_tests(unittest.defaultTestLoader.loadTestsFromName("desispec.test.test_extract"))
 
 
-def desi_extract(args):
-    _use_clients("desiutil", "desitarget", "specter", "desispec")
+def desi_extract(args, drop_ins=False):
+    if drop_ins:
+        _require("perfex.specter")
+        import perfex.specter
+
+        perfex.specter.install_alias()
+        _use_clients("desiutil", "desitarget", "desispec")
+    else:
+        _use_clients("desiutil", "desitarget", "specter", "desispec")
     _alias()
     _require("desispec.scripts.extract")
     _report_clients("desispec", "desiutil", "desitarget", "specter")
@@ -476,6 +491,48 @@ def compare_io(preproc, folder):
     assert ours.native_endian(big).dtype.isnative and ours.native_endian(big.astype("f8")).dtype.isnative
 
 
+class _TestData:
+    """What importlib.resources.files('specter') gives specter's tests: the checkout's specter
+    folder, where a PSF file (test/t/psf-*.fits) that the checkout lacks is `substitute`."""
+
+    def __init__(self, path, substitute):
+        self.path, self.substitute = path, substitute
+
+    def joinpath(self, *names):
+        path = os.path.join(self.path, *names)
+        name = os.path.basename(path)
+        if name.startswith("psf-") and name.endswith(".fits") and not os.path.exists(path):
+            print(f"{name} absent from the checkout: the test reads {os.path.basename(self.substitute)}", flush=True)
+            path = self.substitute
+        return _TestData(path, self.substitute)
+
+    __truediv__ = joinpath
+
+    def __fspath__(self):
+        return self.path
+
+    __str__ = __fspath__
+
+
+def specter_tests(psf, modules):
+    """specter's test modules as its checkout has them, on perfex.specter (aliased), their
+    files('specter') giving the checkout's data with `psf` for the PSFs it lacks."""
+    specter_py = _checkout("specter")
+    _require("scipy", "astropy", "perfex.specter")
+    import perfex.specter
+
+    perfex.specter.install_alias()
+    _report_clients("specter")
+    tests = os.path.join(specter_py, "specter", "test")
+    data = _TestData(os.path.join(specter_py, "specter"), os.path.join(tests, "t", psf))
+    suite = unittest.TestSuite()
+    for name in modules:
+        module = _load(f"specter_checkout_{name}", os.path.join(tests, f"{name}.py"))
+        module.files = lambda package: data
+        suite.addTests(unittest.defaultTestLoader.loadTestsFromModule(module))
+    _run_tests(suite)
+
+
 def main(argv):
     command, args = argv[0], argv[1:]
     if command == "test-core":
@@ -486,6 +543,10 @@ def main(argv):
         test_extract(drop_ins=True)
     elif command == "desi-extract":
         desi_extract(args)
+    elif command == "desi-extract-drop-ins":
+        desi_extract(args, drop_ins=True)
+    elif command == "specter-tests":
+        specter_tests(args[0], args[1:])
     elif command == "script":
         script(args[0], args[1:])
     elif command == "coordinators":

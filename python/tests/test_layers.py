@@ -1,6 +1,7 @@
 """The package's layers import one way: extension -> runtime -> {profiling, options, the MPI
 helpers} -> the numpy API (psf, images, frames, extraction) -> a frame over MPI ranks -> a
-frame's files -> an exposure -> {command line, gpu_specter drop-in, plot, the package's front};
+frame's files -> an exposure -> {command line, gpu_specter and specter
+drop-ins, plot, the package's front};
 no module imports one of a later layer, not even inside a function, so there is no import
 cycle. The extension's source files mirror the modules: python/src/<module>.cpp for each module
 that has C++ behind it."""
@@ -31,6 +32,11 @@ LAYERS = [
         "gpu_specter.mpi",
         "gpu_specter.spex",
         "gpu_specter.util",
+        "specter",
+        "specter.extract",
+        "specter.psf",
+        "specter.util",
+        "specter.util.traceset",
         "",
     },
 ]

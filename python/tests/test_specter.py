@@ -1,0 +1,281 @@
+"""perfex.specter, the specter drop-in, on the synthetic PSF in every format perfex reads
+(perfex._perfex.write_synthetic_psfs): install_alias, load_psf and the PSF's geometry and spots
+against perfex.Psf, projections, refused formats, util.TraceSet, and ex2d against
+perfex.extract_frame. specter's own tests and desispec's run on it in test_clients.py."""
+
+import os
+import sys
+
+import numpy as np
+import perfex
+import pytest
+
+pytest.importorskip("scipy", reason="perfex.specter needs scipy")
+pytest.importorskip("astropy", reason="perfex.specter reads PSF headers with astropy")
+
+import perfex.specter  # noqa: E402
+from perfex.specter import psf as specter_psf  # noqa: E402
+from perfex.specter.util import TraceSet, fit_traces  # noqa: E402
+
+FORMATS = ("gauss-hermite-v3", "gauss-hermite-v2", "gauss-hermite2", "spotgrid")
+CLASSES = {
+    "gauss-hermite-v3": "GaussHermitePSF",
+    "gauss-hermite-v2": "GaussHermitePSF",
+    "gauss-hermite2": "GaussHermite2PSF",
+    "spotgrid": "SpotGridPSF",
+}
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("specter-psfs")
+    paths = perfex._perfex.write_synthetic_psfs(str(folder), 10, 0.0)
+    return {os.path.basename(p)[len("psf-synthetic-") : -len(".fits")]: p for p in paths}
+
+
+def test_install_alias_maps_specter_modules():
+    saved = {k: v for k, v in sys.modules.items() if k == "specter" or k.startswith("specter.")}
+    try:
+        for name in saved:
+            del sys.modules[name]
+        names = perfex.specter.install_alias()
+        assert perfex.specter.install_alias() == names
+        import specter.psf.gausshermite
+        import specter.util.traceset
+        from specter.extract import ex2d
+        from specter.psf import load_psf
+
+        assert ex2d is perfex.specter.ex2d and load_psf is perfex.specter.load_psf
+        assert specter.psf.gausshermite.GaussHermitePSF is specter_psf.GaussHermitePSF
+        assert specter.util.traceset.TraceSet is TraceSet
+        assert specter.__version__ == f"perfex {perfex.__version__}"
+        for name in names:
+            del sys.modules[name]
+        sys.modules["specter"] = type(sys)("specter")
+        with pytest.raises(perfex.Error, match="specter is already imported"):
+            perfex.specter.install_alias()
+    finally:
+        for name in [k for k in sys.modules if k == "specter" or k.startswith("specter.")]:
+            del sys.modules[name]
+        sys.modules.update(saved)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_load_psf_geometry_and_spots(synthetic, fmt):
+    psf = perfex.specter.load_psf(synthetic[fmt])
+    truth = perfex.read_psf(synthetic[fmt])
+    assert type(psf).__name__ == CLASSES[fmt]
+    assert (psf.nspec, psf.npix_x, psf.npix_y) == (truth.nfib, truth.npix_x, truth.npix_y)
+    assert psf.wmin <= psf.wmin_all < psf.wmax_all <= psf.wmax
+    # wavelength(y) inverts y(wavelength) to a thousandth of a row.
+    rows = np.linspace(100, psf.npix_y - 100, 7)
+    for ispec in (0, psf.nspec - 1):
+        np.testing.assert_allclose(psf.y(ispec, psf.wavelength(ispec, rows)), rows, atol=1e-3)
+    w = 0.5 * (psf.wmin_all + psf.wmax_all)
+    assert psf.x(None, w).shape == (psf.nspec,) and np.all(np.diff(psf.x(None, w)) > 0)
+    assert psf.x(None, [w, w + 10]).shape == (psf.nspec, 2)
+    assert psf.x(0).shape == (psf.npix_y,) and psf.x().shape == (psf.nspec, psf.npix_y)
+    assert psf.wavelength().shape == (psf.nspec, psf.npix_y)
+    x, y = psf.xy(3, w)
+    xs, ys, pix = psf.xypix(3, w)
+    expected = truth.xypix(3, w)
+    assert (xs, ys) == expected[:2] and np.array_equal(pix, expected[2])
+    assert xs.start <= x < xs.stop and ys.start <= y < ys.stop
+    assert abs(pix.sum() - 1) < 1e-6
+    # Clipped to a box: the slices are relative to it, the pixels the spot's part inside it.
+    box = dict(xmin=xs.start + 3, xmax=xs.stop + 5, ymin=ys.start - 2, ymax=ys.stop - 4)
+    cx, cy, cpix = psf.xypix(3, w, **box)
+    assert (cx, cy) == (slice(0, xs.stop - xs.start - 3), slice(2, ys.stop - ys.start - 2))
+    assert np.array_equal(cpix, pix[:-4, 3:])
+    assert psf.xypix(3, psf.wmin - 50)[2].shape == (0, 0)  # off the CCD: empty, as in specter
+    assert psf.wdisp(0, w) > 0 and psf.xsigma(0, w) > 0 and psf.ysigma(0, w) > 0
+    xmin, xmax, ymin, ymax = psf.xyrange((2, 5), (w, w + 20))
+    assert xmin <= psf.xypix(2, w)[0].start and xmax >= psf.xypix(4, w + 20)[0].stop
+    assert ymin <= min(ys.start, psf.xypix(2, w)[1].start) and ymax >= psf.xypix(4, w + 20)[1].stop
+
+
+def test_project_and_projection_matrix(synthetic):
+    psf = perfex.specter.load_psf(synthetic["gauss-hermite-v3"])
+    w0 = 0.5 * (psf.wmin_all + psf.wmax_all)
+    wave = w0 + np.arange(30) * 0.8
+    rng = np.random.default_rng(3)
+    phot = rng.uniform(10, 100, (3, len(wave)))
+    xyrange = psf.xyrange((2, 5), wave)
+    xmin, xmax, ymin, ymax = xyrange
+    image = psf.project(wave, phot, specmin=2)
+    sub = psf.project(wave, phot, specmin=2, xyrange=xyrange)
+    assert image.shape == (psf.npix_y, psf.npix_x)
+    np.testing.assert_allclose(image.sum(), phot.sum(), rtol=1e-6)
+    assert np.array_equal(sub, image[ymin:ymax, xmin:xmax])
+    a = psf.projection_matrix((2, 5), wave, xyrange)
+    assert a.shape == ((ymax - ymin) * (xmax - xmin), phot.size)
+    np.testing.assert_allclose(a.dot(phot.ravel()).reshape(sub.shape), sub, rtol=1e-12, atol=1e-12)
+    stacked = psf.project(wave, np.stack([phot, 2 * phot]), specmin=2, xyrange=xyrange)
+    assert stacked.shape == (2,) + sub.shape and np.allclose(stacked[1], 2 * sub)
+    with pytest.raises(ValueError, match="mismatch"):
+        psf.project(wave[:-1], phot)
+
+
+@pytest.mark.parametrize("psftype", ["MONOSPOT", "PCA-PIX"])
+def test_refused_formats_are_named(tmp_path, psftype):
+    from astropy.io import fits
+
+    path = str(tmp_path / "psf-other.fits")
+    header = fits.Header([("PSFTYPE", psftype), ("NPIX_X", 10), ("NPIX_Y", 10), ("NSPEC", 1)])
+    fits.PrimaryHDU(np.zeros((2, 2)), header=header).writeto(path)
+    with pytest.raises(perfex.Error, match=rf"{path}: PSFTYPE {psftype} is not supported"):
+        perfex.specter.load_psf(path)
+
+
+def test_load_psf_of_a_missing_file_names_it(tmp_path):
+    path = str(tmp_path / "absent.fits")
+    with pytest.raises(perfex.Error, match="absent.fits"):
+        perfex.specter.load_psf(path)
+
+
+def test_traceset_fit_eval_invert():
+    wave = np.linspace(5000, 6000, 50)
+    rows = np.stack([10 + 2.0 * (wave - 5000) + 1e-4 * (wave - 5000) ** 2, 30 + 1.9 * (wave - 5000)])
+    traces = fit_traces(wave, rows, deg=3)
+    assert traces.ntrace == 2 and traces._coeff.shape == (2, 4)
+    np.testing.assert_allclose(traces.eval(None, wave), rows, atol=1e-8)
+    np.testing.assert_allclose(traces.eval(1, 5500.0), 30 + 1.9 * 500, atol=1e-8)
+    np.testing.assert_allclose(traces.eval((0, 2), wave), rows, atol=1e-8)
+    inverse = traces.invert()
+    np.testing.assert_allclose(inverse.eval(0, traces.eval(0, wave)), wave, atol=1e-6)
+    with pytest.raises(ValueError, match="increasing"):
+        fit_traces(wave[::-1], rows)
+
+
+def simulated(psf, specmin, nspec, wave, seed=5):
+    """(image, ivar, phot): Poisson photons of nspec spectra projected by psf, with read noise."""
+    rng = np.random.default_rng(seed)
+    phot = rng.uniform(50, 500, (nspec, len(wave)))
+    model = psf.project(wave, phot, specmin=specmin)
+    image = model + rng.normal(0, 3.0, model.shape)
+    return image, 1.0 / (9.0 + model), phot
+
+
+@pytest.mark.parametrize("fmt", ["gauss-hermite-v3", "spotgrid"])
+def test_ex2d_is_perfex_extract_frame(synthetic, fmt):
+    psf = perfex.specter.load_psf(synthetic[fmt])
+    w0 = np.ceil(psf.wmin_all) + 100
+    wave = np.arange(w0, w0 + 60, 1.0)
+    image, ivar, phot = simulated(psf, 2, 4, wave)
+    flux, fivar, rdata = perfex.specter.ex2d(image, ivar, psf, 2, 4, wave, wavesize=20, bundlesize=5)
+    frame = perfex.extract_frame(
+        image, ivar, psf.perfex_psf, wavelength=(wave[0], wave[-1], 1.0), specmin=2, nspec=4, bundlesize=5,
+        nsubbundles=1, nwavestep=20, progress=False,
+    )  # fmt: skip
+    assert np.array_equal(flux, frame.flux) and np.array_equal(fivar, frame.ivar)
+    ndiag = perfex.specter.extract.resolution_ndiag(psf, 2, 4, 1.0)
+    centre = frame.ndiag
+    assert rdata.shape == (4, 2 * ndiag + 1, len(wave))
+    assert np.array_equal(rdata, frame.resolution[:, centre - ndiag : centre + ndiag + 1])
+    # The photons come back (flux per Angstrom of 1 A bins; R's rows sum to 1).
+    assert np.all(fivar > 0)
+    inner = np.s_[:, 10:-10]
+    error = np.sqrt((1 / fivar[inner]).sum(axis=1))
+    assert np.all(np.abs(flux[inner].sum(axis=1) - phot[inner].sum(axis=1)) < 4 * error)
+    out = perfex.specter.ex2d(image, ivar, psf, 2, 4, wave, full_output=True, ndecorr=True)
+    assert set(out) == {"flux", "ivar", "resolution_data", "modelimage", "pixmask_fraction", "chi2pix"}
+    assert out["modelimage"].shape == image.shape and out["chi2pix"].shape == flux.shape
+    assert not np.array_equal(out["resolution_data"], rdata)  # the noise decorrelation's R
+
+
+def test_ex2d_on_a_box_of_the_ccd(synthetic):
+    psf = perfex.specter.load_psf(synthetic["gauss-hermite-v3"])
+    w0 = np.ceil(psf.wmin_all) + 100
+    wave = np.arange(w0, w0 + 40, 1.0)
+    image, ivar, _ = simulated(psf, 0, 3, wave)
+    xmin, xmax, ymin, ymax = psf.xyrange((0, 3), (wave[0] - 30, wave[-1] + 30))
+    box = np.s_[ymin:ymax, xmin:xmax]
+    whole = perfex.specter.ex2d(image, ivar, psf, 0, 3, wave, full_output=True)
+    part = perfex.specter.ex2d(
+        image[box], ivar[box], psf, 0, 3, wave, xyrange=(xmin, xmax, ymin, ymax), full_output=True
+    )
+    assert part["modelimage"].shape == image[box].shape
+    # The same to a thousandth of sigma (the box's edges mask light of the patches' margins).
+    assert np.abs((part["flux"] - whole["flux"]) * np.sqrt(whole["ivar"])).max() < 1e-3
+    # An image smaller than the CCD, without xyrange, is the CCD's first rows and columns.
+    corner = perfex.specter.ex2d(image[:ymax, :xmax], ivar[:ymax, :xmax], psf, 0, 3, wave, full_output=True)
+    assert corner["modelimage"].shape == (ymax, xmax)
+    assert np.abs((corner["flux"] - whole["flux"]) * np.sqrt(whole["ivar"])).max() < 1e-3
+    with pytest.raises(perfex.RequestError, match="xyrange"):
+        perfex.specter.ex2d(image[box], ivar[box], psf, 0, 3, wave, xyrange=(xmin, xmax + 1, ymin, ymax))
+
+
+def test_ex2d_debug_is_ignored_with_a_warning(synthetic, caplog):
+    psf = perfex.specter.load_psf(synthetic["gauss-hermite-v3"])
+    w0 = np.ceil(psf.wmin_all) + 100
+    image = np.zeros((psf.npix_y, psf.npix_x))
+    perfex.specter.ex2d(image, image + 1, psf, 0, 1, np.arange(w0, w0 + 10, 1.0), debug=True)
+    assert "debug=True ignored" in caplog.text
+
+
+def test_ex2d_refuses_a_nonuniform_grid(synthetic):
+    psf = perfex.specter.load_psf(synthetic["gauss-hermite-v3"])
+    wave = np.array([6000.0, 6001.0, 6003.0])
+    image = np.zeros((psf.npix_y, psf.npix_x))
+    with pytest.raises(perfex.RequestError, match="wavelengths"):
+        perfex.specter.ex2d(image, image, psf, 0, 2, wave)
+
+
+@pytest.fixture(scope="module")
+def against_specter():
+    """(ours, theirs): the drop-in's and real specter's ex2d results (flux, ivar, resolution) on
+    specter's GAUSS-HERMITE test PSF: fibres 0-9 in bundles of 5 and sub-bundles of 2, 6000-6299
+    A in 1 A bins and patches of 50, an image that specter's PSF.project made of random photons
+    plus Poisson and read noise. Skips without specter's checkout (PERFEX_CLIENTS)."""
+    import importlib.util
+
+    import clients
+
+    specter_py = clients.client_py("specter")
+    if specter_py is None:
+        pytest.skip(f"specter's checkout not found in {clients.clients_root()} (set PERFEX_CLIENTS)")
+    if importlib.util.find_spec("numba") is None:
+        pytest.skip(f"specter needs numba, not installed for {sys.executable}")
+    if specter_py not in sys.path:
+        sys.path.insert(0, specter_py)
+    import specter.extract
+    import specter.psf
+
+    path = os.path.join(specter_py, "specter", "test", "t", "psf-gausshermite.fits")
+    theirs = specter.psf.load_psf(path)
+    wave = np.arange(6000.0, 6300.0, 1.0)
+    rng = np.random.default_rng(46)
+    model = theirs.project(wave, rng.uniform(100, 1000, (10, len(wave))), specmin=0)
+    image = model + rng.normal(0, np.sqrt(9.0 + model))
+    ivar = 1 / (9.0 + model)
+    args = (0, 10, wave)
+    options = dict(bundlesize=5, nsubbundles=2, wavesize=50)
+    return (
+        perfex.specter.ex2d(image, ivar, perfex.specter.load_psf(path), *args, **options),
+        specter.extract.ex2d(image, ivar, theirs, *args, **options),
+    )
+
+
+def pulls(against_specter):
+    (f1, i1, _), (f2, i2, _) = against_specter
+    return np.abs(f1 - f2) / np.sqrt(1 / i1 + 1 / i2)
+
+
+def test_ex2d_close_to_specter(against_specter):
+    """The drop-in's ex2d against specter's: the same resolution band's shape and within 0.01
+    sigma in every bin (gpu_specter's patches and specter's differ at their edges)."""
+    (_, i1, r1), (_, i2, r2) = against_specter
+    assert r1.shape == r2.shape
+    assert pulls(against_specter).max() < 0.01
+    np.testing.assert_allclose(i1, i2, rtol=1e-3)
+    np.testing.assert_allclose(r1, r2, atol=1e-3)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="ex2d runs perfex.extract_frame's patches (gpu_specter's geometry: a fixed wavepad), "
+    "not specter's (padding that follows the trace's dispersion): the flux agrees to ~1e-3 sigma, "
+    "not to rounding, until the library plans specter's geometry",
+)
+def test_ex2d_reproduces_specter_to_rounding(against_specter):
+    assert pulls(against_specter).max() < 1e-8
