@@ -78,7 +78,7 @@ struct PatchSolver {
     const int n = p.nfib * nwt;
     normal_equations(member, ip, p, n);
     member.team_barrier();
-    regularise(member, n, band_view(ip, p, n), first(ws.omega, n, ip));
+    regularize_diagonal(member, n, band_view(ip, p, n), first(ws.omega, n, ip));
     member.team_barrier();
     int status = factor_and_solve(member, ip, p, n);
     if (status == linalg::ok) status = decorrelate(member, ip, p, n);
@@ -170,8 +170,8 @@ struct PatchSolver {
 
   // H += diag(rho), rho_J = alpha_J^2 + 1e-15 with alpha as gpu_specter.
   template <class HV, class OV>
-  KOKKOS_INLINE_FUNCTION void regularise(const Member& member, int n, const HV& H,
-                                         const OV& omega) const {
+  KOKKOS_INLINE_FUNCTION void regularize_diagonal(const Member& member, int n, const HV& H,
+                                                  const OV& omega) const {
     double wmax = 0;
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(member, n), [&](int j, double& m) { m = math::max(m, omega(j)); },
