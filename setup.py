@@ -5,20 +5,27 @@ that has them, as desiInstall runs it) and `python setup.py build_ext --inplace`
 
 Kokkos: Kokkos_ROOT when set, else the one scripts/install-deps.sh builds
 (PERFEX_DEPS_DIR, default ~/.cache/perfex). pybind11 (>= 2.12) and cmake: the ones installed
-for this interpreter, else cmake on PATH. CMAKE_ARGS adds CMake options; PERFEX_BUILD_JOBS
-sets the parallel jobs (default: the cores). The build folder is build-pip/ in the source tree.
+for this interpreter, else cmake on PATH. CMAKE_ARGS adds CMake options (split as a shell
+would: quote an option holding spaces); PERFEX_BUILD_JOBS
+sets the parallel jobs (default: the cores). The build folder is build-pip/TAG in the source
+tree, one per interpreter and ABI (TAG: the extension suffix's, e.g. cpython-313-x86_64-linux-gnu),
+so that one clone installs for several Pythons in turn; a folder configured with another Python
+installation, Kokkos or CMAKE_ARGS is emptied first.
 """
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+MODULE_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")  # .cpython-313-x86_64-linux-gnu.so
 
 
 def version():
@@ -61,6 +68,21 @@ def cmake_program():
     return program
 
 
+def build_folder(configuration):
+    """build-pip/TAG for this interpreter's ABI, emptied when it holds a build configured
+    otherwise (CMake keeps the first Python, Kokkos and pybind11 it found in its cache)."""
+    tag = MODULE_SUFFIX.strip(".").rsplit(".", 1)[0]
+    build = os.path.join(HERE, "build-pip", tag)
+    stamp = os.path.join(build, "perfex-configuration.txt")
+    text = "\n".join(configuration) + "\n"
+    if os.path.exists(build) and (not os.path.exists(stamp) or open(stamp).read() != text):
+        shutil.rmtree(build)
+    os.makedirs(build, exist_ok=True)
+    with open(stamp, "w") as f:
+        f.write(text)
+    return build
+
+
 class CMakeExtension(Extension):
     def __init__(self, name):
         super().__init__(name, sources=[])
@@ -70,7 +92,6 @@ class CMakeBuild(build_ext):
     """Configures the project with only the Python package enabled and builds its module."""
 
     def build_extension(self, ext):
-        build = os.path.join(HERE, "build-pip")
         args = [
             "-DCMAKE_BUILD_TYPE=Release",
             f"-DKokkos_ROOT={kokkos_root()}",
@@ -82,16 +103,18 @@ class CMakeBuild(build_ext):
             "-DPERFEX_ENABLE_BENCHMARKS=OFF",
             "-DPERFEX_ENABLE_CONSUMER_TESTS=OFF",
             "-DPERFEX_ENABLE_HEADER_CHECK=OFF",
-        ] + os.environ.get("CMAKE_ARGS", "").split()
+        ] + shlex.split(os.environ.get("CMAKE_ARGS", ""))
         jobs = os.environ.get("PERFEX_BUILD_JOBS", str(os.cpu_count() or 1))
         cmake = cmake_program()
+        build = build_folder([sys.base_prefix, cmake] + args)
         subprocess.run([cmake, "-S", HERE, "-B", build] + args, check=True)
         subprocess.run([cmake, "--build", build, "--target", "perfex_python", "-j", jobs], check=True)
-        built = os.path.join(build, "python", "perfex")
-        module = next(f for f in os.listdir(built) if f.startswith("_perfex") and f.endswith(".so"))
+        module = os.path.join(build, "python", "perfex", "_perfex" + MODULE_SUFFIX)
+        if not os.path.exists(module):
+            sys.exit(f"perfex: the build in {build} made no {os.path.basename(module)} for {sys.executable}")
         target = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.copyfile(os.path.join(built, module), target)
+        shutil.copyfile(module, target)
 
 
 setup(

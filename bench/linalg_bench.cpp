@@ -388,15 +388,8 @@ int per_patch(Op op) { return patch_size(op) == kBlock ? kKept : 1; }
 //                  the library now calls two SerialTrsv) vs two SerialTrsv
 // (KokkosBatched's Team/TeamVector variants run the same loops on a one-thread host team.)
 namespace kb = KokkosBatched;
-// Rows and their columns of the one-thread strided block's storage from the plain factor (the
-// gram product's arguments; functors, as the kernel is also compiled for devices).
-struct PlainRows {
-  const double* Y;
-  int count;
-  KOKKOS_INLINE_FUNCTION const double* operator()(int r) const {
-    return Y + std::size_t(r) * count;
-  }
-};
+// The columns of each row of the one-thread strided block's storage from the plain factor (the
+// gram product's argument; a functor, as the kernel is also compiled for devices).
 struct PlainColumns {
   pl::detail::TwistedColumns tc;
   KOKKOS_INLINE_FUNCTION pl::detail::ColRange operator()(int r) const { return tc.above(r); }
@@ -573,8 +566,8 @@ void run_kk(benchmark::State& state, Product product, bool kokkoskernels) {
                          kb::Algo::Gemm::Blocked>::invoke(1.0, Y, Y, 0.0, C);
         } else {
           // The plain factor's layout (twist = N): row r holds the columns started by r.
-          pd::gram_by_rows(1, N, count, PlainRows{B.data(), count},
-                           PlainColumns{{N, 0, N, 1, kFibres, count}}, pd::mat<true>(C));
+          pd::gram_by_rows(1, N, count, B.data(), PlainColumns{{N, 0, N, 1, kFibres, count}},
+                           pd::mat<true>(C));
         }
         break;
       case Product::back_transform:

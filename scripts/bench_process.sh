@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Whole-process benchmarks: perfex-extract as a user runs it, timed as a process (wall time and
-# peak RSS from /usr/bin/time), in alternated runs so that a shared machine's load falls on both
-# sides alike; the load average is printed beside every run.
+# Whole-process benchmarks: perfex-extract as a user runs it, timed as a process (wall time, CPU
+# time and peak RSS from /usr/bin/time), in alternated runs so that a shared machine's load falls
+# on both sides alike; the load average is printed beside every run.
 #
 #   bash scripts/bench_process.sh [--pairs N] [--before BUILD] [--gpu-specter PYTHON]
 #                                 [--bundle] [--frame] [--out DIR]
@@ -67,19 +67,21 @@ mkdir -p "$out"
 log=$out/process.log
 : >"$log"
 
-# run <label> <command...>: one timed process; appends "label seconds peak_KB load" to the log.
+# run <label> <command...>: one timed process; appends "label seconds peak_KB load cpu_seconds"
+# to the log (cpu: user + system time of the process and its threads, which a loaded machine
+# stretches less than the wall time).
 run() {
   local label=$1
   shift
   local load
   load=$(cut -d' ' -f1 /proc/loadavg)
-  /usr/bin/time -f "%e %M" -o "$out/time.txt" "$@" >"$out/last-run.txt" 2>&1 || {
+  /usr/bin/time -f "%e %M %U %S" -o "$out/time.txt" "$@" >"$out/last-run.txt" 2>&1 || {
     echo "bench_process.sh: $label failed:" >&2
     tail -n 20 "$out/last-run.txt" >&2
     exit 1
   }
-  read -r secs kb <"$out/time.txt"
-  echo "$label $secs $kb $load" | tee -a "$log" >&2
+  read -r secs kb user sys <"$out/time.txt"
+  echo "$label $secs $kb $load $(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')" | tee -a "$log" >&2
 }
 
 # compare <tag> <args...>: perfex-extract with these arguments, this build and --before in turn.
@@ -121,20 +123,22 @@ runs = {}
 for line in open(sys.argv[1]):
     if line.startswith("=="):
         continue
-    label, secs, kb, load = line.split()
-    runs.setdefault(label, []).append((float(secs), int(kb), float(load)))
-print("| run | median wall | range | peak RSS | load (1 min) | runs |")
-print("|---|---:|---:|---:|---:|---:|")
+    label, secs, kb, load, cpu = line.split()
+    runs.setdefault(label, []).append((float(secs), int(kb), float(load), float(cpu)))
+print("| run | median wall | range | median CPU | peak RSS | load (1 min) | runs |")
+print("|---|---:|---:|---:|---:|---:|---:|")
 for label, r in runs.items():
     s = [x[0] for x in r]
     print(f"| {label} | {statistics.median(s):.2f} s | {min(s):.2f}-{max(s):.2f} s | "
+          f"{statistics.median(x[3] for x in r):.2f} s | "
           f"{max(x[1] for x in r) / 1024:.0f} MB | {min(x[2] for x in r):.2f}-{max(x[2] for x in r):.2f} | {len(r)} |")
 for tag in ("bundle", "frame"):
-    after = [x[0] for x in runs.get(f"{tag}/after", [])]
-    for other in ("before", "gpu_specter"):
-        o = [x[0] for x in runs.get(f"{tag}/{other}", [])]
-        if after and o:
-            ratios = [b / a for a, b in zip(after, o)]
-            print(f"{tag}: {other} / after, pair by pair: " + ", ".join(f"{x:.2f}" for x in ratios)
-                  + f" (median {statistics.median(ratios):.2f})")
+    for what, i in (("wall", 0), ("CPU", 3)):
+        after = [x[i] for x in runs.get(f"{tag}/after", [])]
+        for other in ("before", "gpu_specter"):
+            o = [x[i] for x in runs.get(f"{tag}/{other}", [])]
+            if after and o:
+                ratios = [b / a for a, b in zip(after, o)]
+                print(f"{tag}: {other} / after ({what}), pair by pair: " + ", ".join(f"{x:.2f}" for x in ratios)
+                      + f" (median {statistics.median(ratios):.2f})")
 EOF

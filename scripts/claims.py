@@ -3,6 +3,7 @@
 
     PYTHONPATH=build/python python3 scripts/claims.py accuracy
     PYTHONPATH=build/python python3 scripts/claims.py speed --spex-python VENV/bin/python
+    PYTHONPATH=build/python python3 scripts/claims.py warm --spex-python VENV/bin/python
     python3 scripts/claims.py memory
 
 accuracy  perfex against gpu_specter's reference extraction of the simulated DESI r0 image
@@ -14,6 +15,11 @@ speed     perfex-extract against gpu_specter's `spex` (its CPU path, numba) as w
           5760-6760 A) of the image decompressed once (both would spend seconds on gzip).
           Needs a gpu_specter checkout (../clients/gpu_specter, $PERFEX_CLIENTS) and a Python
           that imports numba, fitsio, astropy and scipy (--spex-python).
+warm      the same bundle warm and in memory, as a pipeline that imports once sees it: gpu_specter's
+          gpu_specter.core.extract_frame and perfex's perfex.extract_frame, each in a process of
+          its own that has read the image and PSF and extracted once already (imports, numba's
+          compilation, first-touched pages), called again in turn; beside them perfex-extract as
+          a whole process. One thread each; the ratios pair by pair.
 memory    peak resident memory of perfex-extract on that bundle and on the 50-fibre image
           (decompressed, as for speed).
 
@@ -172,14 +178,7 @@ def speed(args):
     spex = os.path.join(args.gpu_specter, "bin", "spex")
     if not os.path.exists(spex):
         sys.exit(f"claims.py: {spex} not found (a gpu_specter checkout: --gpu-specter)")
-    one_thread = dict(
-        os.environ,
-        OMP_NUM_THREADS="1",
-        NUMBA_NUM_THREADS="1",
-        MKL_NUM_THREADS="1",
-        OPENBLAS_NUM_THREADS="1",
-        OMP_PROC_BIND="false",
-    )
+    one_thread = one_thread_env()
     spex_env = dict(one_thread, PYTHONPATH=os.path.join(args.gpu_specter, "py"))
     with tempfile.TemporaryDirectory() as tmp:
         common = ["-i", decompressed(tmp), "-p", data(PSF)] + BUNDLE
@@ -206,6 +205,107 @@ def speed(args):
     )
 
 
+def one_thread_env():
+    return dict(
+        os.environ,
+        OMP_NUM_THREADS="1",
+        NUMBA_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+        OPENBLAS_NUM_THREADS="1",
+        OMP_PROC_BIND="false",
+    )
+
+
+def warm_worker(peer, image):
+    """One peer in a process of its own: the image and PSF read into memory and the bundle
+    extracted once, then 'ready' on stdout, then per line on stdin the bundle extracted again and
+    the call's [wall, CPU] seconds on stdout (anything else the peer prints goes to stderr)."""
+    import json
+
+    proto = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    if peer == "perfex":
+        import perfex
+
+        psf = perfex.read_psf(data(PSF))
+        img = perfex.read_preproc(image)
+
+        def call():
+            perfex.extract_frame(
+                img.pixels, img.ivar, psf, wavelength=GRID, specmin=0, nspec=25, psferr=0.01, threads=1, progress=False
+            )
+
+    else:
+        from gpu_specter.core import extract_frame
+        from gpu_specter.io import read_img, read_psf
+
+        img, psf = read_img(image), read_psf(data(PSF))
+
+        def call():  # spex's defaults: 5 sub-bundles, 50 wavelengths per patch
+            extract_frame(img, psf, 25, 0, 25, GRID, 50, 5, psferr=0.01, loglevel="warning")
+
+    call()
+    print("ready", file=proto, flush=True)
+    for _ in sys.stdin:
+        t0, c0 = time.perf_counter(), time.process_time()
+        call()
+        print(json.dumps([time.perf_counter() - t0, time.process_time() - c0]), file=proto, flush=True)
+
+
+def warm(args):
+    import json
+
+    if not os.path.isdir(os.path.join(args.gpu_specter, "py", "gpu_specter")):
+        sys.exit(f"claims.py: {args.gpu_specter}/py/gpu_specter not found (a gpu_specter checkout: --gpu-specter)")
+    one_thread = one_thread_env()
+    with tempfile.TemporaryDirectory() as tmp:
+        image = decompressed(tmp)
+        out = os.path.join(tmp, "p.fits")
+        perfex_cmd = [extract_exe(args), "-i", image, "-p", data(PSF), "-o", out, "--threads", "1"] + BUNDLE
+        workers = {}
+        for peer, python, env in (
+            ("gpu_specter", args.spex_python, dict(one_thread, PYTHONPATH=os.path.join(args.gpu_specter, "py"))),
+            ("perfex", sys.executable, one_thread),
+        ):
+            cmd = [python, os.path.abspath(__file__), "--warm-worker", peer, image]
+            print(f"{peer} (warm):", " ".join(cmd))
+            workers[peer] = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        print("perfex-extract (whole process):", " ".join(perfex_cmd))
+
+        def turn(peer):
+            w = workers[peer]
+            w.stdin.write("go\n")
+            w.stdin.flush()
+            line = w.stdout.readline()
+            if not line:
+                sys.exit(f"claims.py: the {peer} worker stopped (its messages are above)")
+            return json.loads(line)
+
+        for peer, w in workers.items():
+            if w.stdout.readline().strip() != "ready":
+                sys.exit(f"claims.py: the {peer} worker did not start (its messages are above)")
+        rows = []
+        for n in range(args.pairs):
+            process, _ = run(perfex_cmd, one_thread)
+            (p, p_cpu), (g, g_cpu) = turn("perfex"), turn("gpu_specter")
+            rows.append((process, p, g))
+            print(
+                f"  turn {n + 1}: gpu_specter warm {g:.2f} s (CPU {g_cpu:.2f} s), perfex warm {p:.3f} s "
+                f"(CPU {p_cpu:.3f} s): {g / p:.1f}x; perfex-extract process {process:.3f} s: {g / process:.1f}x"
+                f"   [load {os.getloadavg()[0]:.2f}]"
+            )
+        for w in workers.values():
+            w.stdin.close()
+            w.wait()
+    med = [statistics.median(r[i] for r in rows) for i in range(3)]
+    for label, i in (("perfex warm, in memory", 1), ("perfex-extract, whole process", 0)):
+        ratios = [r[2] / r[i] for r in rows]
+        print(
+            f"median gpu_specter warm {med[2]:.2f} s, {label} {med[i]:.3f} s: perfex {med[2] / med[i]:.1f}x "
+            f"faster (turns {min(ratios):.1f}-{max(ratios):.1f}x)"
+        )
+
+
 def memory(args):
     exe = extract_exe(args)
     with tempfile.TemporaryDirectory() as tmp:
@@ -220,23 +320,25 @@ def memory(args):
 
 
 def main():
+    if sys.argv[1:2] == ["--warm-worker"]:
+        return warm_worker(sys.argv[2], sys.argv[3])
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("what", choices=("accuracy", "speed", "memory"))
+    p.add_argument("what", choices=("accuracy", "speed", "warm", "memory"))
     p.add_argument("--perfex-extract", help="perfex-extract to run (default build/tools/perfex-extract)")
     p.add_argument(
         "--spex-python",
         default=sys.executable,
-        help="a Python with numba, fitsio, astropy and scipy, for gpu_specter's spex",
+        help="a Python with numba, fitsio, astropy and scipy, for gpu_specter",
     )
     p.add_argument(
         "--gpu-specter",
         default=os.path.join(CLIENTS, "gpu_specter"),
         help="gpu_specter checkout (default ../clients/gpu_specter)",
     )
-    p.add_argument("--pairs", type=int, default=3, help="speed: runs of each, in turn")
+    p.add_argument("--pairs", type=int, default=3, help="speed, warm: runs of each, in turn")
     args = p.parse_args()
     print(f"machine: {machine()}")
-    {"accuracy": accuracy, "speed": speed, "memory": memory}[args.what](args)
+    {"accuracy": accuracy, "speed": speed, "warm": warm, "memory": memory}[args.what](args)
     print(f"machine: {machine()}")
 
 

@@ -7,6 +7,7 @@ Every frame after the first is compared with the first, on the fibres and wavele
 share (a reference of more fibres is cut to the frame's): FLUX as |dflux| sqrt(ivar) (in sigma),
 IVAR, RESOLUTION and CHI2PIX relative to the first's largest |value| per fibre and wavelength,
 MASK and PIXMASK_FRACTION (when present) bit for bit. "identical" means every bit is equal.
+Model images (perfex-extract -m: an image HDU MODEL, no FLUX) are compared HDU by HDU.
 Needs numpy and astropy (Debian's python3-numpy, python3-astropy).
 """
 
@@ -32,8 +33,31 @@ def rel(a, b):
     return float(np.max(np.abs(a - b) / scale)) if a.size else 0.0
 
 
+def compare_images(ref_path, path, ref, got):
+    """Model images (write_model's MODEL HDU): identical bits, or the largest difference
+    relative to the reference's largest |value|."""
+    lines = []
+    for name in ref:
+        if name not in got:
+            lines.append(f"  {name}: missing")
+            continue
+        a, b = got[name], ref[name]
+        if a.shape == b.shape and np.array_equal(a.view(np.uint64), b.view(np.uint64)):
+            lines.append(f"  {name}: identical")
+        elif a.shape != b.shape:
+            lines.append(f"  {name}: shape {a.shape}, expected {b.shape}")
+        else:
+            d = float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), 1e-300))
+            n = int(np.count_nonzero(a != b))
+            lines.append(f"  {name}: max difference / max |value| {d:.3g} ({n} of {a.size} values differ)")
+    print(f"{path} vs {ref_path} (image HDUs):")
+    print("\n".join(lines))
+
+
 def compare(ref_path, path):
     ref, got = hdus(ref_path), hdus(path)
+    if "FLUX" not in ref:
+        return compare_images(ref_path, path, ref, got)
     nspec = min(ref["FLUX"].shape[0], got["FLUX"].shape[0])
     nwave = min(ref["FLUX"].shape[1], got["FLUX"].shape[1])
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The project's main job: installs the dependencies (first run only), builds the command-line
-# tools (Release, in build/), and runs perfex-demo: a synthetic DESI-like exposure is simulated
+# The project's main job: installs what it needs (first run only: `install-deps.sh demo`, without
+# the test command's extra packages and CUDA Kokkos), builds the command-line tools (Release,
+# in build/), and runs perfex-demo: a synthetic DESI-like exposure is simulated
 # with known spectra, extracted with the perfex-extract code path, and the extracted frame is
 # checked against the truth (pull RMS 1.00 +- 0.05; non-zero exit status otherwise). Where the
 # Python package is built (pybind11, matplotlib), a quick-look picture of the frame is written
@@ -12,7 +13,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-kokkos_prefix=$(bash scripts/install-deps.sh | sed -n 's/^KOKKOS_PREFIX=//p' | tail -n 1)
+kokkos_prefix=$(bash scripts/install-deps.sh demo | sed -n 's/^KOKKOS_PREFIX=//p' | tail -n 1)
 if [ -z "${kokkos_prefix}" ]; then
   echo "demo.sh: scripts/install-deps.sh did not report a Kokkos prefix" >&2
   exit 1

@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
-# Installs everything perfex needs on Debian 12 and builds Kokkos + Kokkos Kernels 3.4.1
-# (Serial + OpenMP, C++17) from Debian's own trilinos source package into a cache prefix
-# outside the clone, so later clones and CI runs reuse it. Where nvcc is found (PATH or
-# /usr/local/cuda/bin) it also builds a Serial + CUDA Kokkos (Ampere, sm_80) from a patched
-# copy of the same source (scripts/patches/kokkos-3.4.1-cuda13.patch). Idempotent.
+# Installs what perfex needs on Debian 12 and builds Kokkos + Kokkos Kernels 3.4.1 (Serial +
+# OpenMP, C++17) from Debian's own trilinos source package into a cache prefix outside the
+# clone, so later clones and CI runs reuse it. Where nvcc is found (PATH or /usr/local/cuda/bin)
+# it also builds a Serial + CUDA Kokkos (Ampere, sm_80) from a patched copy of the same source
+# (scripts/patches/kokkos-3.4.1-cuda13.patch). Idempotent.
+#
+#   bash scripts/install-deps.sh [test|demo|wheel]      what the running command needs:
+#     test   (default) everything: every Debian package the tests use, the Python environment,
+#            the OpenMP Kokkos and, where nvcc is found, the CUDA Kokkos
+#     demo   the Debian packages that build the tools and the Python package, the Python
+#            environment (the demo's quick-look picture), the OpenMP Kokkos; no CUDA Kokkos
+#     wheel  the Debian packages that build the Python package, and the sources of Kokkos and
+#            CFITSIO, printed as "KOKKOS_SOURCE=..." and "CFITSIO_SOURCE=..."
+#            (scripts/build-wheel.sh builds static libraries of its own from them); no Kokkos
+#            build, no Python environment
 #
 # Environment:
 #   PERFEX_DEPS_DIR   cache folder (default: ~/.cache/perfex)
@@ -17,6 +27,11 @@
 # use as the last line of stdout ("KOKKOS_PREFIX=...").
 set -euo pipefail
 
+purpose=${1:-test}
+case "$purpose" in
+  test | demo | wheel) ;;
+  *) echo "install-deps.sh: unknown purpose '$purpose' (test, demo or wheel)" >&2; exit 2 ;;
+esac
 deps_dir=${PERFEX_DEPS_DIR:-${HOME}/.cache/perfex}
 mkdir -p "${deps_dir}"
 log() { echo "[perfex-deps] $*" >&2; }
@@ -25,13 +40,16 @@ sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
 
 # ---- Debian packages --------------------------------------------------------------------
+# The build (its configure needs Catch2 and Google Benchmark) and the Python package's.
 packages=(g++ cmake make pkg-config catch2 libbenchmark-dev libcfitsio-dev liblapack-dev
-          zlib1g-dev libblas-dev dpkg-dev xz-utils ca-certificates python3 patch clang-format)
-# The Python package (python/: pybind11 module, MPI, plots) and its tests.
-packages+=(python3-dev python3-numpy python3-pytest python3-venv python3-setuptools
-           python3-wheel openmpi-bin libopenmpi-dev
-           python3-mpi4py python3-matplotlib python3-astropy
-           python3-numba python3-scipy python3-fitsio)  # the client checks under numpy 1
+          zlib1g-dev libblas-dev dpkg-dev xz-utils ca-certificates python3 patch
+          python3-dev python3-venv)
+case "$purpose" in
+  test)  # the format check, the Python suite under Debian's numpy 1, MPI, the client checks
+    packages+=(clang-format python3-numpy python3-pytest python3-setuptools python3-wheel
+               openmpi-bin libopenmpi-dev python3-mpi4py python3-matplotlib python3-astropy
+               python3-numba python3-scipy python3-fitsio) ;;
+esac
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -44,7 +62,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # ---- the Python environment from the package index ---------------------------------------
-if [ "${PERFEX_PYTHON_ENV:-ON}" != "OFF" ]; then
+if [ "${PERFEX_PYTHON_ENV:-ON}" != "OFF" ] && [ "$purpose" != wheel ]; then
   here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
   # shellcheck source=lib/python_env.sh
   . "${here}/lib/python_env.sh"
@@ -52,13 +70,13 @@ if [ "${PERFEX_PYTHON_ENV:-ON}" != "OFF" ]; then
   echo "PERFEX_PYTHON=${venv}/bin/python"
 fi
 
-# ---- a user's own Kokkos wins -----------------------------------------------------------
-if [ -n "${Kokkos_ROOT:-}" ]; then
+# ---- a user's own Kokkos wins (a wheel builds its own) -------------------------------------
+if [ -n "${Kokkos_ROOT:-}" ] && [ "$purpose" != wheel ]; then
   log "using Kokkos_ROOT=${Kokkos_ROOT}; nothing to build"
   echo "KOKKOS_PREFIX=${Kokkos_ROOT}"
   exit 0
 fi
-if [ -n "${CMAKE_PREFIX_PATH:-}" ]; then
+if [ -n "${CMAKE_PREFIX_PATH:-}" ] && [ "$purpose" != wheel ]; then
   IFS=: read -ra prefixes <<<"${CMAKE_PREFIX_PATH}"
   for p in "${prefixes[@]}"; do
     if ls "$p"/lib*/cmake/Kokkos/KokkosConfig.cmake >/dev/null 2>&1; then
@@ -71,9 +89,11 @@ fi
 
 # ---- Debian's trilinos source, through a private apt configuration ---------------------
 src_dir="${deps_dir}/src"
-fetch_trilinos_source() {
-  [ -d "${src_dir}/kokkos" ] && [ -d "${src_dir}/kokkos-kernels" ] && return 0
-  local apt_dir="${deps_dir}/apt"
+# download_debian_source PACKAGE → the path of Debian's PACKAGE_*.orig.tar.* (downloaded once).
+download_debian_source() {
+  local package=$1 apt_dir="${deps_dir}/apt" orig
+  orig=$(ls "${apt_dir}/download/${package}"_*.orig.tar.* 2>/dev/null | head -n 1 || true)
+  if [ -n "$orig" ]; then echo "$orig"; return 0; fi
   mkdir -p "${apt_dir}/lists/partial" "${apt_dir}/archives/partial" "${apt_dir}/sources.list.d" \
            "${apt_dir}/download"
   local codename
@@ -114,11 +134,18 @@ PY
                   -o "Dir::State::Lists=${apt_dir}/lists"
                   -o "Dir::Cache::Archives=${apt_dir}/archives"
                   -o "APT::Sandbox::User=root")
-  log "downloading Debian's trilinos source package (deb-src derived from the apt sources)"
+  log "downloading Debian's ${package} source package (deb-src derived from the apt sources)"
   apt-get "${apt_opts[@]}" update -qq >&2
-  (cd "${apt_dir}/download" && apt-get "${apt_opts[@]}" source --download-only trilinos >&2)
+  # Only the upstream tarball is used: a missing Debian part is not an error.
+  (cd "${apt_dir}/download" && apt-get "${apt_opts[@]}" source --download-only "$package" >&2) \
+    || log "apt-get source ${package} did not download everything"
+  ls "${apt_dir}/download/${package}"_*.orig.tar.* | head -n 1
+}
+
+fetch_trilinos_source() {
+  [ -d "${src_dir}/kokkos" ] && [ -d "${src_dir}/kokkos-kernels" ] && return 0
   local orig
-  orig=$(ls "${apt_dir}"/download/trilinos_*.orig.tar.* | head -n 1)
+  orig=$(download_debian_source trilinos)
   log "extracting packages/kokkos and packages/kokkos-kernels from $(basename "$orig")"
   rm -rf "${src_dir}.tmp" && mkdir -p "${src_dir}.tmp"
   tar -xf "$orig" -C "${src_dir}.tmp" --wildcards \
@@ -130,6 +157,13 @@ PY
   mv "$top/kokkos" "$top/kokkos-kernels" "${src_dir}/"
   rm -rf "${src_dir}.tmp"
 }
+
+if [ "$purpose" = wheel ]; then
+  fetch_trilinos_source
+  echo "CFITSIO_SOURCE=$(download_debian_source cfitsio)"
+  echo "KOKKOS_SOURCE=${src_dir}"
+  exit 0
+fi
 
 # shellcheck source=lib/kokkos.sh
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/kokkos.sh"
@@ -143,7 +177,7 @@ fi
 
 # ---- CUDA: Serial + CUDA Kokkos (Ampere) from a patched copy of the source ----------------
 nvcc=$(find_nvcc)
-if [ "${PERFEX_CUDA:-ON}" != "OFF" ] && [ -n "$nvcc" ]; then
+if [ "${PERFEX_CUDA:-ON}" != "OFF" ] && [ "$purpose" = test ] && [ -n "$nvcc" ]; then
   # nvcc_wrapper calls the nvcc on PATH.
   export PATH="$(dirname "$nvcc"):${PATH}"
   patch_file="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/patches/kokkos-3.4.1-cuda13.patch"

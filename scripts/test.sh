@@ -5,7 +5,8 @@
 # interpreter from that environment: numpy 2, mpi4py 4, desispec), runs the suite on every
 # backend (Serial, OpenMP with 2 threads), the consumer projects, the Python suite under numpy
 # 2 and (the same extension) Debian's numpy 1 and mpi4py 3.1, the Python install routes and
-# stubs check, and the benchmark smoke runs, then the C++ suite (OpenMP) under
+# stubs check, and the benchmark smoke runs, the package pip-installed on every Python 3.10-3.13
+# the machine has (scripts/test-pythons.sh), then the C++ suite (OpenMP) under
 # AddressSanitizer + UndefinedBehaviorSanitizer, and last, where a CUDA Kokkos exists, compiles
 # everything for CUDA (nothing runs: CI has no GPU).
 #
@@ -34,6 +35,9 @@ cmake --build "$build" -j "$jobs"
 # The Python stages' share of the run (for the CI time budget).
 awk '/Test +#[0-9]+: python\./ { for (i = 1; i < NF; i++) if ($(i + 1) == "sec") { t += $i; n++ } }
      END { if (n) printf "== perfex: the %d Python tests took %.0f s\n", n, t }' "$build/ctest.log"
+
+echo "== perfex: the Python package on every Python here (3.10-3.13: pip install . in clean environments)"
+Kokkos_ROOT="${kokkos_prefix}" bash scripts/test-pythons.sh "${build}/pythons" "$build"
 
 echo "== perfex: AddressSanitizer + UndefinedBehaviorSanitizer build of the tests and tools"
 # Without the Python package: an ASan-built extension cannot load into an uninstrumented python3.

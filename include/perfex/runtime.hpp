@@ -13,6 +13,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -28,6 +29,8 @@
 #ifdef __linux__
 #include <sched.h>
 #endif
+#include <dlfcn.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace perfex {
@@ -293,6 +296,66 @@ inline HostThreads host_threads(int requested, const std::string& what = "thread
   return resolve_host_threads(ThreadSettings::of_process(requested, what, std::move(kokkos_args)));
 }
 
+namespace runtime_detail {
+
+// Loads the Kokkos Tools library `path` (and keeps it loaded: Kokkos' own dlopen then finds it
+// and its constructors run once); "" when it loads and has Kokkos Tools callbacks, otherwise
+// why not.
+inline std::string tools_library_problem(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return "'" + path + "': " + std::strerror(errno);
+  if (S_ISDIR(st.st_mode)) return "'" + path + "' is a directory";
+  if (!S_ISREG(st.st_mode)) return "'" + path + "' is not a regular file";
+  // A name without a slash would be searched for on the library path: name the file itself.
+  const std::string file = path.find('/') == std::string::npos ? "./" + path : path;
+  void* handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* why = ::dlerror();
+    return "'" + path + "' cannot be loaded as a shared library (" + (why ? why : "dlopen failed") +
+           ")";
+  }
+  for (const char* callback : {"kokkosp_init_library", "kokkosp_push_profile_region",
+                               "kokkosp_begin_parallel_for", "kokkosp_begin_parallel_reduce"})
+    if (::dlsym(handle, callback)) return "";
+  return "'" + path + "' has no Kokkos Tools callbacks (kokkosp_*): not a Kokkos Tools library";
+}
+
+inline std::vector<std::string> split_libraries(const std::string& list) {
+  std::vector<std::string> names;
+  std::size_t start = 0;
+  for (std::size_t end; (end = list.find(';', start)) != std::string::npos; start = end + 1)
+    if (end > start) names.push_back(list.substr(start, end - start));
+  if (start < list.size()) names.push_back(list.substr(start));
+  return names;
+}
+
+}  // namespace runtime_detail
+
+// The Kokkos Tools libraries a run loads: a program's option `option` (named `what`) or the
+// environment's KOKKOS_TOOLS_LIBS / KOKKOS_PROFILE_LIBRARY (';'-separated lists). Kokkos only
+// prints a line for a library it cannot load and runs on without the profile asked for, and
+// aborts with its own text when an option and a variable disagree: here each library is loaded
+// first and every problem is a RequestError naming the option or variable, before any work.
+// Returns the libraries to hand to Kokkos ("" = the environment's, which Kokkos reads itself).
+inline std::string resolve_tools_libs(const std::string& option,
+                                      const std::string& what = "option --kokkos-tools-libs") {
+  std::vector<std::pair<std::string, std::string>> sources;  // (name, libraries)
+  if (!option.empty()) sources.emplace_back(what, option);
+  for (const char* variable : {"KOKKOS_TOOLS_LIBS", "KOKKOS_PROFILE_LIBRARY"})
+    if (const char* v = std::getenv(variable); v && *v) sources.emplace_back(variable, v);
+  for (std::size_t i = 1; i < sources.size(); ++i)
+    if (sources[i].second != sources[0].second)
+      throw RequestError(sources[0].first + " ('" + sources[0].second + "') and " +
+                         sources[i].first + " ('" + sources[i].second +
+                         "') name different Kokkos Tools libraries; give one of them");
+  for (const auto& [name, libraries] : sources)
+    for (const std::string& library : runtime_detail::split_libraries(libraries))
+      if (const std::string problem = runtime_detail::tools_library_problem(library);
+          !problem.empty())
+        throw RequestError(name + ": " + problem);
+  return option;
+}
+
 // Whether `arg` is one of Kokkos' thread-count options (--kokkos-threads[=N],
 // --kokkos-num-threads[=N]).
 inline bool is_kokkos_thread_option(const std::string& arg) {
@@ -301,6 +364,17 @@ inline bool is_kokkos_thread_option(const std::string& arg) {
         (arg.size() == name.size() || arg[name.size()] == '='))
       return true;
   return false;
+}
+
+// The value of Kokkos' own --kokkos-tools-libs= / --kokkos-tools-library= option in a command
+// line ("" = none).
+inline std::string kokkos_tools_option(int argc, char* argv[]) {
+  std::string value;
+  for (int i = 1; i < argc; ++i)
+    for (const std::string name : {"--kokkos-tools-libs=", "--kokkos-tools-library="})
+      if (argv[i] && std::string(argv[i]).compare(0, name.size(), name) == 0)
+        value = argv[i] + name.size();
+  return value;
 }
 
 // Removes Kokkos' thread-count options from a command line and returns them (for
@@ -324,7 +398,12 @@ inline std::vector<std::string> take_kokkos_thread_options(int& argc, char* argv
 // opens a parallel region of OpenMP's default team (OMP_NUM_THREADS) before it uses its own
 // count, and a dynamic team would be smaller than the count. Unset OMP_PROC_BIND means
 // "false" to OpenMP; saying so silences Kokkos' start-up warning.
+// The Kokkos Tools libraries are checked first (resolve_tools_libs).
 inline void initialize_runtime(const HostThreads& h, int* argc = nullptr, char** argv = nullptr) {
+  if (argc && argv)
+    resolve_tools_libs(kokkos_tools_option(*argc, argv), "option --kokkos-tools-libs");
+  else
+    resolve_tools_libs(h.tools_libs);
   setenv("OMP_PROC_BIND", "false", /*overwrite=*/0);
 #ifdef KOKKOS_ENABLE_OPENMP
   omp_set_dynamic(0);

@@ -35,6 +35,7 @@ def extract_frame(
     progress=None,
     allow_image_size_mismatch=False,
     phases=None,
+    log_warnings=True,
     **options,
 ):
     """Extracts the spectra of a CCD image with a PSF (any format read_psf reads); returns a Frame.
@@ -52,7 +53,8 @@ def extract_frame(
     The request is checked as perfex-extract checks it, before any work: fibres beyond the PSF,
     a grid longer than 2**24 bins or outside the PSF's domain, a run larger than the free memory
     are a perfex.RequestError naming the parameter; nwavestep and the padding are clamped to the
-    grid with a warning (frame.warnings, and the 'perfex' logger).
+    grid with a warning (frame.warnings, and the 'perfex' logger unless log_warnings is False:
+    for a caller that reports them itself, as the gpu_specter drop-in does).
 
     comm: an mpi4py communicator: the work is dealt over its ranks
     (perfex.mpi.extract_over_ranks); rank 0 returns the frame, the others None.
@@ -72,6 +74,7 @@ def extract_frame(
         progress=progress,
         allow_image_size_mismatch=allow_image_size_mismatch,
         phases=phases,
+        log_warnings=log_warnings,
         **options,
     )
 

@@ -11,6 +11,7 @@ is 1; a bad command line exits with status 2.
 """
 
 import argparse
+import codecs
 import logging
 import sys
 
@@ -195,8 +196,14 @@ def _frames_list(p, path):
             data = f.read()
     except OSError as e:
         p.error(f"--frames: {e}")
+    # Editors on Windows start UTF-8 text with an invisible byte-order mark and end lines with
+    # CRLF: neither is part of a file name.
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8) :]
     jobs = []
     for n, raw in enumerate(data.split(b"\n"), 1):
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as e:

@@ -90,12 +90,13 @@ def extract_in_process(
     job=None,
     phases=None,
     warn=None,
+    log_warnings=True,
     **options,
 ):
     """Extracts the spectra of a CCD image in this process; returns a Frame. The request is
     checked as perfex-extract checks it (check_job): a refusal is a perfex.RequestError naming
     the parameter, an adapted option a warning in frame.warnings, each passed to warn (a
-    callable(message); None: the 'perfex' logger). job: a job checked already for this image
+    callable(message); None: the 'perfex' logger) unless log_warnings is False. job: a job checked already for this image
     (a frame's files: perfex.files), instead of psf, backend and the options. phases: the
     PhaseTimes the job times into (a given job's own). See perfex.extract_frame."""
     initialize(threads)
@@ -107,5 +108,6 @@ def extract_in_process(
     else:
         img = as_image(image, ivar)
     frame = Frame(**job.extract(img._handle, progress_callback(progress)))
-    report_warnings(frame.warnings, warn)
+    if log_warnings:
+        report_warnings(frame.warnings, warn)
     return frame

@@ -105,6 +105,46 @@ def check_outputs(outputs, inputs, prefix=""):
     _perfex.check_outputs([(n, _path(p)) for n, p in outputs if p], [(n, _path(p)) for n, p in inputs if p], prefix)
 
 
+class OutputSet:
+    """The outputs of one job that must change together (a frame and its model image), as the
+    library's io::OutputSet: open(path) writes path's new content into a hidden temporary next
+    to it; commit() renames every complete one into place. Uncommitted temporaries are removed
+    (also by a signal that ends the process), so a failure while writing any output leaves every
+    existing one as it was."""
+
+    def __init__(self):
+        self._complete = []
+
+    @contextlib.contextmanager
+    def open(self, path):
+        """An open binary file for path's new content; the same output checks as write_frame
+        (perfex.RequestError: a directory, a device, a missing folder)."""
+        out = _perfex.AtomicOutput(os.fspath(path))
+        try:
+            with open(out.path, "r+b") as f:  # the temporary exists: never re-created by name
+                yield f
+        except BaseException:
+            del out  # removed
+            raise
+        self._complete.append(out)
+
+    def commit(self):
+        for out in self._complete:
+            out.commit()
+        self._complete.clear()
+
+
+@contextlib.contextmanager
+def outputs_together():
+    """An OutputSet committed when the block ends without an exception (else nothing changes)."""
+    outputs = OutputSet()
+    try:
+        yield outputs
+        outputs.commit()
+    finally:
+        outputs._complete.clear()  # uncommitted: removed
+
+
 def check_fits(path, hdus=()):
     """Opens a FITS file as every perfex reader does and requires the HDUs named: a
     perfex.Error naming the file and HDU otherwise (missing, a directory, not FITS, a damaged
@@ -118,10 +158,5 @@ def atomic_output(path):
     target, renamed over it when the block ends without an exception, removed otherwise (and by
     a signal that ends the process, as the C++ writers' temporaries). The same output checks as
     write_frame (perfex.RequestError: a directory, a device, a missing folder)."""
-    out = _perfex.AtomicOutput(os.fspath(path))
-    try:
-        with open(out.path, "r+b") as f:  # the temporary exists: never re-created by name
-            yield f
-        out.commit()
-    finally:
-        del out  # uncommitted: removed
+    with outputs_together() as outputs, outputs.open(path) as f:
+        yield f

@@ -73,6 +73,23 @@ def device_image(pixels, ivar):
     return _perfex.CudaArrayImage(p, w, shape_p[0], shape_p[1], (pixels, ivar))
 
 
+def unmasked(pixels, ivar):
+    """(pixels, ivar) with the masks of numpy masked arrays applied: where either array is
+    masked, ivar is 0 (and the pixel 0, so that a masked NaN counts as no bad pixel). Plain
+    arrays are returned as they are."""
+    if not (np.ma.isMaskedArray(pixels) or np.ma.isMaskedArray(ivar)):
+        return pixels, ivar
+    shapes = np.shape(pixels), np.shape(ivar)
+    if shapes[0] != shapes[1]:
+        raise Error(f"image: pixels and ivar must be 2-D arrays of one shape, got {shapes[0]} and {shapes[1]}")
+    mask = np.ma.getmaskarray(pixels) | np.ma.getmaskarray(ivar)
+    p, _ = _as_float64(np.ma.getdata(pixels), "pixels")
+    w, _ = _as_float64(np.ma.getdata(ivar), "ivar")
+    p, w = np.where(mask, 0.0, p), np.where(mask, 0.0, w)
+    log.info("masked arrays: %d masked pixels given ivar 0", int(np.count_nonzero(mask)))
+    return p, w
+
+
 def _as_float64(array, name):
     """(array, converted): the array itself when C-contiguous, aligned, native float64; else
     one explicit converted copy."""
@@ -120,6 +137,7 @@ class Image:
             self.converted, self.region = False, None
             self._handle = device_image(pixels, ivar)
             return
+        pixels, ivar = unmasked(pixels, ivar)
         p, converted_p = _as_float64(pixels, "pixels")
         w, converted_w = _as_float64(ivar, "ivar")
         self.converted = converted_p or converted_w
@@ -212,6 +230,7 @@ def image_arrays(image, ivar=None):
         image, ivar, region = image.pixels, image.ivar, image.region
     if ivar is None:
         raise TypeError("ivar: required with a pixel array")
+    image, ivar = unmasked(image, ivar)
     pixels, _ = _as_float64(image, "pixels")
     weights, _ = _as_float64(ivar, "ivar")
     if pixels.ndim != 2 or pixels.shape != weights.shape:

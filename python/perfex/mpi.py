@@ -127,6 +127,7 @@ def extract_over_ranks(
     job=None,
     phases=None,
     warn=None,
+    log_warnings=True,
     **options,
 ):
     """perfex.extract_frame over the ranks of comm. Every rank calls it; only rank 0's image,
@@ -135,7 +136,8 @@ def extract_over_ranks(
     into (None: a new one); work: a dict that receives this rank's share ("patches": the patches
     it solved, "first": the first of them); job: rank 0's job, checked already for this image
     (a frame's files: perfex.files), instead of psf, backend and the options; warn: a
-    callable(message) for each of the frame's warnings on rank 0 (None: the 'perfex' logger)."""
+    callable(message) for each of the frame's warnings on rank 0 (None: the 'perfex' logger;
+    log_warnings False: none)."""
     start = time.time()
     initialize(threads, comm=comm)
     times = recorder(phases)
@@ -157,7 +159,8 @@ def extract_over_ranks(
             frame = assemble(plan, local, *gathered)
     if frame is not None:
         frame.phases, frame.seconds = times.list(), time.time() - start
-        report_warnings(frame.warnings, warn)
+        if log_warnings:
+            report_warnings(frame.warnings, warn)
     return frame
 
 

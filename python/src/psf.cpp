@@ -8,6 +8,10 @@
 
 #include "bindings.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
 namespace perfex_py {
 
 using perfex::psf::GaussHermite2PsfData;
@@ -56,6 +60,10 @@ py::dict gauss_hermite_dict(const GaussHermitePsfData& d) {
   py::dict s;
   s["psftype"] = "GAUSS-HERMITE";
   s["source"] = d.source;
+  s["origin"] = d.origin;
+  s["params_at"] = d.params_at;
+  s["xtrace_at"] = d.xtrace_at;
+  s["ytrace_at"] = d.ytrace_at;
   s["fibermin"] = d.fibermin;
   s["hsizex"] = d.hsizex;
   s["hsizey"] = d.hsizey;
@@ -117,6 +125,12 @@ T field(const py::dict& s, const char* key) {
 GaussHermitePsfData gauss_hermite_from_dict(const py::dict& s) {
   GaussHermitePsfData d;
   d.source = field<std::string>(s, "source");
+  // What the messages call the PSF and its parts (optional: a dict made by hand keeps the
+  // defaults).
+  for (auto [key, value] :
+       {std::pair{"origin", &d.origin}, std::pair{"params_at", &d.params_at},
+        std::pair{"xtrace_at", &d.xtrace_at}, std::pair{"ytrace_at", &d.ytrace_at}})
+    if (s.contains(key)) *value = field<std::string>(s, key);
   d.fibermin = field<int>(s, "fibermin");
   d.hsizex = field<int>(s, "hsizex");
   d.hsizey = field<int>(s, "hsizey");
@@ -198,6 +212,17 @@ py::tuple xypix(const PsfData& psf, int fibre, double wavelength) {
   if (fibre < 0 || fibre >= nfib)
     throw RequestError("fibre " + std::to_string(fibre) + " outside the PSF's 0-" +
                        std::to_string(nfib - 1));
+  // Spots are defined on the PSF's domain (its parameters and traces); beyond it a position
+  // extrapolated without bound cannot be a pixel index.
+  const perfex::psf::PsfSummary s = psf.summary();
+  const double w0 = std::max(s.wavemin, s.trace_wavemin), w1 = std::min(s.wavemax, s.trace_wavemax);
+  if (!(wavelength >= w0 && wavelength <= w1)) {
+    std::ostringstream m;
+    m << "wavelength " << wavelength << ": " << (std::isfinite(wavelength) ? "outside" : "not in")
+      << " the PSF's domain " << w0 << "-" << w1
+      << " A, where its spots are defined (specter's xypix gives an empty spot there)";
+    throw RequestError(m.str());
+  }
   std::vector<double> values;
   int col0 = 0, row0 = 0, ny = 0, nx = 0;
   kokkos_thread().run([&] {
@@ -260,7 +285,8 @@ void register_psf(py::module_& m) {
       .def_static("from_dict", &psf_from_dict)
       .def("xypix", &xypix, py::arg("fibre"), py::arg("wavelength"),
            "(xslice, yslice, pixels): the normalised spot of a fibre at a wavelength and the "
-           "CCD columns and rows it covers (specter's PSF.xypix, not clipped to the CCD).")
+           "CCD columns and rows it covers (specter's PSF.xypix, not clipped to the CCD). A "
+           "wavelength outside the PSF's domain (or not finite) is a RequestError.")
       .def("__repr__",
            [](const PsfData& d) {
              const auto s = d.summary();

@@ -9,6 +9,8 @@ Commands:
                         find_test_file giving PREPROC (a simulated preproc of PSF
                         psf-r0-00067784) and the checkout's psf-r0-00067784.fits
   test-extract          desispec's py/desispec/test/test_extract.py
+  test-extract-drop-ins the same with perfex's two drop-ins (perfex.gpu_specter and
+                        perfex.specter aliased) and no gpu_specter or specter checkout
   desi-extract ARGS...  desispec.scripts.extract.main(parse(ARGS)) (desi_extract_spectra)
   script NAME ARGS...   gpu_specter's bin/NAME (spex, desi_benchmark_extract), unchanged
   coordinators          every method of gpu_specter.mpi's IO coordinators, gpu_specter's
@@ -270,8 +272,15 @@ def _stand_in_focalplane():
     print("desimodel absent: test_extract's fibermap positions come from a stand-in focal plane", flush=True)
 
 
-def test_extract():
-    _use_clients("desiutil", "desitarget", "specter", "desispec")
+def test_extract(drop_ins=False):
+    if drop_ins:
+        _require("perfex.specter")
+        import perfex.specter
+
+        perfex.specter.install_alias()
+        _use_clients("desiutil", "desitarget", "desispec")
+    else:
+        _use_clients("desiutil", "desitarget", "specter", "desispec")
     _alias()
     _stand_in_focalplane()
     _require("specter.extract", "desispec.scripts.extract", "desispec.test.test_extract")
@@ -473,6 +482,8 @@ def main(argv):
         test_core(*args)
     elif command == "test-extract":
         test_extract()
+    elif command == "test-extract-drop-ins":
+        test_extract(drop_ins=True)
     elif command == "desi-extract":
         desi_extract(args)
     elif command == "script":

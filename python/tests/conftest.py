@@ -1,6 +1,7 @@
 """Shared fixtures of the perfex Python tests: the reference data (../shared/data; tests that
 need it skip with a message when it is absent), small extraction settings, MPI launching."""
 
+import logging
 import os
 import re
 import shutil
@@ -37,6 +38,21 @@ def data_path(name):
     if not os.path.exists(path):
         pytest.skip(f"reference data {name} not found in {DATA} (../shared/data)")
     return path
+
+
+@pytest.fixture(autouse=True)
+def drop_in_loggers_to_caplog(caplog):
+    """The gpu_specter drop-in's loggers ('desimeter.<LEVEL>') print through their own handler
+    and do not propagate: caplog's handler is added to them, so tests see their records too."""
+    loggers = [
+        logging.getLogger("desimeter." + level)
+        for level in ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL", "CRITICAL")
+    ]
+    for logger in loggers:
+        logger.addHandler(caplog.handler)
+    yield
+    for logger in loggers:
+        logger.removeHandler(caplog.handler)
 
 
 @pytest.fixture(scope="session")

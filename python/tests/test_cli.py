@@ -127,6 +127,18 @@ def test_python_m_perfex_is_the_command_line():
     assert r.returncode == 2 and "python3 -m perfex: error: " in r.stderr and "nspec must be >= 1" in r.stderr
 
 
+def test_frames_list_with_byte_order_mark_and_crlf(tmp_path):
+    # A list saved by a Windows editor: an invisible BOM before the first name, CRLF line ends
+    # (also inside a quoted name's line and after a trailing backslash-free comment).
+    listing = tmp_path / "frames.txt"
+    listing.write_bytes(b"\xef\xbb\xbfa.fits psf-a.fits fa.fits\r\n'b c.fits' psf-b.fits 'fb.fits'\r\n# end\r\n")
+    jobs = cli.parse(["--frames", str(listing)]).jobs
+    assert [(j.input, j.psf, j.output) for j in jobs] == [
+        ("a.fits", "psf-a.fits", "fa.fits"),
+        ("b c.fits", "psf-b.fits", "fb.fits"),
+    ]
+
+
 def test_extraction_matches_the_library(tmp_path, masked, psf, small_frame):
     out, model = tmp_path / "frame.fits", tmp_path / "model.fits"
     r = run_python(

@@ -108,6 +108,19 @@ def test_desispec_test_extract():
     assert re.search(r"extract:  psf = \S*perfex/gpu_specter/test/data/psf-r0-00051060\.fits$", output, re.M)
 
 
+def test_desispec_test_extract_with_drop_ins():
+    """desispec's test_extract.py as a DESI environment without checkouts runs it: desispec,
+    desiutil and desitarget installed, gpu_specter and specter both perfex's drop-ins."""
+    if importlib.util.find_spec("perfex.specter") is None:
+        pytest.skip("perfex.specter (the specter drop-in) is not in this perfex")
+    need("desispec", "desiutil", "desitarget")
+    output = check(run_python([CLIENTS_PY, "test-extract-drop-ins"]), "desispec test_extract with both drop-ins")
+    assert re.search(r"^Ran 5 tests", output, re.M) and re.search(r"^OK$", output, re.M), output
+    assert "skipped" not in output, output
+    assert_clients_from_environment(output)
+    assert re.search(r"^client specter \S+ from \S*perfex/specter$", output, re.M), output
+
+
 @pytest.fixture(scope="module")
 def desi_preproc(tmp_path_factory):
     """The clean reference image with the cards desispec needs (RDNOISE for read_image,

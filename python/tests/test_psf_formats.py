@@ -107,3 +107,65 @@ def test_every_front_end_extracts_every_format(files, name, tmp_path):
         assert np.array_equal(read_frame_flux(tool_out)[0], flux)
     # Pulls against the image's own fit: chi2pix near 1 where the spectra are.
     assert 0.5 < np.median(api.chi2pix[good]) < 2.0
+
+
+@pytest.mark.parametrize("name", ["spotgrid", "gauss-hermite2"])
+def test_a_psf_without_light_fails_its_patches(files, name, tmp_path, caplog):
+    """A PSF whose spots are all zero (SPOTS = 0; GAUSS-HERMITE2 amplitudes of 0) gives every
+    patch no light: each patch fails (exit 3 from the command lines), never a clean frame of
+    zeros."""
+    from astropy.io import fits
+
+    psf_path, image_path = files[name]
+    dark = str(tmp_path / "dark.fits")
+    with fits.open(psf_path) as hdus:
+        if name == "spotgrid":
+            hdus["SPOTS"].data[...] = 0
+        else:
+            table = hdus[1].data
+            for row in range(len(table)):
+                if table["PARAM"][row].strip().startswith(("GH-", "GH2-", "TAILAMP")):
+                    table["COEFF"][row] = 0
+        hdus.writeto(dark)
+    api = perfex.extract_frame(perfex.read_preproc(image_path), psf=perfex.read_psf(dark), progress=False, **OPTIONS)
+    assert api.failed_patches == api.npatches > 0
+    assert any("the PSF gives no light on its pixels" in w for w in api.warnings)
+    dropin = gs.core.extract_frame(gs.io.read_img(image_path), gs.io.read_psf(dark), 5, 0, 5, WAVELENGTH, nsubbundles=1)
+    assert dropin["specmask"].all()
+    assert any("no light" in r.message and r.name.startswith("desimeter") for r in caplog.records)
+    args = [
+        "-i",
+        image_path,
+        "-p",
+        dark,
+        "-w",
+        WAVELENGTH,
+        "-s",
+        "0",
+        "-n",
+        "5",
+        "--bundlesize",
+        "5",
+        "--nsubbundles",
+        "1",
+    ]
+    result = run_python(["-m", "perfex.extract", *args, "-o", str(tmp_path / "python.fits")])
+    assert result.returncode == 3 and "no light" in result.stderr, result.stdout + result.stderr
+    exe = os.environ.get("PERFEX_EXTRACT_EXE")
+    if exe:
+        done = subprocess.run([exe, *args, "-o", str(tmp_path / "tool.fits")], capture_output=True, text=True)
+        assert done.returncode == 3 and "no light" in done.stderr, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_xypix_refuses_wavelengths_without_a_spot(files, name):
+    """NaN, infinities, 1e30 and wavelengths beyond the domain made slices start at -2**31 (an
+    out-of-range float-to-int conversion) with an all-zero spot: now a RequestError naming the
+    domain; its ends still give spots."""
+    psf = perfex.read_psf(files[name][0])
+    for wavelength in (float("nan"), float("inf"), -float("inf"), 1e30, -1e30, 100.0, 20000.0):
+        with pytest.raises(perfex.RequestError, match="the PSF's domain"):
+            psf.xypix(2, wavelength)
+    for wavelength in (psf.wavemin, psf.wavemax):
+        xs, ys, pix = psf.xypix(2, wavelength)
+        assert pix.shape == (psf.spot_rows, psf.spot_cols) and abs(pix.sum() - 1) < 1e-9

@@ -6,6 +6,8 @@ refused, 3 written with failed patches."""
 import hashlib
 import multiprocessing
 import os
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,7 +18,7 @@ import perfex
 import pytest
 from perfex import gpu_specter
 
-from conftest import mpirun, python_env, run_python
+from conftest import REPO, assert_frames_identical, mpirun, python_env, run_python
 
 QUICK = dict(wavelength="5760,5800,0.8", specmin=0, nspec=5, psferr=0.01)
 QUICK_ARGS = ["-w", "5760,5800,0.8", "-s", "0", "-n", "5", "--psferr", "0.01"]
@@ -765,3 +767,174 @@ def test_folder_that_takes_no_file(inputs, small_frame, tmp_path):
         perfex.write_frame("/proc/frame.fits", small_frame)
     with pytest.raises(perfex.RequestError, match="folder /proc"):
         gpu_specter.io.write_model("/proc/model.fits", {"modelimage": np.zeros((2, 2)), "imagehdr": None})
+
+
+# ---- numpy masked arrays: the mask is honoured (ivar 0 there), never ignored ------------------
+
+
+@pytest.fixture(scope="module")
+def mask_and_poisoned(masked):
+    """A mask (scattered pixels and a block across the traces) and the pixels with 1e6 under it."""
+    rng = np.random.default_rng(44)
+    mask = rng.random(masked.pixels.shape) < 0.02
+    mask[40:60, 0:200] = True
+    poisoned = masked.pixels.copy()
+    poisoned[mask] = 1e6
+    ivar = masked.ivar.copy()
+    ivar[mask] = 0
+    return mask, poisoned, ivar
+
+
+@pytest.mark.parametrize("which", ["pixels", "ivar", "both"])
+def test_masked_arrays_are_honoured(which, mask_and_poisoned, masked, psf):
+    mask, poisoned, ivar0 = mask_and_poisoned
+    expected = perfex.extract_frame(masked.pixels, ivar0, psf, progress=False, **QUICK)
+    pixels = np.ma.masked_array(poisoned, mask=mask) if which != "ivar" else poisoned
+    ivar = np.ma.masked_array(masked.ivar, mask=mask) if which != "pixels" else masked.ivar
+    got = perfex.extract_frame(pixels, ivar, psf, progress=False, **QUICK)
+    assert_frames_identical(got, expected)
+    assert np.abs(got.flux).max() < 1e5
+
+
+def test_drop_in_honours_masked_arrays(mask_and_poisoned, masked, psf):
+    mask, poisoned, ivar0 = mask_and_poisoned
+    common = (psf, 25, 0, 5, "5760,5800,0.8")
+    expected = gpu_specter.extract_frame({"image": masked.pixels, "ivar": ivar0}, *common, psferr=0.01)
+    img = {"image": np.ma.masked_array(poisoned, mask=mask), "ivar": masked.ivar}
+    got = gpu_specter.extract_frame(img, *common, psferr=0.01)
+    for key in ("specflux", "specivar", "Rdiags"):
+        np.testing.assert_array_equal(got[key], expected[key])
+
+
+def test_masked_arrays_of_two_shapes_are_refused(masked, psf):
+    with pytest.raises(perfex.Error, match="pixels and ivar must be 2-D arrays of one shape"):
+        perfex.extract_frame(np.ma.masked_array(masked.pixels), masked.ivar[:-1], psf, **QUICK)
+
+
+# ---- the drop-in's spex makes perfex-extract's checks, before any work --------------------------
+
+
+def run_spex(args, **env):
+    return run_python(["-m", "perfex.gpu_specter.spex"] + [str(a) for a in args], timeout=300, **env)
+
+
+SPEX_QUICK = ["-w", "5760,5800,0.8", "-n", "5", "--bundlesize", "5", "--nsubbundles", "1", "--psferr", "0.01"]
+
+
+@pytest.mark.parametrize(
+    "change, status, words",
+    [
+        (("--nsubbundles", "0"), 2, "nsubbundles must be >= 1"),
+        (("--bundlesize", "0"), 2, "bundlesize must be >= 1"),
+        (("-i", "no-such.fits"), 1, "no-such.fits"),
+        (("-i", "text.fits"), 1, "text.fits"),
+        (("-p", "no-such-psf.fits"), 1, "no-such-psf.fits"),
+        (("-o", "no/such/f.fits"), 2, "-o/--output: cannot write {tmp}/no/such/f.fits"),
+        (("-o", "folder"), 2, "-o/--output: {tmp}/folder"),
+        (("-o", "/proc/f.fits"), 2, "-o/--output: cannot write /proc/f.fits"),
+        (("-m", "no/such/m.fits"), 2, "-m/--model: cannot write {tmp}/no/such/m.fits"),
+        (("-o", "i.fits"), 2, "perfex never writes over its inputs"),
+    ],
+)
+def test_spex_refuses_before_any_work(change, status, words, inputs, tmp_path):
+    (tmp_path / "text.fits").write_text("not FITS\n")
+    (tmp_path / "folder").mkdir()
+    files, extra = {"-i": "i.fits", "-p": "p.fits", "-o": "f.fits"}, []
+    if change[0].startswith("--"):
+        extra = list(change)
+    else:
+        files[change[0]] = change[1]
+    paths = [a for option, name in files.items() for a in (option, os.path.join(tmp_path, name))]
+    r = run_spex(paths + SPEX_QUICK + extra)
+    assert r.returncode == status, r.stderr
+    assert words.format(tmp=tmp_path) in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert "Reading image" not in r.stderr, "refused after the reads began"
+    assert not (tmp_path / "f.fits").exists()
+
+
+def test_spex_help_prints_no_warning():
+    r = run_spex(["--help"])
+    assert r.returncode == 0 and "usage:" in r.stdout
+    assert r.stderr == "", r.stderr
+
+
+@pytest.mark.mpi
+def test_spex_refusal_on_two_ranks(inputs, tmp_path):
+    """A refusal on rank 0 stops every rank (none waits in a collective), before any read."""
+    image, psf = inputs
+    args = ["-i", image, "-p", psf, "-o", tmp_path / "no" / "f.fits", "--mpi"] + SPEX_QUICK
+    r = mpirun(2, ["-m", "perfex.gpu_specter.spex"] + [str(a) for a in args], timeout=300)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.count("-o/--output: cannot write") == 2 and "Reading image" not in r.stderr, r.stderr
+
+
+# ---- a frame and its model change together (a full disk while writing the model) -------------
+
+FULL_DISK = os.path.join(REPO, "tools", "tests", "full_disk_check.sh")
+
+
+@pytest.mark.parametrize(
+    "command, nranks",
+    [("perfex.extract", 1), ("perfex.extract", 2), ("perfex.gpu_specter.spex", 1)],
+)
+def test_frame_and_model_change_together(command, nranks, inputs):
+    """The model fills a small file system: the old frame and model both stay (the frame was
+    replaced before), nothing is left behind. tools/tests/full_disk_check.sh, as for
+    perfex-extract; skipped where no file system can be mounted."""
+    image, psf = inputs
+    argv = [sys.executable, "-m", command, "-i", image, "-p", psf, "-o", "$OUT/f.fits", "-m", "$OUT/m.fits"]
+    argv += SPEX_QUICK if command.endswith("spex") else QUICK_ARGS
+    if nranks > 1:
+        if shutil.which("mpirun") is None:
+            pytest.skip("mpirun not found (Debian: openmpi-bin)")
+        argv = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", str(nranks)] + argv + ["--mpi"]
+    line = " ".join(shlex.quote(str(a)) if not str(a).startswith("$OUT") else str(a) for a in argv)
+    r = subprocess.run(["sh", FULL_DISK, "20m", line], env=python_env(), capture_output=True, text=True, timeout=300)
+    if r.returncode == 77:
+        pytest.skip(r.stdout.strip())
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+# ---- PSF messages: the file's own HDUs, truncated HDUs, PSFs given as dicts ---------------------
+
+
+@pytest.mark.parametrize("keep", [80000, 300000, 1000000])
+def test_truncated_psf_is_named_by_every_reader(keep, psf_path, tmp_path):
+    """The real PSF cut short inside its PSF table (bytes 77760 to 1025280): perfex.read_psf and
+    the drop-in's read_psf say which HDU is truncated and by how much (astropy's reshape
+    error named no file)."""
+    cut = tmp_path / "cut.fits"
+    cut.write_bytes(open(psf_path, "rb").read()[:keep])
+    with pytest.raises(perfex.Error) as library:
+        perfex.read_psf(str(cut))
+    with pytest.raises(OSError) as dropin:
+        gpu_specter.io.read_psf(str(cut))
+    for e in (library, dropin):
+        message = str(e.value)
+        assert f"FITS file '{cut}', HDU 'PSF'" in message and "truncated or damaged" in message, message
+        assert "reshape" not in message
+
+
+def test_psf_dict_messages_say_dict(psf_path, masked):
+    psf = gpu_specter.io.read_psf(psf_path)
+    table = psf["PSF"]
+    table.remove_rows([i for i, name in enumerate(table["PARAM"]) if str(name).strip() == "GHSIGX"])
+    with pytest.raises(perfex.Error) as e:
+        gpu_specter.extract_frame({"image": masked.pixels, "ivar": masked.ivar}, psf, 25, 0, 5, "5760,5800,0.8")
+    assert "gpu_specter PSF dict: missing parameter 'GHSIGX'" in str(e.value)
+    assert "synthetic" not in str(e.value)
+
+
+def test_one_table_psf_messages_name_its_hdu(tmp_path):
+    """PSFVER 2 and GAUSS-HERMITE2 files keep everything in HDU 1: a message names it."""
+    from astropy.io import fits
+
+    for path in perfex._perfex.write_synthetic_psfs(str(tmp_path), 5, 0.0):
+        if "v2" not in path and "hermite2" not in path:
+            continue
+        with fits.open(path, mode="update") as hdus:
+            hdus[1].header["HSIZEX"] = 0
+        for read in (perfex.read_psf, gpu_specter.io.read_psf):
+            with pytest.raises((perfex.Error, OSError)) as e:
+                read(path)
+            assert "HDU 1: keywords HSIZEX/HSIZEY = 0/" in str(e.value) and "'PSF'" not in str(e.value), str(e.value)

@@ -1,6 +1,7 @@
 // Tests of the band Cholesky kernels (tag [linalg]): factor, solve and strided blocks of the
 // inverse (from the plain and the twisted factor) against the dense kernels, LAPACK's
-// dpbtrf/dpbtrs, failure reports and team sizes.
+// dpbtrf/dpbtrs, failure reports and team sizes; the one-thread factor in panels against the
+// one a pivot block at a time.
 #include "perfex_test.hpp"
 
 #include <perfex/config.hpp>
@@ -400,4 +401,56 @@ PERFEX_BACKEND_TEST_CASE("linalg: the twisted batched entry points reject a tail
       for (int q = 0; q < 4; ++q)
         CHECK(std::abs(Ch(a, q, 0, b) - inv(5 * a, 5 * q)) <= 1e-11 * std::abs(inv(0, 0)));
   }
+}
+
+TEST_CASE(
+    "linalg: the one-thread band factor in panels equals the factor a pivot block at a time, "
+    "within the band only",
+    "[linalg]") {
+  namespace pd = perfex::linalg::detail;
+  struct Case {
+    int n, kd, pad, j1;
+  };
+  // DESI's band (to the twist and whole), bands of two and three panels, bands reaching past
+  // the end, a leading dimension larger than the band (a patch in a frame's scratch), pivots
+  // stopping off a panel boundary.
+  for (const Case c :
+       {Case{518, 58, 0, 256}, Case{518, 58, 0, 518}, Case{150, 16, 0, 150}, Case{150, 23, 5, 150},
+        Case{30, 40, 0, 30}, Case{200, 38, 3, 77}, Case{61, 17, 1, 61}}) {
+    CAPTURE(c.n, c.kd, c.pad, c.j1);
+    const Dense A = random_band_spd(c.n, c.kd, 1e-2, 60u + c.n + c.kd);
+    const int ld = c.kd + 1 + c.pad;
+    std::vector<double> by_pivots(static_cast<std::size_t>(ld) * c.n, -7.0);
+    for (int j = 0; j < c.n; ++j)
+      for (int d = 0; d <= c.kd && j + d < c.n; ++d) by_pivots[d + j * ld] = A(j + d, j);
+    std::vector<double> panels = by_pivots;
+    REQUIRE(pd::band_cholesky_by_pivots(pd::MatRef<true>{by_pivots.data(), 1, ld}, c.n, c.kd, 0,
+                                        c.j1) == pl::ok);
+    REQUIRE(pd::band_cholesky_sequential(pd::MatRef<true>{panels.data(), 1, ld}, c.n, c.kd, 0,
+                                         c.j1) == pl::ok);
+    double scale = 0, diff = 0;
+    for (int j = 0; j < c.n; ++j)
+      for (int d = 0; d < ld; ++d) {
+        const std::size_t i = static_cast<std::size_t>(d + j * ld);
+        if (d > c.kd || j + d >= c.n) {
+          CHECK(panels[i] == -7.0);  // padding and the entries past the matrix, untouched
+        } else {
+          scale = std::max(scale, std::abs(by_pivots[i]));
+          diff = std::max(diff, std::abs(panels[i] - by_pivots[i]));
+        }
+      }
+    CHECK(diff <= 1e-13 * scale);
+  }
+  // A matrix that is not positive definite fails at the same pivot either way.
+  Dense A = random_band_spd(100, 20, 1e-2, 5u);
+  A(60, 60) = -1.0;
+  std::vector<double> band(21 * 100, 0.0);
+  for (int j = 0; j < 100; ++j)
+    for (int d = 0; d <= 20 && j + d < 100; ++d) band[d + j * 21] = A(j + d, j);
+  std::vector<double> other = band;
+  CHECK(pd::band_cholesky_sequential(pd::MatRef<true>{band.data(), 1, 21}, 100, 20, 0, 100) ==
+        pl::not_positive_definite);
+  CHECK(pd::band_cholesky_by_pivots(pd::MatRef<true>{other.data(), 1, 21}, 100, 20, 0, 100) ==
+        pl::not_positive_definite);
+  for (int j = 0; j < 60; ++j) CHECK(std::abs(band[j * 21] - other[j * 21]) <= 1e-12 * band[0]);
 }

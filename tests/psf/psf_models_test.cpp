@@ -265,6 +265,38 @@ TEST_CASE("psf files: other formats and damaged new layouts are refused by name"
     }
     REQUIRE_THROWS_WITH(read_psf(path), Catch::Contains("one domain") && Catch::Contains(path));
   }
+  SECTION("the one-table layouts' messages name their table, not specex's HDUs") {
+    // PSFVER 2 and GAUSS-HERMITE2 keep keywords, parameters and traces in HDU 1: a bad
+    // keyword is reported there, a bad trace coefficient at its row X of that table.
+    for (const bool second_core : {false, true}) {
+      const std::string path = tmp.file(second_core ? "hsize-gh2.fits" : "hsize-v2.fits");
+      if (second_core)
+        perfex::io::write_psf(path, perfex::psf::as_gauss_hermite2(gh));
+      else
+        perfex::io::write_psf(path, gh, 2);
+      {
+        FitsFile f = FitsFile::open_readwrite(path);
+        f.move_to_index(1);
+        f.write_key("HSIZEX", 0);
+      }
+      REQUIRE_THROWS_WITH(read_psf(path), Catch::Contains(", HDU 1: keywords HSIZEX/HSIZEY = 0/") &&
+                                              !Catch::Contains("'PSF'") && Catch::Contains(path));
+    }
+    const std::string path = tmp.file("nan-x.fits");
+    perfex::io::write_psf(path, gh, 2);
+    {
+      FitsFile f = FitsFile::open_readwrite(path);
+      f.move_to_index(1);
+      f.write_key("EXTNAME", "PSFPARAMS");
+      auto c = f.read_column<double>("COEFF");
+      c[0] = std::nan("");  // row X (the first), fibre 0, coefficient 0
+      f.write_column<double>("COEFF", c);
+    }
+    REQUIRE_THROWS_WITH(read_psf(path),
+                        Catch::Contains("HDU 1 ('PSFPARAMS'), row 'X': coefficient 0 "
+                                        "of fibre 0 is not finite") &&
+                            !Catch::Contains("XTRACE"));
+  }
   SECTION("GAUSS-HERMITE2 without its second core's degrees") {
     const std::string path = tmp.file("gh2.fits");
     perfex::io::write_psf(path, perfex::psf::as_gauss_hermite2(gh));

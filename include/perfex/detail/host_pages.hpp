@@ -38,7 +38,7 @@ inline void advise_huge_pages(void* p, std::size_t bytes) {
 template <class View>
 void advise_huge_pages(const View& v) {
   if constexpr (std::is_same<typename View::memory_space,
-                             typename View::HostMirror::memory_space>::value)
+                             typename View::host_mirror_type::memory_space>::value)
     advise_huge_pages(static_cast<void*>(v.data()), v.span() * sizeof(typename View::value_type));
 }
 

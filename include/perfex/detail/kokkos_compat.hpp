@@ -1,7 +1,8 @@
 #pragma once
-// Every difference between Kokkos 3.4 and 4.x that perfex relies on lives here.
+// Every difference between Kokkos 3.4, 4.x and 5.x that perfex relies on lives here.
 #include <Kokkos_Core.hpp>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -43,12 +44,35 @@ KOKKOS_INLINE_FUNCTION constexpr T abs(const T& a) {
   return a < T(0) ? -a : a;
 }
 
+// a * b + c as the programs' SIMD level computes it: one fused multiply-add where the target
+// has FMA units, else a product and a sum. Written out where GCC's contraction of a*b+c
+// (-ffp-contract=fast) depends on what it inlines: the sums of the PSF's Legendre
+// coefficients were fused or not with the View implementation (Kokkos 4.7's mdspan View
+// against the older one), which changed the frames' last bits.
+KOKKOS_INLINE_FUNCTION double mul_add(double a, double b, double c) {
+#if defined(__FMA__) || defined(__CUDA_ARCH__)
+  return ::fma(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
 constexpr double pi = 3.14159265358979323846;
 constexpr double sqrt2 = 1.41421356237309504880;
 constexpr double inv_sqrt_2pi = 0.39894228040143267794;
 constexpr double epsilon = 2.220446049250313e-16;
 
 }  // namespace math
+
+// A View's host mirror type (what create_mirror_view returns). Kokkos 5 deprecates
+// View::HostMirror for host_mirror_type, which before Kokkos 4.5 was another type (the same
+// memory space, the host mirror space's execution space).
+template <class View>
+#if KOKKOS_VERSION >= 40500
+using host_mirror_t = typename View::host_mirror_type;
+#else
+using host_mirror_t = typename View::HostMirror;
+#endif
 
 // Profiling region guard (Kokkos::Profiling::ScopedRegion only exists from 4.1).
 class ScopedRegion {

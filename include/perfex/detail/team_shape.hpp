@@ -1,8 +1,11 @@
 #pragma once
 // Team size and vector length of perfex's team kernels, chosen per backend and per kind of
 // kernel in this one place.
+#include <perfex/error.hpp>
+
 #include <Kokkos_Core.hpp>
 
+#include <string>
 #include <type_traits>
 
 namespace perfex {
@@ -65,10 +68,17 @@ TeamShape team_shape_or_default(const TeamShape& shape, TeamKernel kind) {
   return shape.team_size > 0 ? shape : default_team_shape<ExecSpace>(kind);
 }
 
+// Whether v is a vector length Kokkos takes on every backend: a power of two (Kokkos 5.1 aborts
+// on any other; earlier versions took any on host backends).
+inline bool is_vector_length(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
 template <class ExecSpace, class... Properties>
 Kokkos::TeamPolicy<ExecSpace, Properties...> team_policy(const ExecSpace& exec, int league,
                                                          const TeamShape& shape) {
   const int vector_length = shape.vector_length > 0 ? shape.vector_length : 1;
+  if (!is_vector_length(vector_length))
+    throw Error("perfex: team vector length " + std::to_string(vector_length) +
+                " is not a power of two");
   if (shape.team_size > 0)
     return Kokkos::TeamPolicy<ExecSpace, Properties...>(exec, league, shape.team_size,
                                                         vector_length);

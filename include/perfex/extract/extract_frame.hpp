@@ -49,7 +49,7 @@ View frame_view(std::vector<double>& host, const char* label, Extents... n) {
 template <class ExecSpace, class View>
 void copy_to_frame(const ExecSpace& exec, const View& view, std::vector<double>& host) {
   if constexpr (!reaches_host_memory<ExecSpace>())
-    Kokkos::deep_copy(exec, typename View::HostMirror(host.data(), view.layout()), view);
+    Kokkos::deep_copy(exec, host_mirror_t<View>(host.data(), view.layout()), view);
 }
 
 // The model image's part of a solver launch (patches [first, first + count) of the plan): their
@@ -263,7 +263,7 @@ void per_angstrom(const ExecSpace& exec, const std::vector<double>& wave,
 // The results into the Frame's arrays (a copy only from a device) and the patch statuses to
 // the host.
 template <class ExecSpace>
-typename Kokkos::View<int*, typename ExecSpace::memory_space>::HostMirror copy_results(
+host_mirror_t<Kokkos::View<int*, typename ExecSpace::memory_space>> copy_results(
     const ExecSpace& exec, const FrameWork<typename ExecSpace::memory_space>& w, Frame& frame) {
   copy_to_frame(exec, w.flux, frame.flux);
   copy_to_frame(exec, w.ivar, frame.ivar);
@@ -307,8 +307,9 @@ void summarise_frame(const FramePlan<MemorySpace>& plan, const DeviceImage<Memor
         "patch of fibres " + std::to_string(p.out_fibre0 + opt.specmin) + "-" +
         std::to_string(p.out_fibre0 + opt.specmin + p.nkeepfib - 1) + ", wavelengths " +
         std::to_string(frame.wave[static_cast<std::size_t>(p.kf0)]) + "+: " +
-        (status(i) == linalg::not_positive_definite ? "singular system"
-                                                    : "eigensolver did not converge") +
+        (status(i) == no_light                        ? "the PSF gives no light on its pixels"
+         : status(i) == linalg::not_positive_definite ? "singular system"
+                                                      : "eigensolver did not converge") +
         "; flux and ivar set to 0");
   }
   set_frame_mask(frame);

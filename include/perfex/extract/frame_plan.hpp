@@ -132,7 +132,7 @@ template <class MemorySpace>
 struct PlanCorners {
   int lo = 0;
   Kokkos::View<int**, MemorySpace> x, y;
-  typename Kokkos::View<int**, MemorySpace>::HostMirror host_x, host_y;
+  host_mirror_t<Kokkos::View<int**, MemorySpace>> host_x, host_y;
 };
 
 // The corners of every fibre the bundles solve, in one launch.

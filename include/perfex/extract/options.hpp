@@ -1,4 +1,5 @@
 #pragma once
+#include <perfex/detail/team_shape.hpp>
 #include <perfex/error.hpp>
 
 #include <cmath>
@@ -72,6 +73,8 @@ struct ExtractionOptions {
     if (memory_budget < 0) fail("memory_budget must be >= 0 (0 = automatic)");
     if (batch_patches < 0) fail("batch_patches must be >= 0");
     if (team_size < 0 || vector_length < 0) fail("team_size and vector_length must be >= 0");
+    if (vector_length > 0 && !perfex::detail::is_vector_length(vector_length))
+      fail("vector_length must be 0 (the backend's default) or a power of two");
   }
   // Saturates at INT_MAX (resolve_request then clamps it to the grid) instead of overflowing.
   int wavepad() const {

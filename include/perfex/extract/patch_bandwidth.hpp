@@ -14,7 +14,9 @@ namespace extract {
 
 // Half-bandwidth of each patch's normal matrix (wavelength-major unknowns): the largest index
 // distance between two unknowns whose spot boxes overlap. Written into patches(i).band.
-// Threads run over the unknowns (columns), vector lanes over the fibres a column can meet.
+// Where the spots rise with wavelength, the team's threads run over pairs of fibres,
+// each pair a scan over its bins; otherwise threads over the unknowns (columns), vector lanes
+// over the later unknowns.
 template <class ExecSpace, class MemorySpace>
 struct PatchBandwidth {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
@@ -49,26 +51,43 @@ struct PatchBandwidth {
         },
         Kokkos::Min<int>(rising));
     int band = 0;
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(member, n),
-        [&](int jc, int& widest) {
-          const int bc = u.bin(jc), sc = jc - bc * p.nfib;
-          const int fc = p.fib0 + sc, kc = p.kf0 + bc;
-          int far = 0;
-          if (rising) {
-            Kokkos::parallel_reduce(
-                Kokkos::ThreadVectorRange(member, p.nfib),
-                [&](int s, int& farthest) {
-                  const int f = p.fib0 + s;
-                  // Unknowns after jc: this bin's later fibres, then the next bins.
-                  for (int b = s > sc ? bc : bc + 1; b < nwt; ++b) {
-                    if (ycorner(f, p.kf0 + b) - ycorner(fc, kc) >= nrow) break;
-                    if (overlap(fc, kc, f, p.kf0 + b))
-                      farthest = math::max(farthest, b * p.nfib + s - jc);
-                  }
-                },
-                Kokkos::Max<int>(far));
-          } else {  // any geometry: every later unknown
+    if (rising) {
+      // Per pair of fibres (sc, s): each unknown of sc against the later unknowns of s that its
+      // box can reach. Fibres whose spots lie ncol apart or more at every wavelength never meet.
+      // Otherwise, as sc's bins advance, the bins of s that start fewer than nrow rows below
+      // form a window whose end only moves forward; the farthest unknown is the last bin of the
+      // window that overlaps, found from the end.
+      Kokkos::parallel_reduce(
+          Kokkos::TeamThreadRange(member, p.nfib * p.nfib),
+          [&](int pair, int& widest) {
+            const int sc = pair / p.nfib, s = pair - sc * p.nfib;
+            const int fc = p.fib0 + sc, f = p.fib0 + s;
+            int xc0 = xcorner(fc, p.kf0), xc1 = xc0, x0 = xcorner(f, p.kf0), x1 = x0;
+            for (int b = 1; b < nwt; ++b) {
+              xc0 = math::min(xc0, xcorner(fc, p.kf0 + b));
+              xc1 = math::max(xc1, xcorner(fc, p.kf0 + b));
+              x0 = math::min(x0, xcorner(f, p.kf0 + b));
+              x1 = math::max(x1, xcorner(f, p.kf0 + b));
+            }
+            if (x0 - xc1 >= ncol || xc0 - x1 >= ncol) return;
+            int end = 0;  // first bin of s starting nrow or more rows below bin bc of sc
+            for (int bc = 0; bc < nwt; ++bc) {
+              const int kc = p.kf0 + bc, jc = bc * p.nfib + sc;
+              while (end < nwt && ycorner(f, p.kf0 + end) - ycorner(fc, kc) < nrow) ++end;
+              for (int b = end - 1; b >= (s > sc ? bc : bc + 1); --b)
+                if (overlap(fc, kc, f, p.kf0 + b)) {
+                  widest = math::max(widest, b * p.nfib + s - jc);
+                  break;
+                }
+            }
+          },
+          Kokkos::Max<int>(band));
+    } else {  // any geometry: every later unknown
+      Kokkos::parallel_reduce(
+          Kokkos::TeamThreadRange(member, n),
+          [&](int jc, int& widest) {
+            const int fc = u.fibre(jc), kc = u.wave(jc);
+            int far = 0;
             Kokkos::parallel_reduce(
                 Kokkos::ThreadVectorRange(member, jc + 1, n),
                 [&](int jr, int& farthest) {
@@ -76,10 +95,10 @@ struct PatchBandwidth {
                     farthest = math::max(farthest, jr - jc);
                 },
                 Kokkos::Max<int>(far));
-          }
-          widest = math::max(widest, far);
-        },
-        Kokkos::Max<int>(band));
+            widest = math::max(widest, far);
+          },
+          Kokkos::Max<int>(band));
+    }
     Kokkos::single(Kokkos::PerTeam(member),
                    [&]() { patches(member.league_rank()).band = math::max(band, 0); });
   }

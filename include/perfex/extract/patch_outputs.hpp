@@ -132,6 +132,26 @@ KOKKOS_INLINE_FUNCTION void model_block(const Member& member, const Solver& solv
   });
 }
 
+// Whether the PSF gives light to any of the patch's unknowns: a spot with a non-zero value,
+// wherever it falls (off the CCD is no light on the pixels, but light: those bins are NODATA).
+// A count of the lit unknowns (a sum, whose identity is 0).
+template <class Solver, class Member>
+KOKKOS_INLINE_FUNCTION bool has_light(const Member& member, const Solver& solver,
+                                      const PatchDesc& p) {
+  const int spot_size = static_cast<int>(solver.spots.extent(2) * solver.spots.extent(3));
+  int lit = 0;
+  Kokkos::parallel_reduce(
+      Kokkos::TeamThreadRange(member, p.nfib * solver.nwt),
+      [&](int u, int& count) {
+        const double* spot = &solver.spots(p.fib0 + u % p.nfib, p.kf0 + u / p.nfib, 0, 0);
+        bool any = false;
+        for (int i = 0; i < spot_size && !any; ++i) any = spot[i] != 0;
+        count += any ? 1 : 0;
+      },
+      lit);
+  return lit != 0;
+}
+
 // A failed patch's bins: every result 0.
 template <class Solver, class Member>
 KOKKOS_INLINE_FUNCTION void zero_results(const Member& member, const Solver& solver,

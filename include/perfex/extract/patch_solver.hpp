@@ -37,6 +37,10 @@
 namespace perfex {
 namespace extract {
 
+// A patch's status besides linalg's codes: its spots are all zero (a PSF that gives no light
+// there). The patch fails (flux 0, ivar 0, masked), as a singular one does.
+constexpr int no_light = 3;
+
 // The per-patch solver: one team per patch of a launch (solve_patches). Built from the patch
 // geometry (its scratch for a batch of patches) and the numerical policy; its inputs are set by
 // name: spots and corners (fibre indices as the patches' fib0), the image, the results and, for
@@ -78,9 +82,12 @@ struct PatchSolver {
     const int n = p.nfib * nwt;
     normal_equations(member, ip, p, n);
     member.team_barrier();
-    regularize_diagonal(member, n, band_view(ip, p, n), first(ws.omega, n, ip));
+    const double wmax = regularize_diagonal(member, n, band_view(ip, p, n), first(ws.omega, n, ip));
     member.team_barrier();
-    int status = factor_and_solve(member, ip, p, n);
+    // No weighted light at all: every pixel masked or off the CCD (the bins are NODATA), or a
+    // PSF that gives no light here (the patch fails: its spots are all zero).
+    int status = wmax > 0 || patch::has_light(member, *this, p) ? linalg::ok : no_light;
+    if (status == linalg::ok) status = factor_and_solve(member, ip, p, n);
     if (status == linalg::ok) status = decorrelate(member, ip, p, n);
     member.team_barrier();
     if (status == linalg::ok)
@@ -168,10 +175,10 @@ struct PatchSolver {
     return Kokkos::subview(v, Kokkos::make_pair(0, n), ip);
   }
 
-  // H += diag(rho), rho_J = alpha_J^2 + 1e-15 with alpha as gpu_specter.
+  // H += diag(rho), rho_J = alpha_J^2 + 1e-15 with alpha as gpu_specter; returns max ω.
   template <class HV, class OV>
-  KOKKOS_INLINE_FUNCTION void regularize_diagonal(const Member& member, int n, const HV& H,
-                                                  const OV& omega) const {
+  KOKKOS_INLINE_FUNCTION double regularize_diagonal(const Member& member, int n, const HV& H,
+                                                    const OV& omega) const {
     double wmax = 0;
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(member, n), [&](int j, double& m) { m = math::max(m, omega(j)); },
@@ -181,6 +188,7 @@ struct PatchSolver {
       const double alpha = omega(j) < minweight ? minweight - omega(j) : regularize;
       H(0, j) += alpha * alpha + 1e-15;
     });
+    return wmax;
   }
 
   // Dense symmetric H from its band (before the band is factored in place).

@@ -137,20 +137,25 @@ inline PreprocImage read_box(FrameFiles& files, const extract::PixelBox& box,
   return image;
 }
 
-// files::write: the frame (and the model when asked for) written atomically, with the inputs and
-// the noted warnings in its header; the writer's own warnings passed on.
+// files::write: the frame (and the model when asked for) written together: each to a hidden
+// temporary, both renamed into place only once both are complete (a full disk while writing the
+// model leaves the old frame and model as they were). The inputs and the noted warnings go into
+// the frame's header; the writer's own warnings are passed on.
 inline void write_files(const FrameFiles& files, const extract::Frame& frame,
                         const WarningCallback& warn, PhaseTimes& times) {
   Phase phase("files::write", times);
   FrameProvenance prov{files.request.image, files.request.psf, files.request.fibermap};
   prov.notes = files.notes;
-  while_doing("writing the frame " + files.request.output, [&] {
-    for (const std::string& w : write_frame(files.request.output, frame, prov))
-      if (warn) warn(w);
-  });
+  OutputSet outputs;
+  std::vector<std::string> warnings;
+  while_doing("writing the frame " + files.request.output,
+              [&] { warnings = write_frame(outputs, files.request.output, frame, prov); });
   if (!files.request.model.empty())
     while_doing("writing the model " + files.request.model,
-                [&] { write_model(files.request.model, frame, prov); });
+                [&] { write_model(outputs, files.request.model, frame, prov); });
+  outputs.commit();
+  for (const std::string& w : warnings)
+    if (warn) warn(w);
 }
 
 // The whole job (see the top of this file), phase by phase: files::inputs, job::check,

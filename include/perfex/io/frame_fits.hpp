@@ -50,6 +50,12 @@ struct FrameProvenance {
 std::vector<std::string> write_frame(const std::string& path, const extract::Frame& frame,
                                      const FrameProvenance& prov);
 void write_model(const std::string& path, const extract::Frame& frame, const FrameProvenance& prov);
+// The same, written into the temporaries of a set of outputs that change together (a frame
+// and its model: OutputSet::commit renames them once both are complete).
+std::vector<std::string> write_frame(OutputSet& outputs, const std::string& path,
+                                     const extract::Frame& frame, const FrameProvenance& prov);
+void write_model(OutputSet& outputs, const std::string& path, const extract::Frame& frame,
+                 const FrameProvenance& prov);
 extract::Frame read_frame(const std::string& path);
 
 // ---------------------------------------------------------------------------------------------
@@ -214,12 +220,13 @@ inline void write_warnings(FitsFile& out, const std::vector<std::string>& notes,
 }  // namespace detail
 
 // ---------------------------------------------------------------------------------------------
-inline std::vector<std::string> write_frame(const std::string& path, const extract::Frame& frame,
+inline std::vector<std::string> write_frame(OutputSet& outputs, const std::string& path,
+                                            const extract::Frame& frame,
                                             const FrameProvenance& prov) {
   detail::check_frame(frame, path);
   detail::check_not_an_input(path, prov);
   std::vector<std::string> warnings;
-  io::write_atomically(path, [&](const std::string& tmp) {
+  outputs.add(path, [&](const std::string& tmp) {
     std::unique_ptr<FitsFile> in = detail::open_input_image(prov.input_image);
     std::unique_ptr<FitsFile> fibermap_file;
     if (!prov.fibermap.empty())
@@ -310,14 +317,22 @@ inline std::vector<std::string> write_frame(const std::string& path, const extra
   return warnings;
 }
 
-inline void write_model(const std::string& path, const extract::Frame& frame,
+inline std::vector<std::string> write_frame(const std::string& path, const extract::Frame& frame,
+                                            const FrameProvenance& prov) {
+  OutputSet outputs;
+  std::vector<std::string> warnings = write_frame(outputs, path, frame, prov);
+  outputs.commit();
+  return warnings;
+}
+
+inline void write_model(OutputSet& outputs, const std::string& path, const extract::Frame& frame,
                         const FrameProvenance& prov) {
   detail::check_not_an_input(path, prov);
   if (frame.model_rows <= 0 || frame.model_cols <= 0 ||
       frame.model.size() != static_cast<std::size_t>(frame.model_rows) * frame.model_cols)
     throw Error("perfex: cannot write model '" + path +
                 "': the frame has no model image (extract with options.model_image = true)");
-  io::write_atomically(path, [&](const std::string& tmp) {
+  outputs.add(path, [&](const std::string& tmp) {
     FitsFile out(tmp, FitsFile::Mode::create);
     out.write_image("MODEL",
                     {static_cast<long>(frame.model_cols), static_cast<long>(frame.model_rows)},
@@ -329,6 +344,13 @@ inline void write_model(const std::string& path, const extract::Frame& frame,
     out.write_checksum();
     out.close();
   });
+}
+
+inline void write_model(const std::string& path, const extract::Frame& frame,
+                        const FrameProvenance& prov) {
+  OutputSet outputs;
+  write_model(outputs, path, frame, prov);
+  outputs.commit();
 }
 
 inline extract::Frame read_frame(const std::string& path) {

@@ -388,16 +388,39 @@ void writing(const std::string& temp, const std::string& target, Body&& body) {
 }
 }  // namespace output_detail
 
+// The outputs of one job, which must change together (a frame and its model image): add()
+// writes each into its hidden temporary, commit() renames them all once every one is complete.
+// A failure while writing any of them (a full disk) leaves every existing output as it was; the
+// temporaries are removed when the set is destroyed uncommitted.
+class OutputSet {
+ public:
+  // Runs body(temporary path) for output `path` (".gz": the body's file gzip-compressed).
+  template <class Body>
+  void add(const std::string& path, Body&& body) {
+    auto out = std::make_unique<AtomicOutput>(path);
+    if (output_detail::ends_with(out->target(), ".gz")) {
+      output_detail::TempFile raw(out->target(), "raw");
+      output_detail::writing(raw.path(), out->target(), body);
+      output_detail::gzip_file(raw.path(), out->path(), out->target());
+    } else {
+      output_detail::writing(out->path(), out->target(), body);
+    }
+    outputs_.push_back(std::move(out));
+  }
+  // Renames every temporary over its target (renames within a folder need no space).
+  void commit() {
+    for (auto& out : outputs_) out->commit();
+    outputs_.clear();
+  }
+
+ private:
+  std::vector<std::unique_ptr<AtomicOutput>> outputs_;
+};
+
 template <class Body>
 void write_atomically(const std::string& path, Body&& body) {
-  AtomicOutput out(path);
-  if (output_detail::ends_with(out.target(), ".gz")) {
-    output_detail::TempFile raw(out.target(), "raw");
-    output_detail::writing(raw.path(), out.target(), body);
-    output_detail::gzip_file(raw.path(), out.path(), out.target());
-  } else {
-    output_detail::writing(out.path(), out.target(), body);
-  }
+  OutputSet out;
+  out.add(path, std::forward<Body>(body));
   out.commit();
 }
 

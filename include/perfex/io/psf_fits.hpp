@@ -105,6 +105,11 @@ inline void read_row_table(FitsFile& file, psf::GaussHermitePsfData& d, const st
   file.move_to_index(1);
   if (file.hdu_type() != HduType::binary_table)
     file.fail(0, "is not a binary table, where a " + kind + " file keeps its parameters");
+  // The messages name this table as the file has it (no HDU 'PSF', 'XTRACE' or 'YTRACE' here).
+  const auto extname = file.read_key_optional<std::string>("EXTNAME");
+  d.params_at = "HDU 1" + (extname ? " ('" + *extname + "')" : std::string());
+  d.xtrace_at = d.params_at + ", row 'X'";
+  d.ytrace_at = d.params_at + ", row 'Y'";
   const int fibermin = read_int_key(file, "FIBERMIN"), fibermax = read_int_key(file, "FIBERMAX");
   d.fibermin = fibermin;
   d.nfib = fibermax - fibermin + 1;

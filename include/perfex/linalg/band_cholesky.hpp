@@ -9,13 +9,17 @@
 // Called inside a TeamPolicy functor by every thread of the team; one team per matrix.
 //
 // Two execution shapes. A one-thread host team runs blocked loops written for one core: the
-// factor and the forward solves take `band_block` pivot columns at a time, so every element of
-// the trailing window or of the right-hand sides is loaded and stored once per block instead of
-// once per pivot (rank-4 updates the compiler vectorises), and the strided blocks keep their
-// right-hand sides row by row (row operations over all started columns). Any other team (several
-// threads, or a device team with vector lanes) splits the work over threads and vector lanes:
-// trailing columns or right-hand sides over TeamThreadRange, rows over ThreadVectorRange.
+// factor takes panels of `band_panel` pivots, each panel's update of the trailing window a
+// register-tiled matrix product (bands narrower than two panels: `band_block` pivots at a time);
+// the forward solves take `band_block` pivot columns at a time, so every element of the
+// right-hand sides is loaded and stored once per block instead of once per pivot (rank-4 updates
+// the compiler vectorises); the strided blocks keep their right-hand sides row by row (row
+// operations over all started columns) and sum their Gram products by chunks of rows as matrix
+// products. Any other team (several threads, or a device team with vector lanes) splits the
+// work over threads and vector lanes: trailing columns or right-hand sides over
+// TeamThreadRange, rows over ThreadVectorRange.
 #include <perfex/detail/kokkos_compat.hpp>
+#include <perfex/linalg/gemm.hpp>
 #include <perfex/linalg/matref.hpp>
 #include <perfex/linalg/status.hpp>
 
@@ -31,14 +35,15 @@ KOKKOS_INLINE_FUNCTION int band_rows_below(int j, int n, int kd) {
   return kd < n - 1 - j ? kd : n - 1 - j;
 }
 
-// One-thread blocked right-looking band Cholesky of the pivot columns [j0, j1) (the columns
-// before j0 factored already): the pivot columns j .. j+jb-1 are factored among themselves,
-// then the trailing window (columns j+jb .. j+jb-1+kd) gets one rank-jb update in which each
-// entry is read and written once. After pivots [0, j1) the columns from j1 hold the Schur
-// complement of the leading j1 rows.
+// One-thread band Cholesky of the pivot columns [j0, j1), band_block pivots at a time (the
+// columns before j0 factored already): the pivot columns j .. j+jb-1 are factored among
+// themselves, then the trailing window (columns j+jb .. j+jb-1+kd) gets one rank-jb update in
+// which each entry is read and written once. After pivots [0, j1) the columns from j1 hold the
+// Schur complement of the leading j1 rows. (Bands narrower than two panels of
+// band_cholesky_panels, or a strided band.)
 template <bool Unit>
-KOKKOS_INLINE_FUNCTION int band_cholesky_sequential(const MatRef<Unit>& AB, int n, int kd, int j0,
-                                                    int j1) {
+KOKKOS_INLINE_FUNCTION int band_cholesky_by_pivots(const MatRef<Unit>& AB, int n, int kd, int j0,
+                                                   int j1) {
   constexpr int KB = band_block;
   const long rs = AB.rs();
   for (int j = j0; j < j1; j += KB) {
@@ -92,6 +97,124 @@ KOKKOS_INLINE_FUNCTION int band_cholesky_sequential(const MatRef<Unit>& AB, int 
     }
   }
   return ok;
+}
+
+// Pivots per panel of the one-thread band factor.
+constexpr int band_panel = 8;
+
+// One-thread band Cholesky of the pivot columns [j0, j1) in panels of band_panel pivots, the
+// trailing update of each panel a level-3 product (LAPACK dpbtrf's shape). In lower band storage
+// with unit rows, A(r, c) lies at p[r + c (ld - 1)] for 0 <= r - c <= kd: the band is a
+// column-major matrix of leading dimension ld - 1, so the panel's columns below it (L21) and the
+// trailing window (A22, the kd x kd lower triangle after the panel) are plain matrices there,
+// and A22 -= L21 L21^T is register-tiled matrix products (gemm.hpp) in place. Only L21's last
+// rows, which its first columns' band does not reach (those addresses hold other columns'
+// entries), are copied, with zeros, into a panel x panel triangle. Same results as
+// band_cholesky_by_pivots up to rounding; each entry takes a panel's updates in pivot order.
+KOKKOS_INLINE_FUNCTION int band_cholesky_panels(const MatRef<true>& AB, int n, int kd, int j0,
+                                                int j1) {
+  constexpr int NB = band_panel;
+  const long ld = AB.s1 - 1;  // A(r, c) = a[r + c * ld]
+  double* const a = AB.p;
+  for (int j = j0; j < j1; j += NB) {
+    const int jb = NB < j1 - j ? NB : j1 - j;
+    // The panel's columns among themselves, one pivot at a time.
+    for (int p = 0; p < jb; ++p) {
+      const int c = j + p;
+      double* l = a + c * (ld + 1);  // L(c + d, c) = l[d]
+      const double ajj = l[0];
+      if (!good_pivot(ajj)) return not_positive_definite;
+      const double djj = perfex::math::sqrt(ajj), inv = 1.0 / djj;
+      const int kn = band_rows_below(c, n, kd);
+      l[0] = djj;
+      for (int d = 1; d <= kn; ++d) l[d] *= inv;
+      for (int q = p + 1; q < jb && q - p <= kn; ++q) {
+        const double t = l[q - p];
+        double* x = a + (j + q) * (ld + 1);
+        for (int d = 0; d <= kn - (q - p); ++d) x[d] -= l[q - p + d] * t;
+      }
+    }
+    // Trailing window: rows and columns r0 .. r0+m-1, r0 = j + jb.
+    const int r0 = j + jb, m = (j + jb - 1 + kd < n - 1 ? j + jb - 1 + kd : n - 1) - r0 + 1;
+    if (m <= 0) continue;
+    // L21 = L(r0 + r, j + q), r < m, q < jb: rows r < mf are in every pivot's band; row mf + s
+    // (s < m - mf <= jb - 1) only in those of pivots q > s, copied to T(s, q) with zeros (T has
+    // NB rows, the ones past m - mf zero too).
+    const int mf = kd - jb + 1 < m ? kd - jb + 1 : m, mt = m - mf;
+    const double* L21 = a + r0 + j * ld;
+    double* A22 = a + r0 + r0 * ld;
+    double T[NB * NB];
+    for (int q = 0; q < jb; ++q)
+      for (int s = 0; s < NB; ++s) T[s + q * NB] = q > s && s < mt ? L21[mf + s + q * ld] : 0.0;
+    // Rows r of L21 or T as the left operand: (pointer, leading dimension).
+    auto rows = [&](int r, const double*& x, long& lx) {
+      x = r < mf ? L21 + r : T + (r - mf);
+      lx = r < mf ? ld : NB;
+    };
+    // An nr x nc block of A22 at (r, c) (nr <= NB, nc <= 4) updated through a copy: its diagonal
+    // blocks, whose upper addresses hold other columns' entries (lower entries written back
+    // only), and the rows of T.
+    double tile[NB * 4], ycopy[4 * NB];
+    auto through_copy = [&](int r, int nr, int c, int nc, const double* x, long lx, const double* y,
+                            long ly, bool diagonal) {
+      for (int k = 0; k < nc; ++k)
+        for (int i = 0; i < nr; ++i) tile[i + k * NB] = A22[r + i + (c + k) * ld];
+      gemm_nn_sequential<true, true>(nr, nc, jb, x, lx, y, ly, 1, tile, NB);
+      for (int k = 0; k < nc; ++k)
+        for (int i = diagonal ? k : 0; i < nr; ++i) A22[r + i + (c + k) * ld] = tile[i + k * NB];
+    };
+    // Columns c of A22 four at a time: their diagonal block, the rows below it in the full part
+    // (L21 in place), then those in T.
+    for (int c = 0; c < m; c += 4) {
+      const int nc = m - c < 4 ? m - c : 4;
+      const double* y;
+      long ly;
+      if (c + nc <= mf) {
+        y = L21 + c;
+        ly = ld;
+      } else {  // columns reaching into T: their rows as the right operand, from a copy
+        for (int q = 0; q < jb; ++q)
+          for (int k = 0; k < nc; ++k) {
+            const double* x;
+            long lx;
+            rows(c + k, x, lx);
+            ycopy[k + q * 4] = x[q * lx];
+          }
+        y = ycopy;
+        ly = 4;
+      }
+      if (c + nc <= mf) {
+        through_copy(c, nc, c, nc, L21 + c, ld, y, ly, true);
+        if (c + nc < mf)
+          gemm_nn_sequential<true, true>(mf - c - nc, nc, jb, L21 + c + nc, ld, y, ly, 1,
+                                         A22 + c + nc + c * ld, ld);
+        if (mt > 0) through_copy(mf, mt, c, nc, T, NB, y, ly, false);
+      } else {
+        for (int k = 0; k < nc; ++k)  // entry by entry: at most a few columns per panel
+          for (int r = c + k; r < m; ++r) {
+            const double* x;
+            long lx;
+            rows(r, x, lx);
+            double acc = A22[r + (c + k) * ld];
+            for (int q = 0; q < jb; ++q) acc -= x[q * lx] * y[k + q * ly];
+            A22[r + (c + k) * ld] = acc;
+          }
+      }
+    }
+  }
+  return ok;
+}
+
+// The one-thread band factor of pivots [j0, j1): in panels where the band allows it.
+template <bool Unit>
+KOKKOS_INLINE_FUNCTION int band_cholesky_sequential(const MatRef<Unit>& AB, int n, int kd, int j0,
+                                                    int j1) {
+#ifdef PERFEX_HOST_TILES
+  if constexpr (Unit) {
+    if (kd >= 2 * band_panel) return band_cholesky_panels(AB, n, kd, j0, j1);
+  }
+#endif
+  return band_cholesky_by_pivots(AB, n, kd, j0, j1);
 }
 
 // Team band Cholesky, column by column: the pivot column is scaled over the team's lanes, then
@@ -308,49 +431,50 @@ KOKKOS_INLINE_FUNCTION void forward_by_rows(const MatRef<UnitF>& F, int nf, int 
   }
 }
 
-// C = sum over rows r in [r0, r1) of row(r)^T row(r) (count x count; row r nonzero only in
-// cols(r)): lower triangle first, column c contiguous in a, four rows' outer products per pass
-// over the union of their columns; then mirrored.
-template <bool UnitC, class Row, class Cols>
-KOKKOS_INLINE_FUNCTION void gram_by_rows(int r0, int r1, int count, const Row& row,
+// Rows per chunk of gram_by_rows.
+constexpr int gram_rows = 32;
+
+// C = sum over rows r in [r0, r1) of Y_r^T Y_r (count x count; row r at Y + r * count, nonzero
+// only in cols(r)): chunks of gram_rows rows, each adding chunk^T chunk over the union of its
+// rows' columns to C's lower triangle as register-tiled products (gemm.hpp), four columns at a
+// time (their diagonal blocks' upper entries too, which the final mirror overwrites). Each entry
+// adds its rows in order.
+template <bool UnitC, class Cols>
+KOKKOS_INLINE_FUNCTION void gram_by_rows(int r0, int r1, int count, const double* Y,
                                          const Cols& cols, const MatRef<UnitC>& C) {
-  const long cs = C.rs();
+#ifdef PERFEX_HOST_TILES
   for (int c = 0; c < count; ++c)
-    for (int a = c; a < count; ++a) C(a, c) = 0;
-  for (int r = r0; r < r1; r += 4) {
-    const int nr = r1 - r < 4 ? r1 - r : 4;
-    const double* y[4];
+    for (int a = 0; a < count; ++a) C(a, c) = 0;
+  for (int r = r0; r < r1; r += gram_rows) {
+    const int nr = r1 - r < gram_rows ? r1 - r : gram_rows;
     int lo = count, hi = 0;
-    for (int k = 0; k < 4; ++k) {
-      y[k] = row(k < nr ? r + k : r);
-      if (k < nr) {
-        const ColRange cr = cols(r + k);
-        if (cr.lo < cr.hi) {
-          lo = cr.lo < lo ? cr.lo : lo;
-          hi = cr.hi > hi ? cr.hi : hi;
-        }
+    for (int k = 0; k < nr; ++k) {
+      const ColRange cr = cols(r + k);
+      if (cr.lo < cr.hi) {
+        lo = cr.lo < lo ? cr.lo : lo;
+        hi = cr.hi > hi ? cr.hi : hi;
       }
     }
-    const double* KOKKOS_RESTRICT y0 = y[0];
-    const double* KOKKOS_RESTRICT y1 = y[1];
-    const double* KOKKOS_RESTRICT y2 = y[2];
-    const double* KOKKOS_RESTRICT y3 = y[3];
-    for (int c = lo; c < hi; ++c) {
-      double* KOKKOS_RESTRICT cc = C.ptr(0, c);
-      if (nr == 4) {
-        const double u0 = y0[c], u1 = y1[c], u2 = y2[c], u3 = y3[c];
-        for (int a = c; a < hi; ++a)
-          cc[a * cs] += (y0[a] * u0 + y1[a] * u1) + (y2[a] * u2 + y3[a] * u3);
-      } else {
-        for (int k = 0; k < nr; ++k) {
-          const double uk = y[k][c];
-          for (int a = c; a < hi; ++a) cc[a * cs] += y[k][a] * uk;
-        }
-      }
+    const double* y = Y + long(r) * count;
+    for (int c = lo; c < hi; c += 4) {
+      const int nc = hi - c < 4 ? hi - c : 4;
+      if constexpr (UnitC)
+        gemm_nn_sequential<true, false>(hi - c, nc, nr, y + c, count, y + c, count, 1, C.ptr(c, c),
+                                        C.s1);
+      else
+        for (int k = 0; k < nc; ++k)
+          for (int a = c; a < hi; ++a) {
+            double acc = C(a, c + k);
+            for (int q = 0; q < nr; ++q) acc += y[a + q * count] * y[c + k + q * count];
+            C(a, c + k) = acc;
+          }
     }
   }
   for (int c = 0; c < count; ++c)
     for (int a = c + 1; a < count; ++a) C(c, a) = C(a, c);
+#else
+  Kokkos::abort("perfex::linalg: a one-thread host kernel reached on a device");
+#endif
 }
 
 // One-thread twisted strided block with the right-hand sides stored row by row: Y (count
@@ -373,7 +497,7 @@ KOKKOS_INLINE_FUNCTION void strided_block_by_rows(const MatRef<UnitL>& L, const 
       F, tc.tail_rows(), tc.kd, 0, tc.tail_rows(), [&](int q) { return at(t + q); },
       [&](int q) { return tc.tail(q); });
   gram_by_rows(
-      tc.first_row(), n, count, at, [&](int p) { return p < t ? tc.above(p) : tc.tail(p - t); }, C);
+      tc.first_row(), n, count, Y, [&](int p) { return p < t ? tc.above(p) : tc.tail(p - t); }, C);
 }
 
 template <bool UnitL, bool UnitF, bool UnitY, class Member, class CView>
@@ -475,7 +599,7 @@ KOKKOS_INLINE_FUNCTION int band_width(const BandView& AB) {
 }
 
 // Twist row for a matrix of order n (see team_band_cholesky_twisted): the middle, rounded down
-// to a band_block boundary so that the pivots before it are blocked as in the plain factor.
+// to a band_block boundary (the one-thread factor's last panel before it may be half a panel).
 KOKKOS_INLINE_FUNCTION constexpr int band_twist(int n) { return n / 2 / band_block * band_block; }
 
 // Columns a tail needs for any order up to n with the twist band_twist: n - band_twist(n') <=

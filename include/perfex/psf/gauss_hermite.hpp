@@ -46,7 +46,7 @@ struct PsfDeviceData : LegendreTraces<MemorySpace> {
   // Parameter row p of fibre f given P_m(u_PSF).
   KOKKOS_INLINE_FUNCTION double param(int p, int f, const double* P) const {
     double s = 0;
-    for (int m = 0; m < ncp; ++m) s += pcoeff(p, f, m) * P[m];
+    for (int m = 0; m < ncp; ++m) s = math::mul_add(pcoeff(p, f, m), P[m], s);
     return s;
   }
 

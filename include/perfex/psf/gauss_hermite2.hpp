@@ -101,7 +101,7 @@ struct GaussHermite2Device : LegendreTraces<MemorySpace> {
 
   KOKKOS_INLINE_FUNCTION double param(int p, int f, const double* P) const {
     double s = 0;
-    for (int m = 0; m < ncp; ++m) s += pcoeff(p, f, m) * P[m];
+    for (int m = 0; m < ncp; ++m) s = math::mul_add(pcoeff(p, f, m), P[m], s);
     return s;
   }
   KOKKOS_INLINE_FUNCTION SpotCorner spot_corner(int f, double wave) const {

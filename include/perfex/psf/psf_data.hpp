@@ -85,12 +85,14 @@ struct GaussHermitePsfData {
   double wavemin = 0, wavemax = 0;       // PSF-table domain
   std::vector<std::string> param_names;  // table rows (trailing blanks stripped)
   std::vector<double> coeff;             // [nparam][nfib][legdeg+1]
+  // Where the file keeps the parameters and the traces, as the messages name them: specex's
+  // HDUs by default; the one-table layouts (PSFVER 1-2, GAUSS-HERMITE2) set their table's HDU.
+  std::string params_at = "HDU 'PSF'", xtrace_at = "HDU 'XTRACE'", ytrace_at = "HDU 'YTRACE'";
+  std::string origin = "synthetic PSF";  // what label() says when there is no source file
 
   int nparam() const { return static_cast<int>(param_names.size()); }
   int ncoeff() const { return legdeg + 1; }
-  std::string label() const {
-    return source.empty() ? std::string("synthetic PSF") : "PSF '" + source + "'";
-  }
+  std::string label() const { return source.empty() ? origin : "PSF '" + source + "'"; }
 
   // Row of parameter `name`, or -1.
   int find_param(const std::string& name) const {
@@ -117,39 +119,39 @@ struct GaussHermitePsfData {
   // name what is wrong in the file's terms: "PSF '<source>', HDU 'PSF': keywords HSIZEX/...".
   void validate() const {
     const std::string who = label();
-    auto fail = [&](const char* hdu, const std::string& what) {
-      throw Error(who + ", HDU '" + hdu + "': " + what);
+    auto fail = [&](const std::string& where, const std::string& what) {
+      throw Error(who + ", " + where + ": " + what);
     };
-    if (nfib <= 0) fail("XTRACE", "no fibres (nfib = " + std::to_string(nfib) + ")");
+    if (nfib <= 0) fail(xtrace_at, "no fibres (nfib = " + std::to_string(nfib) + ")");
     // A spot box of one pixel (HSIZE 0) holds no Gauss-Hermite profile.
     if (hsizex < 1 || hsizey < 1 || hsizex > kMaxHalfSize || hsizey > kMaxHalfSize) {
-      fail("PSF", "keywords HSIZEX/HSIZEY = " + std::to_string(hsizex) + "/" +
-                      std::to_string(hsizey) + " outside [1, " + std::to_string(kMaxHalfSize) +
-                      "]");
+      fail(params_at, "keywords HSIZEX/HSIZEY = " + std::to_string(hsizex) + "/" +
+                          std::to_string(hsizey) + " outside [1, " + std::to_string(kMaxHalfSize) +
+                          "]");
     }
     if (ghdegx < 0 || ghdegy < 0 || ghdegx > kMaxGhDegree || ghdegy > kMaxGhDegree) {
-      fail("PSF", "keywords GHDEGX/GHDEGY = " + std::to_string(ghdegx) + "/" +
-                      std::to_string(ghdegy) + " outside [0, " + std::to_string(kMaxGhDegree) +
-                      "]");
+      fail(params_at, "keywords GHDEGX/GHDEGY = " + std::to_string(ghdegx) + "/" +
+                          std::to_string(ghdegy) + " outside [0, " + std::to_string(kMaxGhDegree) +
+                          "]");
     }
     if (legdeg < 0 || legdeg + 1 > kMaxLegendreCoeffs) {
-      fail("PSF", "keyword LEGDEG = " + std::to_string(legdeg) + " outside [0, " +
-                      std::to_string(kMaxLegendreCoeffs - 1) + "]");
+      fail(params_at, "keyword LEGDEG = " + std::to_string(legdeg) + " outside [0, " +
+                          std::to_string(kMaxLegendreCoeffs - 1) + "]");
     }
     if (npix_x <= 0 || npix_y <= 0) {
-      fail("PSF", "keywords NPIX_X/NPIX_Y = " + std::to_string(npix_x) + "/" +
-                      std::to_string(npix_y) + " not positive");
+      fail(params_at, "keywords NPIX_X/NPIX_Y = " + std::to_string(npix_x) + "/" +
+                          std::to_string(npix_y) + " not positive");
     }
     if (!(psferr >= 0) || !std::isfinite(psferr))
-      fail("PSF", "keyword PSFERR = " + std::to_string(psferr) + " invalid");
-    auto check_domain = [&](const char* hdu, double w0, double w1) {
+      fail(params_at, "keyword PSFERR = " + std::to_string(psferr) + " invalid");
+    auto check_domain = [&](const std::string& hdu, double w0, double w1) {
       if (!std::isfinite(w0) || !std::isfinite(w1) || !(w1 > w0)) {
         fail(hdu, "keywords WAVEMIN/WAVEMAX = " + std::to_string(w0) + "/" + std::to_string(w1) +
                       " is not a valid domain");
       }
     };
-    check_domain("PSF", wavemin, wavemax);
-    auto check_trace = [&](const char* hdu, const LegendreTraceSet& t) {
+    check_domain(params_at, wavemin, wavemax);
+    auto check_trace = [&](const std::string& hdu, const LegendreTraceSet& t) {
       check_domain(hdu, t.wavemin, t.wavemax);
       if (t.ncoeff < 1 || t.ncoeff > kMaxLegendreCoeffs) {
         fail(hdu, std::to_string(t.ncoeff) + " coefficients per fibre (1.." +
@@ -168,30 +170,31 @@ struct GaussHermitePsfData {
         }
       }
     };
-    check_trace("XTRACE", xtrace);
-    check_trace("YTRACE", ytrace);
+    check_trace(xtrace_at, xtrace);
+    check_trace(ytrace_at, ytrace);
     const std::size_t expected = param_names.size() * static_cast<std::size_t>(nfib) * ncoeff();
     if (coeff.size() != expected) {
-      fail("PSF", "column 'COEFF' has " + std::to_string(coeff.size()) + " values, expected " +
-                      std::to_string(param_names.size()) + " parameters x " + std::to_string(nfib) +
-                      " fibres x (LEGDEG " + std::to_string(legdeg) + " + 1)");
+      fail(params_at, "column 'COEFF' has " + std::to_string(coeff.size()) + " values, expected " +
+                          std::to_string(param_names.size()) + " parameters x " +
+                          std::to_string(nfib) + " fibres x (LEGDEG " + std::to_string(legdeg) +
+                          " + 1)");
     }
     for (std::size_t p = 0; p < param_names.size(); ++p) {
       for (std::size_t q = 0; q < p; ++q) {
         if (param_names[p] == param_names[q])
-          fail("PSF", "column 'PARAM': parameter '" + param_names[p] + "' appears twice");
+          fail(params_at, "column 'PARAM': parameter '" + param_names[p] + "' appears twice");
       }
       int i = 0, j = 0;
       if (parse_gh_name(param_names[p], i, j) && (i > ghdegx || j > ghdegy)) {
-        fail("PSF", "parameter '" + param_names[p] + "' is inconsistent with GHDEGX " +
-                        std::to_string(ghdegx) + " / GHDEGY " + std::to_string(ghdegy));
+        fail(params_at, "parameter '" + param_names[p] + "' is inconsistent with GHDEGX " +
+                            std::to_string(ghdegx) + " / GHDEGY " + std::to_string(ghdegy));
       }
       const std::size_t n0 = p * static_cast<std::size_t>(nfib) * ncoeff();
       for (std::size_t n = 0; n < static_cast<std::size_t>(nfib) * ncoeff(); ++n) {
         if (!std::isfinite(coeff[n0 + n])) {
-          fail("PSF", "column 'COEFF', parameter '" + param_names[p] + "': coefficient " +
-                          std::to_string(n % ncoeff()) + " of fibre " +
-                          std::to_string(n / ncoeff()) + " is not finite");
+          fail(params_at, "column 'COEFF', parameter '" + param_names[p] + "': coefficient " +
+                              std::to_string(n % ncoeff()) + " of fibre " +
+                              std::to_string(n / ncoeff()) + " is not finite");
         }
       }
     }
@@ -255,10 +258,10 @@ struct GaussHermitePsfData {
           const double w = w0 + (w1 - w0) * i / (nsample - 1);
           const double v = param_value(p, f, w);
           if (std::isfinite(v) && v > 0 && v <= hsize) continue;
-          throw Error(label() + ", HDU 'PSF': parameter '" + name + "' = " + std::to_string(v) +
-                      " at fibre " + std::to_string(f) + ", wavelength " + std::to_string(w) +
-                      ": a Gauss-Hermite width must be > 0 and at most HSIZE" + (name + 5) + " = " +
-                      std::to_string(hsize) + " pixels");
+          throw Error(label() + ", " + params_at + ": parameter '" + name + "' = " +
+                      std::to_string(v) + " at fibre " + std::to_string(f) + ", wavelength " +
+                      std::to_string(w) + ": a Gauss-Hermite width must be > 0 and at most HSIZE" +
+                      (name + 5) + " = " + std::to_string(hsize) + " pixels");
         }
     }
   }

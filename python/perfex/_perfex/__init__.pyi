@@ -26,7 +26,7 @@ class Psf:
         ...
     def xypix(self, fibre: typing.SupportsInt | typing.SupportsIndex, wavelength: typing.SupportsFloat | typing.SupportsIndex) -> tuple:
         """
-        (xslice, yslice, pixels): the normalised spot of a fibre at a wavelength and the CCD columns and rows it covers (specter's PSF.xypix, not clipped to the CCD).
+        (xslice, yslice, pixels): the normalised spot of a fibre at a wavelength and the CCD columns and rows it covers (specter's PSF.xypix, not clipped to the CCD). A wavelength outside the PSF's domain (or not finite) is a RequestError.
         """
     @property
     def fibermin(self) -> int:

@@ -22,17 +22,26 @@ __version__ names perfex ("perfex X.Y.Z"): desispec writes it as the frame's SPE
 and desiutil.depend as the gpu_specter dependency, so frames made by perfex say so.
 """
 
+import importlib
 import sys
 
 import perfex
 
-from . import core, io, mpi, spex, util
+from . import core, io, mpi, util
 from .core import extract_frame
 from .io import read_psf
 
 __version__ = f"perfex {perfex.__version__}"
 
 _SUBMODULES = ("core", "io", "mpi", "spex", "util")
+
+
+def __getattr__(name):
+    # spex is imported on first use, so that `python -m perfex.gpu_specter.spex` runs it once
+    # (importing it here made runpy warn that it was already in sys.modules).
+    if name == "spex":
+        return importlib.import_module(".spex", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def install_alias():

@@ -51,6 +51,34 @@ def _grid(wavelength, psf):
     raise perfex.Error(f"wavelength: expected None, 'wmin,wmax,dw', a tuple or an array, got {wavelength!r}")
 
 
+def perfex_options(
+    bundlesize, specmin, nspec, nwavestep, nsubbundles, model, regularize, psferr, wavepad, pixpad_frac, wavepad_frac
+):
+    """perfex's extraction options (perfex.extract_frame's names) of gpu_specter's arguments."""
+    return dict(
+        bundlesize=bundlesize,
+        specmin=specmin,
+        nspec=nspec,
+        nwavestep=nwavestep,
+        nsubbundles=nsubbundles,
+        model_image=bool(model),
+        regularize=regularize,
+        psferr=psferr,
+        wavepad0=wavepad,
+        pixpad_frac=pixpad_frac,
+        wavepad_frac=wavepad_frac,
+    )
+
+
+def check_values(options, grid=None):
+    """The library's checks of every option's value (perfex.RequestError naming it, with
+    gpu_specter's name wavepad); returns the checked C++ options."""
+    try:
+        return perfex.options.cxx_options(perfex.options.make_options(wavelength=grid, **options))
+    except perfex.RequestError as e:  # the library's name for gpu_specter's wavepad
+        raise perfex.RequestError(str(e).replace("wavepad0", "wavepad")) from None
+
+
 def extract_frame(
     img,
     psf,
@@ -97,22 +125,14 @@ def extract_frame(
         _log_setup(log, backend, gpu, size)
     stamps = {"init-mpi-comm": time.time()}
     timer.split("init-mpi-comm", stamps["init-mpi-comm"])
-    options = dict(
-        bundlesize=bundlesize,
-        specmin=specmin,
-        nspec=nspec,
-        nwavestep=nwavestep,
-        nsubbundles=nsubbundles,
-        model_image=bool(model),
-        regularize=regularize,
-        psferr=psferr,
-        wavepad0=wavepad,
-        pixpad_frac=pixpad_frac,
-        wavepad_frac=wavepad_frac,
+    options = perfex_options(
+        bundlesize, specmin, nspec, nwavestep, nsubbundles, model, regularize, psferr, wavepad, pixpad_frac, wavepad_frac
     )
     inputs, options["wavelength"] = _checked_inputs(comm, img, psf, wavelength, options, log)
     phases, start = perfex.PhaseTimes(), time.time()
-    frame = perfex.extract_frame(*inputs, comm=comm, backend=backend, progress=False, phases=phases, **options)
+    frame = perfex.extract_frame(
+        *inputs, comm=comm, backend=backend, progress=False, phases=phases, log_warnings=False, **options
+    )
     stamps.update(_stamps(phases, start, time.time(), size > 1))
     result = _result(frame, log) if frame is not None else None
     stamps["assembled-frame"] = time.time()
@@ -148,11 +168,7 @@ def _rank0_inputs(img, psf, wavelength, options):
         raise perfex.Error("img: a dict with 'image' and 'ivar' is required (on rank 0)")
     psf = perfex.as_psf(psf)
     grid = _grid(wavelength, psf)
-    try:
-        checked = perfex.options.cxx_options(perfex.options.make_options(wavelength=grid, **options))
-    except perfex.RequestError as e:  # the library's name for gpu_specter's wavepad
-        raise perfex.RequestError(str(e).replace("wavepad0", "wavepad")) from None
-    return (img["image"], img["ivar"], psf), grid, checked.wavepad()
+    return (img["image"], img["ivar"], psf), grid, check_values(options, grid).wavepad()
 
 
 def _checked_inputs(comm, img, psf, wavelength, options, log):

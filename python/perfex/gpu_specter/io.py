@@ -58,6 +58,15 @@ def _check_fits(filename, *extnames):
         raise (OSError if os.path.lexists(path) else FileNotFoundError)(str(e)) from None
 
 
+def _read_checked(filename):
+    """perfex.read_psf of a PSF file: every check of the library (HDUs, keywords, values, a
+    truncated HDU and by how much), an OSError with its message naming the file and HDU."""
+    try:
+        return perfex.read_psf(os.fsdecode(filename))
+    except perfex.Error as e:
+        raise OSError(str(e)) from None
+
+
 def _hdu(hdus, filename, extname):
     try:
         return hdus[extname]
@@ -89,7 +98,7 @@ def read_psf(filename):
 
     _check_fits(filename)
     if not _specex_layout(filename):
-        psf = perfex.read_psf(filename)
+        psf = _read_checked(filename)
         table = Table()
         table.meta.update(
             PSFTYPE=psf.psftype,
@@ -102,6 +111,7 @@ def read_psf(filename):
         return {"PSF": table, "perfex": psf}
 
     _check_fits(filename, "PSF", "XTRACE", "YTRACE")
+    _read_checked(filename)  # a truncated or damaged HDU named before astropy reads it
     psfdata = {"PSF": Table.read(filename, "PSF")}
     if "PSFERR" not in psfdata["PSF"].meta:
         get_logger().debug("PSFERR not found in PSF meta. Setting to 0.01")
@@ -123,17 +133,22 @@ def _specex_layout(filename):
     """Whether a PSF file is specex's GAUSS-HERMITE PSFVER 3 layout (a PSF HDU), gpu_specter's;
     a GAUSS-HERMITE file with neither a PSF HDU nor an older PSFVER counts as one, so that its
     missing PSF HDU is what the error names."""
+    import warnings
+
     from astropy.io import fits
 
-    with fits.open(filename) as hdus:
-        header = hdus[0].header
-        if str(header.get("PSFTYPE", "GAUSS-HERMITE")).strip() != "GAUSS-HERMITE":
-            return False
-        try:
-            older = int(float(str(header.get("PSFVER", 3)).strip())) < 3
-        except ValueError:
-            older = False
-        return "PSF" in hdus or not older
+    # Only the primary header and the HDU names: a truncated file is named by _read_checked.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with fits.open(filename) as hdus:
+            header = hdus[0].header
+            if str(header.get("PSFTYPE", "GAUSS-HERMITE")).strip() != "GAUSS-HERMITE":
+                return False
+            try:
+                older = int(float(str(header.get("PSFVER", 3)).strip())) < 3
+            except ValueError:
+                older = False
+            return "PSF" in hdus or not older
 
 
 def read_img(filename):
@@ -201,15 +216,16 @@ class _Stream(io.RawIOBase):
         return self._f.write(data)
 
 
-def _write_atomically(filename, hdus):
+def _write_atomically(filename, hdus, outputs=None):
     """Writes the HDUs to a temporary file next to filename, then renames it over filename:
     a reader sees the old file or the complete new one; the temporary is removed on any
-    failure, interruption or signal (perfex.frames.atomic_output). A failed write is an OSError
-    naming the file and the system's reason."""
+    failure, interruption or signal (perfex.frames.atomic_output). outputs: a
+    perfex.frames.OutputSet that renames it together with the job's other outputs instead. A
+    failed write is an OSError naming the file and the system's reason."""
     from astropy.io import fits
 
     try:
-        with perfex.frames.atomic_output(filename) as f:
+        with perfex.frames.atomic_output(filename) if outputs is None else outputs.open(filename) as f:
             fits.HDUList(hdus).writeto(_Stream(f), checksum=True)
     except OSError as e:
         # astropy re-raises the system's error without its errno: the first one that has it.
@@ -246,6 +262,11 @@ def write_frame(filename, frame, dtype=np.float32):
     IVAR, MASK, WAVELENGTH, RESOLUTION, FIBERMAP (a table with fibermaphdr's cards, empty when
     fibermap is None) and CHI2PIX; FLUX, IVAR, RESOLUTION and CHI2PIX as dtype, MASK and
     WAVELENGTH as given. Atomic: written to a temporary, then renamed."""
+    _write_atomically(filename, _frame_hdus(frame, dtype))
+
+
+def _frame_hdus(frame, dtype=np.float32):
+    """write_frame's HDUs of a frame dict."""
     from astropy.io import fits
 
     fibermap = _item(frame, "fibermap")
@@ -254,24 +275,36 @@ def write_frame(filename, frame, dtype=np.float32):
     else:
         table = fits.BinTableHDU(data=fibermap, header=_header(_item(frame, "fibermaphdr"), table=True))
         table.header["EXTNAME"] = "FIBERMAP"
-    _write_atomically(
-        filename,
-        [
-            _image(_item(frame, "specflux", dtype), "FLUX", _item(frame, "imagehdr"), primary=True),
-            _image(_item(frame, "specivar", dtype), "IVAR"),
-            _image(_item(frame, "specmask"), "MASK"),
-            _image(_item(frame, "wave"), "WAVELENGTH"),
-            _image(_item(frame, "Rdiags", dtype), "RESOLUTION"),
-            table,
-            _image(_item(frame, "chi2pix", dtype), "CHI2PIX"),
-        ],
-    )
+    return [
+        _image(_item(frame, "specflux", dtype), "FLUX", _item(frame, "imagehdr"), primary=True),
+        _image(_item(frame, "specivar", dtype), "IVAR"),
+        _image(_item(frame, "specmask"), "MASK"),
+        _image(_item(frame, "wave"), "WAVELENGTH"),
+        _image(_item(frame, "Rdiags", dtype), "RESOLUTION"),
+        table,
+        _image(_item(frame, "chi2pix", dtype), "CHI2PIX"),
+    ]
 
 
 def write_model(filename, frame):
     """Writes frame['modelimage'] as the primary HDU MODEL with frame['imagehdr']'s cards (as
     gpu_specter.io.write_model). Atomic: written to a temporary, then renamed."""
-    _write_atomically(filename, [_image(_item(frame, "modelimage"), "MODEL", _item(frame, "imagehdr"), primary=True)])
+    _write_atomically(filename, _model_hdus(frame))
+
+
+def _model_hdus(frame):
+    return [_image(_item(frame, "modelimage"), "MODEL", _item(frame, "imagehdr"), primary=True)]
+
+
+def write_together(frame, output=None, model=None):
+    """write_frame(output, frame) and write_model(model, frame) as outputs that change together:
+    both are renamed into place once both are written (a full disk while writing the model
+    leaves the old frame and model); None skips one. spex writes through it."""
+    with perfex.frames.outputs_together() as outputs:
+        if output is not None:
+            _write_atomically(output, _frame_hdus(frame), outputs)
+        if model is not None:
+            _write_atomically(model, _model_hdus(frame), outputs)
 
 
 def read_frame(filename):

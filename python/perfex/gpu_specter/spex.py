@@ -9,9 +9,11 @@ import argparse
 import sys
 
 import perfex
+import perfex.collective
+import perfex.files
 
-from .core import extract_frame
-from .io import read_img, write_frame, write_model
+from .core import check_values, extract_frame, perfex_options
+from .io import read_img, write_together
 from .mpi import NoMPIIOCoordinator, ParallelIOCoordinator, SerialIOCoordinator
 from .util import Timer, get_logger
 
@@ -100,6 +102,38 @@ def check_input_options(args):
     return True, "OK"
 
 
+def check_request(args, log):
+    """perfex-extract's checks of spex's request, before any work (the library's, which every
+    entry point makes): the options' values, gpu_specter's own rules (check_input_options: a
+    ValueError, logged as CRITICAL), then the files: the outputs writable and none an input, the
+    PSF and the image's header read, the request against them (perfex.RequestError: refused;
+    perfex.Error: an input that cannot be read)."""
+    options = perfex_options(
+        args.bundlesize,
+        args.specmin,
+        args.nspec,
+        args.nwavestep,
+        args.nsubbundles,
+        args.model,
+        args.regularize,
+        args.psferr,
+        args.wavepad,
+        args.pixpad_frac,
+        args.wavepad_frac,
+    )
+    check_values(options)
+    ok, message = check_input_options(args)
+    if not ok:
+        log.critical(message)
+        raise ValueError(message)
+    for name, value in (("-i/--input", args.input), ("-p/--psf", args.psf)):
+        if not value:
+            raise perfex.RequestError(f"option {name}: required")
+    files = perfex.files.FrameFiles(args.input, args.psf, args.output, args.model)
+    backend = perfex.default_backend(gpu=args.use_gpu)
+    perfex.files.open_files(files, backend, dict(options, wavelength=args.wavelength)).check()
+
+
 def main_gpu_specter(args=None, comm=None, timing=None, coordinator=None):
     """spex: reads the image and the PSF, extracts the frame and writes it (and the model
     image with -m), as gpu_specter's main_gpu_specter. comm (an mpi4py communicator, or
@@ -111,17 +145,19 @@ def main_gpu_specter(args=None, comm=None, timing=None, coordinator=None):
         args = parse()
     log = get_logger(args.loglevel)
 
-    ok, message = check_input_options(args)
-    if not ok:
-        log.critical(message)
-        raise ValueError(message)
+    if coordinator is None and comm is None and args.mpi:
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD
+    checks_comm = coordinator.comm if coordinator is not None else comm
+    # Every rank learns of a refusal on rank 0, none waiting in a collective.
+    if checks_comm is not None and checks_comm.size > 1:
+        perfex.collective.on_root(checks_comm, lambda: check_request(args, log))
+    else:
+        check_request(args, log)
 
     if coordinator is None:
-        if comm is not None or args.mpi:
-            if comm is None:
-                from mpi4py import MPI
-
-                comm = MPI.COMM_WORLD
+        if comm is not None:
             coordinator = ParallelIOCoordinator(comm) if args.async_io else SerialIOCoordinator(comm)
         else:
             coordinator = NoMPIIOCoordinator()
@@ -170,10 +206,9 @@ def main_gpu_specter(args=None, comm=None, timing=None, coordinator=None):
     def write(frame):
         if args.output is not None:
             log.info(f"Writing {args.output}")
-            write_frame(args.output, frame)
         if args.model is not None:
             log.info(f"Writing model {args.model}")
-            write_model(args.model, frame)
+        write_together(frame, args.output, args.model)  # renamed into place once both are written
 
     coordinator.write(write, frame)
     timer.split("write")

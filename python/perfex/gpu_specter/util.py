@@ -23,7 +23,8 @@ def get_logger(level=None):
     (default INFO); DEBUG, INFO, WARN/WARNING, ERROR, FATAL/CRITICAL (any case), else
     ValueError. The logger is 'desimeter.<LEVEL>' (gpu_specter's names) set to that level, with
     one stderr handler in gpu_specter's format (added once, also when gpu_specter's own
-    get_logger set the logger up)."""
+    get_logger set the logger up), and it does not propagate: each record is printed once, also
+    where the application configured the root logger."""
     if level is None:
         level = os.getenv("DESI_LOGLEVEL", "INFO")
     level = str(level).upper()
@@ -31,12 +32,21 @@ def get_logger(level=None):
         raise ValueError(f"Unknown log level {level}; should be DEBUG/INFO/WARNING/ERROR/CRITICAL")
     logger = logging.getLogger("desimeter." + level)
     logger.setLevel(_LEVELS[level])
-    if not logger.handlers:
+    # Its handler prints each record once: passed on to the root logger too, a record was
+    # printed again by an application's own handler (gpu_specter's loggers do that).
+    logger.propagate = False
+    if not any(_is_gpu_specters(h) for h in logger.handlers):
         handler = logging.StreamHandler()
         handler.setLevel(_LEVELS[level])
         handler.setFormatter(logging.Formatter(_FORMAT))
         logger.addHandler(handler)
     return logger
+
+
+def _is_gpu_specters(handler):
+    """Whether a handler is the stderr handler that gpu_specter's get_logger (or this one) adds."""
+    formatter = handler.formatter
+    return isinstance(handler, logging.StreamHandler) and formatter is not None and formatter._fmt == _FORMAT
 
 
 class Timer:
