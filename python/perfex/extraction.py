@@ -96,9 +96,10 @@ def extract_in_process(
     """Extracts the spectra of a CCD image in this process; returns a Frame. The request is
     checked as perfex-extract checks it (check_job): a refusal is a perfex.RequestError naming
     the parameter, an adapted option a warning in frame.warnings, each passed to warn (a
-    callable(message); None: the 'perfex' logger) unless log_warnings is False. job: a job checked already for this image
-    (a frame's files: perfex.files), instead of psf, backend and the options. phases: the
-    PhaseTimes the job times into (a given job's own). See perfex.extract_frame."""
+    callable(message); None: the 'perfex' logger) unless log_warnings is False. job: a job
+    checked already for this image (a frame's files: perfex.files), instead of psf, backend and
+    the options. phases: the PhaseTimes the job times into (a given job's own). See
+    perfex.extract_frame."""
     initialize(threads)
     if job is None:
         psf = as_psf(psf)

@@ -119,18 +119,19 @@ def _warn(files):
     return lambda warning: log.warning("frame %s: %s", files.name, warning)
 
 
-def open_files(files, backend, options, phases=None):
+def open_files(files, backend, options, phases=None, warn=None):
     """files::inputs of a frame's files (the outputs checked, the PSF and the image's header
     read): the library's handle of the job's next phases (.check() -> the FrameJob, .read_box,
-    .write), timed into phases (a PhaseTimes; None: a new one)."""
-    return _perfex.FrameFiles(*_job_arguments(files, options), backend, _warn(files), recorder(phases))
+    .write), timed into phases (a PhaseTimes; None: a new one); warn: a callable(message) for
+    each warning of the files and the check (None: they are not reported)."""
+    return _perfex.FrameFiles(*_job_arguments(files, options), backend, warn, recorder(phases))
 
 
 def prepare(files, backend, options, phases=None):
     """A frame's files through job::plan (files::inputs, job::check, job::plan, timed into
     phases): the PreparedFrame. Warnings are logged as they arise, naming the frame."""
     times = recorder(phases)
-    opened = open_files(files, backend, options, times)
+    opened = open_files(files, backend, options, times, _warn(files))
     job = opened.check()
     job.plan()
     return PreparedFrame(files, opened, job, times)

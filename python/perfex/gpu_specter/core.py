@@ -22,6 +22,11 @@ _STAMP_PHASES = (
 )
 
 
+# gpu_specter's lines logged by the helpers of extract_frame carry its name and line, as gpu_specter's
+# own (its log format names the function).
+_CALLER = 2
+
+
 def _stamps(phases, start, end, distributed):
     """gpu_specter's stamps of a rank from its phases (a perfex.PhaseTimes) of
     perfex.extract_frame, which ran from time `start` to `end`: each at the end of its phase."""
@@ -125,9 +130,8 @@ def extract_frame(
         _log_setup(log, backend, gpu, size)
     stamps = {"init-mpi-comm": time.time()}
     timer.split("init-mpi-comm", stamps["init-mpi-comm"])
-    options = perfex_options(
-        bundlesize, specmin, nspec, nwavestep, nsubbundles, model, regularize, psferr, wavepad, pixpad_frac, wavepad_frac
-    )
+    arguments = (bundlesize, specmin, nspec, nwavestep, nsubbundles, model, regularize, psferr, wavepad)
+    options = perfex_options(*arguments, pixpad_frac, wavepad_frac)
     inputs, options["wavelength"] = _checked_inputs(comm, img, psf, wavelength, options, log)
     phases, start = perfex.PhaseTimes(), time.time()
     frame = perfex.extract_frame(
@@ -152,13 +156,13 @@ def _log_splits(timer, stamps, log):
 
 def _log_setup(log, backend, gpu, size):
     """gpu_specter's first INFO lines (rank 0): the backend, the GPU, the communicators."""
-    log.info(f"Extracting with perfex {perfex.__version__} on its {backend} backend")
+    log.info(f"Extracting with perfex {perfex.__version__} on its {backend} backend", stacklevel=_CALLER)
     if gpu and backend != "cuda":
-        log.warning(f"gpu={gpu!r}: this perfex build has no CUDA backend; extracting on {backend}")
-    log.info(f"Using GPU: {backend == 'cuda'}")
+        log.warning(f"gpu={gpu!r}: this perfex build has no CUDA backend; extracting on {backend}", stacklevel=_CALLER)
+    log.info(f"Using GPU: {backend == 'cuda'}", stacklevel=_CALLER)
     # perfex deals patches over the ranks: a frame communicator of every rank.
-    log.info(f"Size of frame MPI comm: {size}")
-    log.info("Size of bundle MPI comm: 1")
+    log.info(f"Size of frame MPI comm: {size}", stacklevel=_CALLER)
+    log.info("Size of bundle MPI comm: 1", stacklevel=_CALLER)
 
 
 def _rank0_inputs(img, psf, wavelength, options):
@@ -181,10 +185,10 @@ def _checked_inputs(comm, img, psf, wavelength, options, log):
     if distributed:
         grid = comm.bcast(grid, root=0)
     if comm is None or comm.rank == 0:
-        log.info(f"Extracting wavelengths {grid[0]},{grid[1]},{grid[2]}")
-        log.info(f"Padding patches with {padding} wave bins on both ends")
+        log.info(f"Extracting wavelengths {grid[0]},{grid[1]},{grid[2]}", stacklevel=_CALLER)
+        log.info(f"Padding patches with {padding} wave bins on both ends", stacklevel=_CALLER)
         if distributed:
-            log.info("Sending inputs to other MPI ranks (each the pixels of its patches)")
+            log.info("Sending inputs to other MPI ranks (each the pixels of its patches)", stacklevel=_CALLER)
     return inputs, grid
 
 
@@ -193,11 +197,12 @@ def _result(frame, log):
     if frame.nonfinite_pixels:
         log.warning(
             f"{frame.nonfinite_pixels} NaN/Inf image or ivar pixels masked (ivar 0); "
-            "gpu_specter stops with a ValueError on such pixels with ivar > 0"
+            "gpu_specter stops with a ValueError on such pixels with ivar > 0",
+            stacklevel=_CALLER,
         )
     for warning in frame.warnings:
         if "NaN/Inf" not in warning:
-            log.warning(warning)
+            log.warning(warning, stacklevel=_CALLER)
     return dict(
         specflux=frame.flux,
         specivar=frame.ivar,
