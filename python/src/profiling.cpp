@@ -64,6 +64,14 @@ class PythonPhase {
 }  // namespace
 
 void register_profiling(py::module_& m) {
+  // Phase first: PhaseTimes.phase's signature names it.
+  py::class_<PythonPhase>(m, "Phase", "A phase of PhaseTimes.phase(name): a context manager.")
+      .def("__enter__", [](PythonPhase& p) { p.enter(); })
+      .def("__exit__",
+           [](PythonPhase& p, const py::object&, const py::object&, const py::object&) {
+             p.exit();
+             return false;
+           });
   py::class_<perfex::PhaseTimes, std::shared_ptr<perfex::PhaseTimes>>(
       m, "PhaseTimes",
       "The phases of a run (perfex::PhaseTimes), in the order they started, a phase that ran "
@@ -87,13 +95,6 @@ void register_profiling(py::module_& m) {
       .def("__repr__", [](const perfex::PhaseTimes& t) {
         return "<perfex.PhaseTimes of " + std::to_string(t.list().size()) + " phases>";
       });
-  py::class_<PythonPhase>(m, "Phase")
-      .def("__enter__", [](PythonPhase& p) { p.enter(); })
-      .def("__exit__",
-           [](PythonPhase& p, const py::object&, const py::object&, const py::object&) {
-             p.exit();
-             return false;
-           });
   m.def(
       "format_phases",
       [](const py::handle& phases, const std::string& title) {
