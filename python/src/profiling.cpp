@@ -67,11 +67,10 @@ void register_profiling(py::module_& m) {
   // Phase first: PhaseTimes.phase's signature names it.
   py::class_<PythonPhase>(m, "Phase", "A phase of PhaseTimes.phase(name): a context manager.")
       .def("__enter__", [](PythonPhase& p) { p.enter(); })
-      .def("__exit__",
-           [](PythonPhase& p, const py::object&, const py::object&, const py::object&) {
-             p.exit();
-             return false;
-           });
+      .def("__exit__", [](PythonPhase& p, const py::object&, const py::object&, const py::object&) {
+        p.exit();
+        return false;
+      });
   py::class_<perfex::PhaseTimes, std::shared_ptr<perfex::PhaseTimes>>(
       m, "PhaseTimes",
       "The phases of a run (perfex::PhaseTimes), in the order they started, a phase that ran "

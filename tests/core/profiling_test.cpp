@@ -35,8 +35,8 @@ TEST_CASE("profiling: a phase started inside another sits one level below it", "
   CHECK(times.level() == 0);
   { perfex::Phase again("job::inner", times); }  // a new phase at the top: its own entry
   using Names = std::vector<std::pair<std::string, int>>;
-  CHECK(names(times) == Names{{"driver::outer", 0}, {"job::inner", 1}, {"plan::step", 2},
-                              {"job::inner", 0}});
+  CHECK(names(times) ==
+        Names{{"driver::outer", 0}, {"job::inner", 1}, {"plan::step", 2}, {"job::inner", 0}});
   for (const perfex::PhaseTime& p : times.list()) CHECK(p.seconds >= 0);
 }
 
