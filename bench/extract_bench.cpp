@@ -132,7 +132,7 @@ PatchBatch<ExecSpace> make_patch_batch(const ExecSpace& exec, int npatches) {
                              Kokkos::View<const int**, Mem>(yc), dplan, nwt, psf.ny(), psf.nx());
   Kokkos::deep_copy(
       Kokkos::View<ex::PatchDesc*, Kokkos::HostSpace>(batch.plan.data(), batch.plan.size()), dplan);
-  ex::PatchGeometry geometry = ex::patch_geometry(opt, psf.ny(), psf.nx(), psf.hsizey());
+  ex::PatchGeometry geometry = ex::patch_geometry(opt, psf.ny(), psf.nx(), psf.spot_rows() / 2);
   for (const ex::PatchDesc& p : batch.plan) geometry.nfib = std::max(geometry.nfib, p.nfib);
   geometry.band = band;
   geometry.maxpix = maxpix;
@@ -149,8 +149,8 @@ PatchBatch<ExecSpace> make_patch_batch(const ExecSpace& exec, int npatches) {
       typename ex::PatchResults<Mem>::Bins("perfex::bench::ivar", nspec, nwave),
       typename ex::PatchResults<Mem>::Bins("perfex::bench::chi2pix", nspec, nwave),
       typename ex::PatchResults<Mem>::Bins("perfex::bench::pixmask", nspec, nwave),
-      typename ex::PatchResults<Mem>::Diagonals("perfex::bench::resolution", nspec,
-                                                2 * psf.hsizey() + 1, nwave),
+      typename ex::PatchResults<Mem>::Diagonals("perfex::bench::resolution", nspec, psf.spot_rows(),
+                                                nwave),
       Kokkos::View<int*, Mem>("perfex::bench::status", npatches));
   batch.patches = dplan;
   batch.solver.patches = dplan;  // the normal-equation steps run on their own over these
@@ -251,7 +251,7 @@ void extraction(benchmark::State& state, Scope scope) {
   const auto& psf = perfex_bench::bench_psf();
   const ExecSpace exec;
   const auto image = bench_image(exec);
-  const auto device_psf = ex::upload_psf(exec, psf);
+  const auto device_psf = perfex::psf::upload_psf(exec, psf);
   ex::Frame frame;
   for (auto _ : state)
     perfex_bench::timed(state, exec,

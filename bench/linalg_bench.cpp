@@ -29,8 +29,8 @@
 #include <KokkosBatched_Trsv_Decl.hpp>
 #include <KokkosBatched_Trsv_Serial_Impl.hpp>
 #include <perfex/config.hpp>
-#include <perfex/linalg/batched.hpp>
 #include <perfex/linalg/flops.hpp>
+#include <perfex/linalg/reference/batched.hpp>
 
 #include <cmath>
 #include <random>

@@ -3,7 +3,7 @@
 #include <perfex/config.hpp>
 #include <perfex/psf/synthetic.hpp>
 #ifdef PERFEX_BENCH_HAVE_IO
-#include <perfex/io/psf_fits.hpp>
+#include <perfex/io/psf_files.hpp>
 #endif
 #include <sys/resource.h>
 #include <sys/stat.h>

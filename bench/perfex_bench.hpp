@@ -6,7 +6,7 @@
 
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/linalg/flops.hpp>
-#include <perfex/psf/psf_data.hpp>
+#include <perfex/psf/gauss_hermite/data.hpp>
 #include <perfex/runtime.hpp>
 
 #include <cstdlib>

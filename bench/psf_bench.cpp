@@ -3,7 +3,7 @@
 // GFLOP/s from perfex_bench::flops::spot (separable evaluation, ≈ 4.9 k flop per DESI spot).
 #include "perfex_bench.hpp"
 
-#include <perfex/psf/gauss_hermite.hpp>
+#include <perfex/psf/gauss_hermite/model.hpp>
 
 namespace {
 

@@ -5,11 +5,11 @@
 // read noise 3 e-, whatever the PSF file's format. Deterministic for a seed.
 //
 //   perfex-bench-image PSF OUT [WMIN WMAX [SPECMIN NSPEC [SEED]]]   (5760 7620 0 500 20260101)
-#include <perfex/extract/psf_models.hpp>
 #include <perfex/extract/simulate.hpp>
 #include <perfex/extract/wavelength_grid.hpp>
 #include <perfex/io/image_fits.hpp>
-#include <perfex/io/psf_fits.hpp>
+#include <perfex/io/psf_files.hpp>
+#include <perfex/psf/any_psf.hpp>
 #include <perfex/runtime.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -33,12 +33,12 @@ int main(int argc, char** argv) {
     const int nspec = argc > 6 ? std::atoi(argv[6]) : 500;
     const unsigned seed =
         argc > 7 ? static_cast<unsigned>(std::strtoul(argv[7], nullptr, 10)) : 20260101u;
-    const perfex::psf::PsfData psf = perfex::io::read_psf(argv[1]);
+    const perfex::psf::AnyPsfData psf = perfex::io::read_psf(argv[1]);
     const std::vector<double> wave =
         perfex::extract::make_wavelength_grid(wmin - 60.0, wmax + 60.0, 0.8);
     const std::vector<double> photons = perfex::extract::make_test_spectra(nspec, wave, seed);
     Kokkos::DefaultHostExecutionSpace exec;
-    const auto sim = perfex::extract::with_psf_model(exec, psf, [&](const auto& model) {
+    const auto sim = perfex::psf::with_psf_model(exec, psf, [&](const auto& model) {
       return perfex::extract::simulate_image(exec, model, specmin, nspec, wave, photons, 3.0,
                                              seed + 1);
     });

@@ -18,7 +18,7 @@ constexpr int kFibres = 12, kCols = 300, kRows = 1400, kHalf = 4;  // spot box 9
 constexpr double kWave0 = 5000, kWave1 = 6000;                     // Å
 
 // What kernels copy: scalars only (a real model would hold Kokkos views here).
-struct Device {
+struct GaussianDevice {
   KOKKOS_INLINE_FUNCTION double u(double wave) const { return (wave - kWave0) / (kWave1 - kWave0); }
   KOKKOS_INLINE_FUNCTION double trace_x(int fibre, double wave) const {
     const double t = u(wave) - 0.5;
@@ -70,8 +70,8 @@ struct Device {
 template <class MemorySpace>
 struct GaussianPsf {
   using memory_space = MemorySpace;
-  using device_type = Device;
-  Device d;
+  using device_type = GaussianDevice;
+  GaussianDevice d;
   const device_type& device() const { return d; }
   int nfib() const { return kFibres; }
   int npix_x() const { return kCols; }

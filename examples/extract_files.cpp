@@ -4,7 +4,7 @@
 #include <perfex/extract/extract_frame.hpp>
 #include <perfex/io/frame_fits.hpp>
 #include <perfex/io/image_fits.hpp>
-#include <perfex/io/psf_fits.hpp>
+#include <perfex/io/psf_files.hpp>
 #include <perfex/runtime.hpp>
 
 #include <cstdio>

@@ -26,7 +26,7 @@ int main(int argc, char* argv[]) {
   opt.nsubbundles = 2;
   const auto wave = ex::make_wavelength_grid(opt.wmin, opt.wmax, opt.dw);
 
-  const auto psf = ex::upload_psf(exec, psf_data);                                     // once
+  const auto psf = perfex::psf::upload_psf(exec, psf_data);                            // once
   const auto plan = ex::plan_frame(exec, psf, psf_data.npix_y, psf_data.npix_x, opt);  // once
   std::printf("plan: %d patches, pixels rows %d-%d\n", plan.npatches(), plan.pixel_box().row0,
               plan.pixel_box().row1 - 1);

@@ -4,7 +4,7 @@
 #include <perfex/extract/extract_frame.hpp>
 #include <perfex/extract/simulate.hpp>
 #include <perfex/io/image_fits.hpp>
-#include <perfex/io/psf_fits.hpp>
+#include <perfex/io/psf_files.hpp>
 #include <perfex/psf/synthetic.hpp>
 #include <perfex/runtime.hpp>
 
@@ -20,7 +20,7 @@ int main(int argc, char* argv[]) {
   perfex::psf::SyntheticPsfOptions po;
   po.nfib = 25;  // one bundle
   const perfex::psf::GaussHermitePsfData psf_data = perfex::psf::make_synthetic_psf(po);
-  const auto psf = ex::upload_psf(exec, psf_data);
+  const auto psf = perfex::psf::upload_psf(exec, psf_data);
 
   ex::ExtractionOptions opt;  // DESI defaults
   opt.wmin = 6000;

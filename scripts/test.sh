@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # The test command: installs the dependencies (first run only: Debian packages, Kokkos, the
-# Python environment from the package index), checks the formatting (clang-format, ruff),
-# builds perfex with its tests, tools, benchmarks and Python package (pybind11 and the build's
-# interpreter from that environment: numpy 2, mpi4py 4, desispec), runs the suite on every
-# backend (Serial, OpenMP with 2 threads), the consumer projects, the Python suite under numpy
-# 2 and (the same extension) Debian's numpy 1 and mpi4py 3.1, the Python install routes and
-# stubs check, and the benchmark smoke runs, the package pip-installed on every Python 3.10-3.13
-# the machine has (scripts/test-pythons.sh), then the C++ suite (OpenMP) under
-# AddressSanitizer + UndefinedBehaviorSanitizer, and last, where a CUDA Kokkos exists, compiles
-# everything for CUDA (nothing runs: CI has no GPU).
+# Python environment from the package index); runs the fast gate first (scripts/check.sh: the
+# formatting, spelling and large-file checks in seconds, then the library tests on Serial and
+# the Python tests without MPI from the part of the build they need, so that those failures
+# show within minutes); builds the rest of perfex with its tests, tools, benchmarks and Python
+# package (pybind11 and the build's interpreter from that environment: numpy 2, mpi4py 4,
+# desispec; one build, the gate's included), runs the suite on every backend (Serial, OpenMP
+# with 2 threads), the consumer projects, the Python suite under numpy 2 and (the same
+# extension) Debian's numpy 1 and mpi4py 3.1, the Python install routes and stubs check, and
+# the benchmark smoke runs, the package pip-installed on every Python 3.10-3.13 the machine has
+# (scripts/test-pythons.sh), then the C++ suite (OpenMP) under AddressSanitizer +
+# UndefinedBehaviorSanitizer, and last, where a CUDA Kokkos exists, compiles everything for
+# CUDA (nothing runs: CI has no GPU).
 #
 # Environment: Kokkos_ROOT (a Kokkos of your own, see install-deps.sh), KOKKOS_CUDA_ROOT (a
 # CUDA Kokkos for the compile check; default: the one install-deps.sh builds where nvcc is
@@ -25,11 +28,15 @@ python_args=()
 jobs=$(nproc)
 build=${PERFEX_BUILD_DIR:-build}
 
-echo "== perfex: source format (.clang-format, ruff)"
-PERFEX_RUFF=${python:+$(dirname "$python")/ruff} bash scripts/format.sh --check
+echo "== perfex: the fast gate (scripts/check.sh) in the Release build (Kokkos at ${kokkos_prefix})"
+t0=$SECONDS
+PERFEX_RUFF=${python:+$(dirname "$python")/ruff} \
+PERFEX_CODESPELL=${python:+$(dirname "$python")/codespell} \
+  bash scripts/check.sh --build "$build" -- \
+    -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="${kokkos_prefix}" "${python_args[@]}"
+echo "== perfex: the fast gate passed ($((SECONDS - t0)) s)"
 
-echo "== perfex: Release build (Kokkos at ${kokkos_prefix})"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="${kokkos_prefix}" "${python_args[@]}" >/dev/null
+echo "== perfex: Release build, the rest"
 cmake --build "$build" -j "$jobs"
 (cd "$build" && ctest --output-on-failure -j 1 | tee ctest.log)
 # The Python stages' share of the run (for the CI time budget).

@@ -11,7 +11,7 @@
 #include <perfex/io/fits.hpp>
 #include <perfex/io/frame_fits.hpp>
 #include <perfex/io/image_fits.hpp>
-#include <perfex/io/psf_fits.hpp>
+#include <perfex/io/psf_files.hpp>
 #include <perfex/psf/synthetic.hpp>
 
 #include <algorithm>

@@ -7,7 +7,7 @@
 #include <perfex/extract/options.hpp>
 #include <perfex/extract/preflight.hpp>
 #include <perfex/profiling.hpp>
-#include <perfex/psf/psf_data.hpp>
+#include <perfex/psf/any_psf.hpp>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>

@@ -3,7 +3,7 @@
 #include "extraction.hpp"
 
 #include <perfex/io/image_fits.hpp>
-#include <perfex/io/psf_fits.hpp>
+#include <perfex/io/psf_files.hpp>
 
 #include <chrono>
 #include <ctime>
@@ -11,9 +11,9 @@
 
 namespace perfex_py {
 
-using perfex::psf::PsfData;
+using perfex::psf::AnyPsfData;
 
-FrameJob::FrameJob(const PsfData& psf, const perfex::extract::Request& request, int ccd_rows,
+FrameJob::FrameJob(const AnyPsfData& psf, const perfex::extract::Request& request, int ccd_rows,
                    int ccd_cols, const perfex::extract::ParameterNames& names,
                    const std::string& backend, Times times, bool frame_warnings)
     : psf_(psf),
@@ -26,7 +26,7 @@ FrameJob::FrameJob(const PsfData& psf, const perfex::extract::Request& request, 
   resolved_ = perfex::extract::check_job(request, psf_, ccd_rows, ccd_cols, names, *times_);
 }
 
-FrameJob::FrameJob(const PsfData& psf, perfex::extract::ResolvedRequest resolved, int ccd_rows,
+FrameJob::FrameJob(const AnyPsfData& psf, perfex::extract::ResolvedRequest resolved, int ccd_rows,
                    int ccd_cols, const std::string& backend, Times times)
     : psf_(psf),
       resolved_(std::move(resolved)),
@@ -125,7 +125,7 @@ namespace {
 // (wall, CPU) seconds of the C++ call alone, its result dropped: the baseline the benchmark
 // measures the Python call's overhead against. host_copy: the C++ entry for host arrays instead
 // (extract_frame of a CcdImage holding a copy of the image, which it checks and uploads).
-std::pair<double, double> time_extract_frame(HostImage& image, const PsfData& psf,
+std::pair<double, double> time_extract_frame(HostImage& image, const AnyPsfData& psf,
                                              const perfex::extract::ExtractionOptions& options,
                                              const std::string& backend, bool host_copy) {
   require_runtime();
@@ -161,7 +161,7 @@ py::dict reference_extract(const std::string& image_path, const std::string& psf
                            const std::string& backend) {
   require_runtime();
   perfex::extract::Frame frame = kokkos_thread().run([&] {
-    const PsfData psf = perfex::io::read_psf(psf_path);
+    const AnyPsfData psf = perfex::io::read_psf(psf_path);
     const perfex::io::PreprocImage image = perfex::io::read_preproc(image_path);
     return perfex::with_backend(backend, [&](const auto& exec) {
       return perfex::extract::extract_frame(exec, psf, image.ccd, options);
@@ -183,7 +183,7 @@ void def_extract(py::class_<FrameJob>& job) {
 
 void register_extraction(py::module_& m) {
   py::class_<FrameJob> job(m, "FrameJob");
-  job.def(py::init([](const PsfData& psf, const py::dict& options, int ccd_rows, int ccd_cols,
+  job.def(py::init([](const AnyPsfData& psf, const py::dict& options, int ccd_rows, int ccd_cols,
                       bool wavelength_given, bool nspec_given, bool allow_image_size_mismatch,
                       const std::string& backend, const py::object& times, bool frame_warnings) {
             perfex::extract::Request request;
@@ -212,7 +212,7 @@ void register_extraction(py::module_& m) {
                              "The warnings the frames start with: the check's, or none.")
       .def_property_readonly("backend", &FrameJob::backend)
       .def_property_readonly(
-          "psf", [](const FrameJob& j) { return std::make_shared<PsfData>(j.psf()); },
+          "psf", [](const FrameJob& j) { return std::make_shared<AnyPsfData>(j.psf()); },
           "The job's PSF (a copy).")
       .def_property_readonly(
           "ccd_shape", [](const FrameJob& j) { return py::make_tuple(j.ccd_rows(), j.ccd_cols()); })

@@ -34,7 +34,7 @@ struct PlannedJobs<std::tuple<E...>> {
   static std::variant<Jobs...> as_variant(std::tuple<Jobs...>*);
   using type = decltype(as_variant(
       static_cast<decltype(std::tuple_cat(
-          std::declval<typename BackendJobs<E, perfex::psf::PsfData::Model>::type>()...))*>(
+          std::declval<typename BackendJobs<E, perfex::psf::AnyPsfData::Formats>::type>()...))*>(
           nullptr)));
 };
 }  // namespace job_detail
@@ -46,13 +46,13 @@ class FrameJob : public HoldsKokkos {
   // job::check of `request` for a ccd_rows x ccd_cols image on `backend`, its phases timed into
   // `times` (the caller's: its own phases hold the job's). frame_warnings: the frames start
   // with the check's warnings (false: another rank's frame, whose check rank 0 reports).
-  FrameJob(const perfex::psf::PsfData& psf, const perfex::extract::Request& request, int ccd_rows,
-           int ccd_cols, const perfex::extract::ParameterNames& names, const std::string& backend,
-           Times times, bool frame_warnings);
+  FrameJob(const perfex::psf::AnyPsfData& psf, const perfex::extract::Request& request,
+           int ccd_rows, int ccd_cols, const perfex::extract::ParameterNames& names,
+           const std::string& backend, Times times, bool frame_warnings);
   // A request resolved already (a frame's files: check_files_job, which notes its warnings for
   // the frame file's header, so the frames do not repeat them).
-  FrameJob(const perfex::psf::PsfData& psf, perfex::extract::ResolvedRequest resolved, int ccd_rows,
-           int ccd_cols, const std::string& backend, Times times);
+  FrameJob(const perfex::psf::AnyPsfData& psf, perfex::extract::ResolvedRequest resolved,
+           int ccd_rows, int ccd_cols, const std::string& backend, Times times);
 
   // job::plan, once.
   void plan();
@@ -84,7 +84,7 @@ class FrameJob : public HoldsKokkos {
   template <class F>
   decltype(auto) with_plan(F&& f);
 
-  perfex::psf::PsfData psf_;
+  perfex::psf::AnyPsfData psf_;
   perfex::extract::ResolvedRequest resolved_;
   int ccd_rows_ = 0, ccd_cols_ = 0;
   std::string backend_;

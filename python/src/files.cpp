@@ -106,9 +106,10 @@ void register_files(py::module_& m) {
            py::arg("warn") = py::none(), py::arg("times") = py::none(),
            "files::inputs: the outputs checked, the PSF and the image's header read; the phases "
            "of these files and of their job timed into times (a PhaseTimes; None: their own).")
-      .def_property_readonly(
-          "psf",
-          [](const FrameFiles& f) { return std::make_shared<perfex::psf::PsfData>(f.files().psf); })
+      .def_property_readonly("psf",
+                             [](const FrameFiles& f) {
+                               return std::make_shared<perfex::psf::AnyPsfData>(f.files().psf);
+                             })
       .def_property_readonly("ccd_shape",
                              [](const FrameFiles& f) {
                                return py::make_tuple(f.files().ccd_rows(), f.files().ccd_cols());

@@ -10,6 +10,7 @@
 namespace perfex_py {
 
 void register_images(py::module_& m) {
+  m.attr("DEFAULT_MASK_BITS") = perfex::io::kDefaultMaskBits;
   m.def(
       "read_preproc",
       [](const std::string& path, std::uint32_t mask_bits, const py::object& box) {
@@ -25,7 +26,8 @@ void register_images(py::module_& m) {
         }
         return preproc_to_dict(std::move(img));
       },
-      py::arg("path"), py::arg("mask_bits") = 0x2FF, py::arg("box") = py::none());
+      py::arg("path"), py::arg("mask_bits") = perfex::io::kDefaultMaskBits,
+      py::arg("box") = py::none());
   m.def("preproc_shape", [](const std::string& path) {
     perfex::extract::PixelBox extent;
     {

@@ -1,8 +1,8 @@
-// PSFs of every format perfex reads (perfex::psf::PsfData): read from files, converted from and
+// PSFs of every format perfex reads (perfex::psf::AnyPsfData): read from files, converted from and
 // to dicts (pickling, MPI broadcasts, PSFs built from arrays such as gpu_specter's tables), and
 // evaluated like specter's PSF.xypix.
-#include <perfex/extract/psf_models.hpp>
-#include <perfex/io/psf_fits.hpp>
+#include <perfex/io/psf_files.hpp>
+#include <perfex/psf/any_psf.hpp>
 #include <perfex/psf/synthetic.hpp>
 #include <perfex/runtime.hpp>
 
@@ -14,9 +14,9 @@
 
 namespace perfex_py {
 
+using perfex::psf::AnyPsfData;
 using perfex::psf::GaussHermite2PsfData;
 using perfex::psf::GaussHermitePsfData;
-using perfex::psf::PsfData;
 using perfex::psf::SpotGridPsfData;
 
 namespace {
@@ -82,7 +82,7 @@ py::dict gauss_hermite_dict(const GaussHermitePsfData& d) {
   return s;
 }
 
-py::dict psf_to_dict(const PsfData& psf) {
+py::dict psf_to_dict(const AnyPsfData& psf) {
   if (const auto* gh = psf.get_if<GaussHermitePsfData>()) return gauss_hermite_dict(*gh);
   if (const auto* gh2 = psf.get_if<GaussHermite2PsfData>()) {
     py::dict s = gauss_hermite_dict(gh2->gh);
@@ -159,10 +159,10 @@ GaussHermitePsfData gauss_hermite_from_dict(const py::dict& s) {
   return d;
 }
 
-std::shared_ptr<PsfData> psf_from_dict(const py::dict& s) {
+std::shared_ptr<AnyPsfData> psf_from_dict(const py::dict& s) {
   const std::string type =
       s.contains("psftype") ? field<std::string>(s, "psftype") : "GAUSS-HERMITE";
-  PsfData psf;
+  AnyPsfData psf;
   if (type == "GAUSS-HERMITE") {
     psf = gauss_hermite_from_dict(s);
   } else if (type == "GAUSS-HERMITE2") {
@@ -200,12 +200,12 @@ std::shared_ptr<PsfData> psf_from_dict(const py::dict& s) {
                 "' is not one perfex reads (GAUSS-HERMITE, GAUSS-HERMITE2, SPOTGRID)");
   }
   psf.validate();
-  return std::make_shared<PsfData>(std::move(psf));
+  return std::make_shared<AnyPsfData>(std::move(psf));
 }
 
 // specter's PSF.xypix(ispec, wavelength) without the clipping to the CCD: (xslice, yslice,
 // pixels[ny][nx]) of the normalised spot, on the host backend.
-py::tuple xypix(const PsfData& psf, int fibre, double wavelength) {
+py::tuple xypix(const AnyPsfData& psf, int fibre, double wavelength) {
   py::module_::import("perfex.runtime").attr("initialize")();  // as the API's first call starts it
   require_runtime();
   const int nfib = psf.summary().nfib;
@@ -227,7 +227,7 @@ py::tuple xypix(const PsfData& psf, int fibre, double wavelength) {
   int col0 = 0, row0 = 0, ny = 0, nx = 0;
   kokkos_thread().run([&] {
     const Kokkos::DefaultHostExecutionSpace exec;
-    perfex::extract::with_psf_model(exec, psf, [&](const auto& model) {
+    perfex::psf::with_psf_model(exec, psf, [&](const auto& model) {
       using Mem = typename std::decay_t<decltype(model)>::memory_space;
       ny = model.spot_rows();
       nx = model.spot_cols();
@@ -251,9 +251,9 @@ py::tuple xypix(const PsfData& psf, int fibre, double wavelength) {
 }  // namespace
 
 void register_psf(py::module_& m) {
-  py::class_<PsfData, std::shared_ptr<PsfData>> psf(m, "Psf");
+  py::class_<AnyPsfData, std::shared_ptr<AnyPsfData>> psf(m, "Psf");
   auto summary = [](auto member) {
-    return [member](const PsfData& d) { return d.summary().*member; };
+    return [member](const AnyPsfData& d) { return d.summary().*member; };
   };
   psf.def_property_readonly("source", summary(&perfex::psf::PsfSummary::source))
       .def_property_readonly("psftype", summary(&perfex::psf::PsfSummary::type))
@@ -266,15 +266,17 @@ void register_psf(py::module_& m) {
       .def_property_readonly("spot_rows", summary(&perfex::psf::PsfSummary::spot_rows))
       .def_property_readonly("spot_cols", summary(&perfex::psf::PsfSummary::spot_cols))
       // The spot box's half sizes (HSIZEX/HSIZEY for a GAUSS-HERMITE PSF).
-      .def_property_readonly("hsizex", [](const PsfData& d) { return d.summary().spot_cols / 2; })
-      .def_property_readonly("hsizey", [](const PsfData& d) { return d.summary().spot_rows / 2; })
+      .def_property_readonly("hsizex",
+                             [](const AnyPsfData& d) { return d.summary().spot_cols / 2; })
+      .def_property_readonly("hsizey",
+                             [](const AnyPsfData& d) { return d.summary().spot_rows / 2; })
       .def_property_readonly("fibermin",
-                             [](const PsfData& d) {
+                             [](const AnyPsfData& d) {
                                const auto* gh = d.get_if<GaussHermitePsfData>();
                                return gh ? gh->fibermin : 0;
                              })
       .def_property_readonly("param_names",
-                             [](const PsfData& d) {
+                             [](const AnyPsfData& d) {
                                if (const auto* gh = d.get_if<GaussHermitePsfData>())
                                  return gh->param_names;
                                if (const auto* gh2 = d.get_if<GaussHermite2PsfData>())
@@ -288,13 +290,13 @@ void register_psf(py::module_& m) {
            "CCD columns and rows it covers (specter's PSF.xypix, not clipped to the CCD). A "
            "wavelength outside the PSF's domain (or not finite) is a RequestError.")
       .def("__repr__",
-           [](const PsfData& d) {
+           [](const AnyPsfData& d) {
              const auto s = d.summary();
              return "<perfex.Psf " + d.label() + ": " + s.type + ", " + std::to_string(s.nfib) +
                     " fibres, " + std::to_string(s.wavemin) + "-" + std::to_string(s.wavemax) +
                     " A>";
            })
-      .def(py::pickle([](const PsfData& d) { return psf_to_dict(d); },
+      .def(py::pickle([](const AnyPsfData& d) { return psf_to_dict(d); },
                       [](const py::dict& s) { return psf_from_dict(s); }));
   m.def(
       "write_synthetic_psfs",
@@ -322,7 +324,7 @@ void register_psf(py::module_& m) {
       "read_psf",
       [](const std::string& path) {
         py::gil_scoped_release nogil;
-        return std::make_shared<PsfData>(perfex::io::read_psf(path));
+        return std::make_shared<AnyPsfData>(perfex::io::read_psf(path));
       },
       py::arg("path"));
 }

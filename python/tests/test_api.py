@@ -1,6 +1,7 @@
 """The numpy API: against the C++ path, the gpu_specter references, zero-copy and converted
 input, outputs, errors, logging, the GIL."""
 
+import inspect
 import logging
 import os
 import pickle
@@ -144,6 +145,15 @@ def test_float32_preproc_values(masked, psf):
         perfex.extract_frame(p32, w32, psf, progress=False, **QUICK),
         perfex.extract_frame(masked.pixels, masked.ivar, psf, progress=False, **QUICK),
     )
+
+
+def test_one_default_mask(masked):
+    """read_preproc's default MASK bits are the library's (desispec's 0x2FF: bit 8 does not
+    mask), and they mask as given explicitly."""
+    assert _perfex.DEFAULT_MASK_BITS == 0x2FF
+    assert inspect.signature(perfex.read_preproc).parameters["mask_bits"].default == _perfex.DEFAULT_MASK_BITS
+    again = perfex.read_preproc(masked.path, _perfex.DEFAULT_MASK_BITS)
+    assert np.array_equal(again.ivar, masked.ivar) and again.masked_pixels == masked.masked_pixels
 
 
 def test_nonfinite_pixels_are_masked(masked, psf):

@@ -131,7 +131,7 @@ PERFEX_BACKEND_TEST_CASE("the plan's corners are the spot kernel's", "[extract]"
   PERFEX_ONLY_SELECTED_BACKEND();
   using Mem = typename TestType::memory_space;
   const TestType exec;
-  const auto psf = ex::upload_psf(exec, scene().psf);
+  const auto psf = perfex::psf::upload_psf(exec, scene().psf);
   ex::ExtractionOptions o = scene_options();
   const auto plan = ex::plan_frame(exec, psf, scene().image.nrows, scene().image.ncols, o);
   const int nf = psf.nfib(), nk = static_cast<int>(plan.fullwave.size());
@@ -176,7 +176,7 @@ PERFEX_BACKEND_TEST_CASE("the memory budget cuts the launches; the results stay 
   check_bitwise_equal(automatic, one);
 
   // Room for the largest sub-bundle's spots (4 solved fibres) and three patches.
-  const auto psf = ex::upload_psf(exec, scene().psf);
+  const auto psf = perfex::psf::upload_psf(exec, scene().psf);
   const auto plan = ex::plan_frame(exec, psf, scene().image.nrows, scene().image.ncols, o);
   const double per_fibre = double(plan.fullwave.size()) *
                            (double(psf.nx()) * psf.ny() * sizeof(double) + 2 * sizeof(int));
@@ -204,7 +204,7 @@ PERFEX_BACKEND_TEST_CASE("a 500-fibre r frame plans at most 2 solver launches in
   PERFEX_ONLY_SELECTED_BACKEND();
   const TestType exec;
   const auto data = perfex::psf::make_synthetic_psf();  // the DESI r camera's geometry
-  const auto psf = ex::upload_psf(exec, data);
+  const auto psf = perfex::psf::upload_psf(exec, data);
   ex::ExtractionOptions o;  // DESI defaults: 500 fibres, 5760-7620 A
   o.memory_budget = std::int64_t(8192) << 20;
   o.batch_patches = 1 << 20;  // as a device plans: the budget alone bounds the batch
@@ -287,7 +287,7 @@ PERFEX_BACKEND_TEST_CASE("ranges of the plan, their model blocks added in turn, 
   ex::ExtractionOptions o = scene_options();
   o.model_image = true;
   o.batch_patches = 3;  // several launches per range
-  const auto psf = ex::upload_psf(exec, scene().psf);
+  const auto psf = perfex::psf::upload_psf(exec, scene().psf);
   const auto image = ex::upload_image(exec, scene().image);
   const auto plan = ex::plan_frame(exec, psf, scene().image.nrows, scene().image.ncols, o);
   const ex::Frame whole = ex::extract_frame(exec, plan, psf, image);
@@ -319,7 +319,7 @@ PERFEX_BACKEND_TEST_CASE("an image region holding every patch window gives the s
   PERFEX_ONLY_SELECTED_BACKEND();
   const TestType exec;
   const ex::CcdImage& full = scene().image;
-  const auto psf = ex::upload_psf(exec, scene().psf);
+  const auto psf = perfex::psf::upload_psf(exec, scene().psf);
   const auto plan = ex::plan_frame(exec, psf, full.nrows, full.ncols, scene_options());
   const auto box = plan.pixel_box();
   REQUIRE(box.row1 - box.row0 < full.nrows);  // the region is smaller than the CCD
@@ -353,7 +353,7 @@ PERFEX_BACKEND_TEST_CASE("a device-resident PSF and image are extracted again wi
                          "[extract]") {
   PERFEX_ONLY_SELECTED_BACKEND();
   const TestType exec;
-  const auto psf = ex::upload_psf(exec, scene().psf);
+  const auto psf = perfex::psf::upload_psf(exec, scene().psf);
   const auto image = ex::upload_image(exec, scene().image);
   const ex::Frame host = extract<TestType>(scene().image);
   const ex::Frame first = ex::extract_frame(exec, psf, image, scene_options());

@@ -79,7 +79,7 @@ PixelSetup<ExecSpace> make_pixel_setup() {
   const PixelScene& sc = pixel_scene();
   const ExecSpace exec;
   PixelSetup<ExecSpace> s;
-  const auto psf = ex::upload_psf(exec, sc.psf);
+  const auto psf = perfex::psf::upload_psf(exec, sc.psf);
   const auto plan = ex::plan_frame(exec, psf, sc.image.nrows, sc.image.ncols, sc.opt);
   REQUIRE(plan.launches.groups.size() == 1);
   REQUIRE(plan.launches.groups.front().fibre_lo == 0);  // patch fibres are the PSF's
@@ -98,7 +98,7 @@ PixelSetup<ExecSpace> make_pixel_setup() {
   s.nwt = plan.geometry.nwt;
   s.nmax = plan.geometry.nmax();
   const int nspec = sc.opt.nspec, nwave = static_cast<int>(plan.wave.size());
-  const int ndiag = psf.hsizey();
+  const int ndiag = psf.spot_rows() / 2;  // the resolution band (psf/model.hpp)
   using Bins = typename ex::PatchResults<Mem>::Bins;
   const Bins flux("flux", nspec, nwave);
   auto hf = Kokkos::create_mirror_view(flux);  // a flux for the model's blocks

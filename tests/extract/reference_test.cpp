@@ -9,7 +9,7 @@
 #include <perfex/extract/extract_frame.hpp>
 #include <perfex/io/fits.hpp>
 #include <perfex/io/image_fits.hpp>
-#include <perfex/io/psf_fits.hpp>
+#include <perfex/io/psf_files.hpp>
 
 #include <algorithm>
 #include <cmath>

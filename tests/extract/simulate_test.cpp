@@ -1,7 +1,7 @@
 #include "perfex_test.hpp"
 
 #include <perfex/extract/simulate.hpp>
-#include <perfex/psf/gauss_hermite.hpp>
+#include <perfex/psf/gauss_hermite/model.hpp>
 #include <perfex/psf/synthetic.hpp>
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 #include <perfex/error.hpp>
 #include <perfex/io/frame_fits.hpp>
 #include <perfex/io/image_fits.hpp>
-#include <perfex/io/psf_fits.hpp>
+#include <perfex/io/psf_files.hpp>
 
 #include <cstdio>
 #include <cstdlib>

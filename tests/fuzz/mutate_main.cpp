@@ -13,7 +13,7 @@
 
 #include <perfex/io/frame_fits.hpp>
 #include <perfex/io/image_fits.hpp>
-#include <perfex/io/psf_fits.hpp>
+#include <perfex/io/psf_files.hpp>
 #include <perfex/psf/synthetic.hpp>
 
 #include <chrono>

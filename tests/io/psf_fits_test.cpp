@@ -12,7 +12,7 @@
 #include <limits>
 
 #include <perfex/io/fits.hpp>
-#include <perfex/io/psf_fits.hpp>
+#include <perfex/io/psf_files.hpp>
 #include <perfex/psf/synthetic.hpp>
 
 using perfex::io::FitsFile;

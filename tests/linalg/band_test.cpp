@@ -6,7 +6,7 @@
 
 #include <perfex/config.hpp>
 #include <perfex/linalg/band_cholesky.hpp>
-#include <perfex/linalg/batched.hpp>
+#include <perfex/linalg/reference/batched.hpp>
 
 #include "linalg_test_util.hpp"
 

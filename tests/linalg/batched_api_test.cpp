@@ -3,7 +3,7 @@
 // on strided subviews.
 #include "perfex_test.hpp"
 
-#include <perfex/linalg/batched.hpp>
+#include <perfex/linalg/reference/batched.hpp>
 
 #include <vector>
 

@@ -4,8 +4,8 @@
 #include "perfex_test.hpp"
 
 #include <perfex/config.hpp>
-#include <perfex/linalg/batched.hpp>
 #include <perfex/linalg/eigen.hpp>
+#include <perfex/linalg/reference/batched.hpp>
 #include <perfex/linalg/reference/cholesky.hpp>
 #include <perfex/linalg/reference/lapack.hpp>
 

@@ -4,8 +4,8 @@
 #include "perfex_test.hpp"
 
 #include <perfex/config.hpp>
-#include <perfex/linalg/batched.hpp>
 #include <perfex/linalg/eigen.hpp>
+#include <perfex/linalg/reference/batched.hpp>
 #include <perfex/linalg/reference/cholesky.hpp>
 #include <perfex/linalg/reference/lapack.hpp>
 
@@ -167,14 +167,14 @@ PERFEX_BACKEND_TEST_CASE(
   pl::batched_syev(TestType(), E, w, se);
   TestType().fence();
   auto sh = to_host(st);
-  auto seh = to_host(se);
+  auto eig_status = to_host(se);
   CHECK(sh(0) == pl::ok);
   CHECK(sh(1) == pl::ok);
   CHECK(sh(2) == pl::not_positive_definite);
   CHECK(sh(3) == pl::ok);
   CHECK(sh(4) == pl::not_positive_definite);
-  CHECK(seh(2) == pl::ok);  // symmetric indefinite: fine for the eigensolver
-  CHECK(seh(4) == pl::not_converged);
+  CHECK(eig_status(2) == pl::ok);  // symmetric indefinite: fine for the eigensolver
+  CHECK(eig_status(4) == pl::not_converged);
   // Neighbours: bitwise the result of factoring them alone, finite.
   auto Lh = to_host(A);
   auto Vh = to_host(E);

@@ -8,8 +8,8 @@
 #include <cmath>
 
 #include <perfex/io/fits.hpp>
-#include <perfex/io/psf_fits.hpp>
-#include <perfex/psf/gauss_hermite.hpp>
+#include <perfex/io/psf_files.hpp>
+#include <perfex/psf/gauss_hermite/model.hpp>
 
 using perfex_psf_test::Mem;
 

@@ -12,7 +12,7 @@
 #include "io/io_test_util.hpp"
 
 #include <perfex/io/fits.hpp>
-#include <perfex/io/psf_fits.hpp>
+#include <perfex/io/psf_files.hpp>
 #endif
 
 #include <algorithm>
@@ -42,7 +42,7 @@ perfex::psf::GaussHermitePsfData small_psf(double tailamp = 0.0) {
 }
 
 // The synthetic PSF in every format, as host data.
-std::vector<perfex::psf::PsfData> every_format() {
+std::vector<perfex::psf::AnyPsfData> every_format() {
   const auto gh = small_psf(0.002);
   return {gh, perfex::psf::as_gauss_hermite2(gh), perfex::psf::make_spot_grid_psf(small_psf())};
 }
@@ -89,9 +89,9 @@ PERFEX_BACKEND_TEST_CASE("psf models: normalised spots around the trace", "[psf]
   PERFEX_ONLY_SELECTED_BACKEND();
   const TestType exec;
   const std::vector<double> waves{5600.0, 6000.5, 6412.3, 7000.0, 7700.9};
-  for (const perfex::psf::PsfData& data : every_format()) {
+  for (const perfex::psf::AnyPsfData& data : every_format()) {
     CAPTURE(data.summary().type);
-    perfex::extract::with_psf_model(exec, data, [&](const auto& psf) {
+    perfex::psf::with_psf_model(exec, data, [&](const auto& psf) {
       const HostSpots h = spots_of(exec, psf, waves);
       const std::size_t box = static_cast<std::size_t>(h.ny) * h.nx;
       for (std::size_t s = 0; s < h.c0.size(); ++s) {
@@ -120,9 +120,9 @@ PERFEX_BACKEND_TEST_CASE("psf models: the plan's corners are each model's spot c
   PERFEX_ONLY_SELECTED_BACKEND();
   const TestType exec;
   const std::vector<double> waves{5700.0, 6100.25, 6900.0};
-  for (const perfex::psf::PsfData& data : every_format()) {
+  for (const perfex::psf::AnyPsfData& data : every_format()) {
     CAPTURE(data.summary().type);
-    perfex::extract::with_psf_model(exec, data, [&](const auto& psf) {
+    perfex::psf::with_psf_model(exec, data, [&](const auto& psf) {
       using Psf = std::decay_t<decltype(psf)>;
       using Mem = typename TestType::memory_space;
       const HostSpots h = spots_of(exec, psf, waves);
@@ -160,9 +160,9 @@ PERFEX_BACKEND_TEST_CASE("psf models: simulate and extract through each model", 
   opt.nsubbundles = 2;
   const std::vector<double> wave = ex::make_wavelength_grid(opt.wmin, opt.wmax, opt.dw);
   const std::vector<double> truth = ex::make_test_spectra(opt.nspec, wave, 3);
-  for (const perfex::psf::PsfData& data : every_format()) {
+  for (const perfex::psf::AnyPsfData& data : every_format()) {
     CAPTURE(data.summary().type);
-    const ex::SimulatedImage sim = ex::with_psf_model(exec, data, [&](const auto& psf) {
+    const ex::SimulatedImage sim = perfex::psf::with_psf_model(exec, data, [&](const auto& psf) {
       return ex::simulate_image(exec, psf, 0, opt.nspec, wave, truth, 3.0, 17);
     });
     const ex::Frame frame = ex::extract_frame(exec, data, sim.ccd, opt);
@@ -192,7 +192,7 @@ TEST_CASE("psf files: the synthetic PSF in every layout reads back as written", 
 
   SECTION("GAUSS-HERMITE PSFVER 2: the same PSF, its series padded to one length") {
     write_psf(tmp.file("v2.fits"), gh, 2);
-    const perfex::psf::PsfData back = read_psf(tmp.file("v2.fits"));
+    const perfex::psf::AnyPsfData back = read_psf(tmp.file("v2.fits"));
     const auto* d = back.get_if<perfex::psf::GaussHermitePsfData>();
     REQUIRE(d != nullptr);
     CHECK(back.summary().type == "GAUSS-HERMITE");
@@ -215,7 +215,7 @@ TEST_CASE("psf files: the synthetic PSF in every layout reads back as written", 
   SECTION("GAUSS-HERMITE2") {
     const auto gh2 = perfex::psf::as_gauss_hermite2(gh);
     write_psf(tmp.file("gh2.fits"), gh2);
-    const perfex::psf::PsfData back = read_psf(tmp.file("gh2.fits"));
+    const perfex::psf::AnyPsfData back = read_psf(tmp.file("gh2.fits"));
     const auto* d = back.get_if<perfex::psf::GaussHermite2PsfData>();
     REQUIRE(d != nullptr);
     CHECK(d->ghdegx2 == gh2.ghdegx2);
@@ -226,7 +226,7 @@ TEST_CASE("psf files: the synthetic PSF in every layout reads back as written", 
   SECTION("SPOTGRID") {
     const auto grid = perfex::psf::make_spot_grid_psf(gh);
     write_psf(tmp.file("spots.fits"), grid);
-    const perfex::psf::PsfData back = read_psf(tmp.file("spots.fits"));
+    const perfex::psf::AnyPsfData back = read_psf(tmp.file("spots.fits"));
     const auto* d = back.get_if<perfex::psf::SpotGridPsfData>();
     REQUIRE(d != nullptr);
     CHECK(d->spots == grid.spots);

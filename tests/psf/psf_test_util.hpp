@@ -5,7 +5,7 @@
 #include <vector>
 
 #include <perfex/detail/team_shape.hpp>
-#include <perfex/psf/gauss_hermite.hpp>
+#include <perfex/psf/gauss_hermite/model.hpp>
 
 namespace perfex_psf_test {
 

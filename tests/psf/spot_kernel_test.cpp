@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include <perfex/psf/gauss_hermite.hpp>
+#include <perfex/psf/gauss_hermite/model.hpp>
 #include <perfex/psf/synthetic.hpp>
 
 using perfex::psf::GaussHermitePsf;

@@ -7,7 +7,7 @@
 //   psf500.fits, image500.fits  500 fibres on an 8-row CCD strip (size checks only)
 #include <perfex/io/fits.hpp>
 #include <perfex/io/image_fits.hpp>
-#include <perfex/io/psf_fits.hpp>
+#include <perfex/io/psf_files.hpp>
 #include <perfex/psf/synthetic.hpp>
 
 #include <cstdint>

@@ -16,10 +16,11 @@
 #include <perfex/extract/model_image.hpp>
 #include <perfex/extract/options.hpp>
 #include <perfex/extract/patch_solver.hpp>
-#include <perfex/extract/psf_models.hpp>
 #include <perfex/extract/wavelength_grid.hpp>
 #include <perfex/memory.hpp>
 #include <perfex/profiling.hpp>
+#include <perfex/psf/any_psf.hpp>
+#include <perfex/psf/kernels.hpp>
 #include <perfex/psf/model.hpp>
 
 #include <algorithm>
@@ -379,17 +380,17 @@ Frame extract_frame(const ExecSpace& exec, const Psf& psf,
 
 // Host PSF data (any format perfex reads): uploaded for this call only.
 template <class ExecSpace>
-Frame extract_frame(const ExecSpace& exec, const psf::PsfData& psf_data,
+Frame extract_frame(const ExecSpace& exec, const psf::AnyPsfData& psf_data,
                     const DeviceImage<typename ExecSpace::memory_space>& image,
                     const ExtractionOptions& options, const ProgressCallback& progress = {}) {
-  return with_psf_model(exec, psf_data, [&](const auto& model) {
+  return psf::with_psf_model(exec, psf_data, [&](const auto& model) {
     return extract_frame(exec, model, image, options, progress);
   });
 }
 
 // Host PSF data and host image: both uploaded for this call only.
 template <class ExecSpace>
-Frame extract_frame(const ExecSpace& exec, const psf::PsfData& psf_data, const CcdImage& image,
+Frame extract_frame(const ExecSpace& exec, const psf::AnyPsfData& psf_data, const CcdImage& image,
                     const ExtractionOptions& options, const ProgressCallback& progress = {}) {
   return extract_frame(exec, psf_data, upload_image(exec, image), options, progress);
 }

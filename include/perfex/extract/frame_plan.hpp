@@ -15,6 +15,7 @@
 #include <perfex/extract/wavelength_grid.hpp>
 #include <perfex/memory.hpp>
 #include <perfex/profiling.hpp>
+#include <perfex/psf/kernels.hpp>
 #include <perfex/psf/model.hpp>
 
 #include <algorithm>

@@ -13,7 +13,6 @@
 #include <perfex/extract/frame_plan.hpp>
 #include <perfex/extract/image.hpp>
 #include <perfex/extract/preflight.hpp>
-#include <perfex/extract/psf_models.hpp>
 #include <perfex/profiling.hpp>
 #include <perfex/psf/any_psf.hpp>
 
@@ -24,7 +23,7 @@ namespace perfex {
 namespace extract {
 
 // The request checked and adapted (resolve_request's refusals, warnings and memory estimate).
-inline ResolvedRequest check_job(const Request& request, const psf::PsfData& psf, int ccd_rows,
+inline ResolvedRequest check_job(const Request& request, const psf::AnyPsfData& psf, int ccd_rows,
                                  int ccd_cols, const ParameterNames& names, PhaseTimes& times) {
   Phase phase("job::check", times);
   return resolve_request(request, psf, ccd_rows, ccd_cols, names);
@@ -42,7 +41,7 @@ struct PlannedJob {
 
 // The planned job of PSF data of one format (GaussHermitePsfData, ...) on exec.
 template <class ExecSpace, class PsfFormat>
-using PlannedJobOf = PlannedJob<ExecSpace, DeviceModel<ExecSpace, PsfFormat>>;
+using PlannedJobOf = PlannedJob<ExecSpace, psf::ModelOf<ExecSpace, PsfFormat>>;
 
 // The job planned on exec for a ccd_rows x ccd_cols CCD from PSF data of one format, once the
 // run is known to fit in the device's free memory.
@@ -52,7 +51,7 @@ PlannedJobOf<ExecSpace, PsfFormat> plan_job(const ExecSpace& exec, const PsfForm
                                             int ccd_cols, PhaseTimes& times) {
   Phase phase("job::plan", times);
   check_device_memory<ExecSpace>(request.size);
-  PlannedJobOf<ExecSpace, PsfFormat> job{exec, upload_psf(exec, psf), {}};
+  PlannedJobOf<ExecSpace, PsfFormat> job{exec, psf::upload_psf(exec, psf), {}};
   job.plan = plan_frame(exec, job.psf, ccd_rows, ccd_cols, request.options);
   phase.stop(exec);
   times.append(job.plan.phases, 1);
@@ -61,7 +60,7 @@ PlannedJobOf<ExecSpace, PsfFormat> plan_job(const ExecSpace& exec, const PsfForm
 
 // f(planned job) with the job of a PSF in any format perfex reads; returns what f returns.
 template <class ExecSpace, class F>
-decltype(auto) with_planned_job(const ExecSpace& exec, const psf::PsfData& psf,
+decltype(auto) with_planned_job(const ExecSpace& exec, const psf::AnyPsfData& psf,
                                 const ResolvedRequest& request, int ccd_rows, int ccd_cols,
                                 PhaseTimes& times, F&& f) {
   return psf.visit([&](const auto& format) -> decltype(auto) {

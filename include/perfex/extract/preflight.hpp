@@ -60,7 +60,7 @@ inline double wavelength_grid_length(double wmin, double wmax, double dw) {
 }
 
 // Throws unless fibres [specmin, specmin + nspec) are all in the PSF.
-inline void check_fibres(const ExtractionOptions& o, const psf::PsfData& psf) {
+inline void check_fibres(const ExtractionOptions& o, const psf::AnyPsfData& psf) {
   const int nfib = psf.summary().nfib;
   if (o.specmin >= 0 && o.nspec >= 1 && o.specmin + static_cast<long long>(o.nspec) <= nfib) return;
   throw RequestError("fibres " + std::to_string(o.specmin) + "-" +
@@ -73,7 +73,7 @@ inline void check_fibres(const ExtractionOptions& o, const psf::PsfData& psf) {
 // Throws unless the grid wmin,wmax,dw has 1 to kMaxGridLength bins and at least one inside
 // the PSF's trace domain. Returns a warning ("" if none) when some bins fall outside it:
 // there the traces are extrapolated, and bins off the CCD end up NODATA.
-inline std::string check_wavelength_grid(const ExtractionOptions& o, const psf::PsfData& psf) {
+inline std::string check_wavelength_grid(const ExtractionOptions& o, const psf::AnyPsfData& psf) {
   using namespace preflight_detail;
   const double n = wavelength_grid_length(o.wmin, o.wmax, o.dw);
   if (!(o.dw > 0) || !std::isfinite(o.wmin) || !std::isfinite(o.wmax) || !(o.wmax >= o.wmin))
@@ -102,7 +102,8 @@ inline std::string check_wavelength_grid(const ExtractionOptions& o, const psf::
 // neighbours' light cut off and differ from specter's by tenths of a sigma. DESI's default of 12
 // bins spans ~17 rows of an 11-row spot; a PSF with taller spots or a finer grid gets more, by
 // raising wavepad0 (wavepad_frac kept). Returns a warning when it changes the padding.
-inline std::vector<std::string> fit_padding_to_psf(ExtractionOptions& o, const psf::PsfData& psf) {
+inline std::vector<std::string> fit_padding_to_psf(ExtractionOptions& o,
+                                                   const psf::AnyPsfData& psf) {
   const double n = wavelength_grid_length(o.wmin, o.wmax, o.dw);
   const psf::PsfSummary ps = psf.summary();
   if (!(n >= 1 && n <= kMaxGridLength) || o.specmin < 0 || o.nspec < 1 ||
@@ -170,7 +171,7 @@ inline std::vector<std::string> fit_patches_to_grid(ExtractionOptions& o) {
 
 // The PSF's validity (for a Gauss-Hermite PSF: its widths) over the padded grid the extraction
 // evaluates, where it reaches beyond the PSF's domain (inside, validate() checked it).
-inline void check_psf_over_grid(const ExtractionOptions& o, const psf::PsfData& psf) {
+inline void check_psf_over_grid(const ExtractionOptions& o, const psf::AnyPsfData& psf) {
   const double n = wavelength_grid_length(o.wmin, o.wmax, o.dw);
   const double lo = o.wmin - o.wavepad() * o.dw;
   const double hi = o.wmin + (n - 1 + o.wavepad() + o.nwavestep) * o.dw;
@@ -180,7 +181,7 @@ inline void check_psf_over_grid(const ExtractionOptions& o, const psf::PsfData& 
 }
 
 // Throws unless an image of rows x cols is the PSF's CCD (NPIX_Y rows, NPIX_X columns).
-inline void check_image_size(const psf::PsfData& psf, int rows, int cols) {
+inline void check_image_size(const psf::AnyPsfData& psf, int rows, int cols) {
   const psf::PsfSummary ps = psf.summary();
   if (rows == ps.npix_y && cols == ps.npix_x) return;
   const bool transposed = rows == ps.npix_x && cols == ps.npix_y;
@@ -208,8 +209,8 @@ struct RunSize {
   }
 };
 
-inline RunSize estimate_run_size(const ExtractionOptions& o, const psf::PsfData& psf, int ccd_rows,
-                                 int ccd_cols) {
+inline RunSize estimate_run_size(const ExtractionOptions& o, const psf::AnyPsfData& psf,
+                                 int ccd_rows, int ccd_cols) {
   RunSize s;
   s.nwave = wavelength_grid_length(o.wmin, o.wmax, o.dw);
   s.nspec = o.nspec;
@@ -264,7 +265,7 @@ void check_device_memory(const RunSize& size) {
 // Every check above for a library caller: throws perfex::Error for a request that cannot
 // work, adapts what can be adapted and returns the warnings. The image size is checked when
 // ccd_rows and ccd_cols are given (> 0).
-inline std::vector<std::string> preflight(ExtractionOptions& o, const psf::PsfData& psf,
+inline std::vector<std::string> preflight(ExtractionOptions& o, const psf::AnyPsfData& psf,
                                           int ccd_rows = 0, int ccd_cols = 0) {
   o.validate();
   check_fibres(o, psf);
@@ -310,7 +311,7 @@ struct ResolvedRequest {
 // the PSF's CCD and the host memory the run needs against what is available. Throws
 // RequestError for a refused request (its message starting with the parameter's name) and Error
 // for an image that is not the PSF's CCD (unless allowed: then a warning).
-inline ResolvedRequest resolve_request(const Request& request, const psf::PsfData& psf,
+inline ResolvedRequest resolve_request(const Request& request, const psf::AnyPsfData& psf,
                                        int ccd_rows, int ccd_cols, const ParameterNames& names = {},
                                        double available = available_host_memory()) {
   ResolvedRequest r;

@@ -10,6 +10,7 @@
 #include <perfex/error.hpp>
 #include <perfex/extract/image.hpp>
 #include <perfex/extract/wavelength_grid.hpp>
+#include <perfex/psf/kernels.hpp>
 #include <perfex/psf/model.hpp>
 
 #include <Kokkos_Core.hpp>

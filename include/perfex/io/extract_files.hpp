@@ -21,7 +21,7 @@
 #include <perfex/io/frame_fits.hpp>
 #include <perfex/io/image_fits.hpp>
 #include <perfex/io/output_file.hpp>
-#include <perfex/io/psf_fits.hpp>
+#include <perfex/io/psf_files.hpp>
 #include <perfex/profiling.hpp>
 
 #include <functional>
@@ -62,9 +62,18 @@ struct FilesResult {
   extract::Frame frame;
   std::string backend;
   int threads = 1;
-  double seconds = 0;  // extraction only (not I/O)
-  double read_seconds = 0, write_seconds = 0;
+  // From the run's phases (set_times): the extraction (job::plan, job::extract), reading the
+  // inputs (files::inputs, files::read) and writing the outputs (files::write). The request's
+  // check (job::check) is in none of them; frame.phases has every phase.
+  double seconds = 0, read_seconds = 0, write_seconds = 0;
 };
+
+// r's seconds, read_seconds and write_seconds from the run's phases.
+inline void set_times(FilesResult& r, const PhaseTimes& times) {
+  r.seconds = times.seconds("job::plan") + times.seconds("job::extract");
+  r.read_seconds = times.seconds("files::inputs") + times.seconds("files::read");
+  r.write_seconds = times.seconds("files::write");
+}
 
 // Called with (patches done, patches in total); (0, 0) marks the start of the extraction.
 using ProgressCallback = std::function<void(int, int)>;
@@ -77,7 +86,7 @@ struct FrameFiles {
   FilesRequest request;
   FilesNames names;
   std::string backend;
-  psf::PsfData psf;
+  psf::AnyPsfData psf;
   extract::PixelBox ccd;
   std::vector<std::string> notes;
 
@@ -128,8 +137,9 @@ inline extract::ResolvedRequest check_files_job(FrameFiles& files, const Warning
 inline PreprocImage read_box(FrameFiles& files, const extract::PixelBox& box,
                              const WarningCallback& warn, PhaseTimes& times) {
   Phase phase("files::read", times);
-  PreprocImage image = while_doing("reading the image " + files.request.image,
-                                   [&] { return read_preproc(files.request.image, 0x2FF, box); });
+  PreprocImage image = while_doing("reading the image " + files.request.image, [&] {
+    return read_preproc(files.request.image, kDefaultMaskBits, box);
+  });
   for (const std::string& w : image.warnings) {
     files.notes.push_back(w);
     if (warn) warn(w);
@@ -185,10 +195,7 @@ inline FilesResult extract_files(const FilesRequest& request, const FilesNames& 
   });
   write_files(files, r.frame, warn, times);
   r.frame.phases = times;
-  r.seconds = times.seconds("job::plan") + times.seconds("job::extract");
-  r.read_seconds =
-      times.seconds("files::inputs") + times.seconds("job::check") + times.seconds("files::read");
-  r.write_seconds = times.seconds("files::write");
+  set_times(r, times);
   return r;
 }
 

@@ -1,10 +1,9 @@
 #pragma once
 // DESI preproc images: HDUs IMAGE, IVAR and optional MASK, read by EXTNAME.
 // The extraction sees (pixels, ivar) only: ivar := 0 where (MASK & mask_bits) != 0 (default
-// 0x2FF = DESI CCD bits 0-7 and 9; bit 8 BADREADNOISE does not mask), and a pixel whose value
-// or ivar is NaN/Inf becomes value 0, ivar 0 (counted in nonfinite_pixels). A negative ivar is
-// an error; a missing MASK HDU is a warning. Compressed (.fits.gz) files are read
-// transparently by CFITSIO.
+// kDefaultMaskBits), and a pixel whose value or ivar is NaN/Inf becomes value 0, ivar 0
+// (counted in nonfinite_pixels). A negative ivar is an error; a missing MASK HDU is a warning.
+// Compressed (.fits.gz) files are read transparently by CFITSIO.
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -16,6 +15,11 @@
 
 namespace perfex {
 namespace io {
+
+// The MASK bits that zero a pixel's ivar unless a caller says otherwise, desispec's: DESI CCD
+// bits 0-7 and 9 (bit 8, BADREADNOISE, does not mask). Every front end's default (Python:
+// perfex._perfex.DEFAULT_MASK_BITS).
+constexpr std::uint32_t kDefaultMaskBits = 0x2FF;
 
 struct PreprocImage {
   std::string path;
@@ -38,7 +42,8 @@ inline extract::PixelBox preproc_extent(const std::string& path) {
 
 // Reads the image, or only the CCD pixels in box when it is not empty (e.g. plan_frame's
 // pixel_box: the rest is never read); ccd.region says where they sit.
-inline PreprocImage read_preproc(const std::string& path, std::uint32_t mask_bits = 0x2FF,
+inline PreprocImage read_preproc(const std::string& path,
+                                 std::uint32_t mask_bits = kDefaultMaskBits,
                                  const extract::PixelBox& box = {}) {
   FitsFile file = FitsFile::open(path);
   PreprocImage out;

@@ -9,16 +9,13 @@
 // for the status) of the documented rank, in a memory space the execution space can access;
 // any layout, so subviews (LayoutStride) are fine.
 //
-// Backend::lapack runs the host LAPACK routines instead (one matrix per RangePolicy index on
-// exec), only for host-accessible memory with a host execution space and when
-// PERFEX_HAVE_LAPACK; otherwise it throws perfex::Error.
-#include <perfex/config.hpp>
+// These are the portable kernels only. linalg/reference/batched.hpp adds the dense Cholesky
+// family and Backend::lapack (the host LAPACK routines as the same front ends): test oracles and
+// benchmark baselines, kept out of perfex.hpp.
 #include <perfex/detail/team_shape.hpp>
 #include <perfex/error.hpp>
 #include <perfex/linalg/band_cholesky.hpp>
 #include <perfex/linalg/eigen.hpp>
-#include <perfex/linalg/reference/cholesky.hpp>
-#include <perfex/linalg/reference/lapack.hpp>
 #include <perfex/linalg/status.hpp>
 
 #include <string>
@@ -26,8 +23,6 @@
 
 namespace perfex {
 namespace linalg {
-
-enum class Backend { portable, lapack };
 
 // True when View can be an argument of rank Rank to a batched front-end launched on ExecSpace:
 // a Kokkos view of non-const Value (double; int for the status views), any layout, in memory
@@ -87,37 +82,38 @@ using ScratchMatrix =
     Kokkos::View<double**, Kokkos::LayoutLeft, typename ExecSpace::scratch_memory_space,
                  Kokkos::MemoryUnmanaged>;
 
-// Storage of the matrices a Cholesky functor works on: dense (n, n) or lower band (kd+1, n).
-enum class Storage { dense, band };
+// A team's Cholesky factorisation and solve of one matrix (Op: BandCholesky here, the dense
+// reference's in linalg/reference/batched.hpp).
+struct BandCholesky {
+  template <class M, class A>
+  KOKKOS_INLINE_FUNCTION static int factor(const M& member, const A& a) {
+    return team_band_cholesky(member, a);
+  }
+  template <class M, class L, class X>
+  KOKKOS_INLINE_FUNCTION static void solve(const M& member, const L& l, const X& x) {
+    team_band_cholesky_solve(member, l, x);
+  }
+};
 
-template <class ExecSpace, Storage S, class A3, class S1>
+template <class ExecSpace, class Op, class A3, class S1>
 struct BatchedCholesky {
   A3 A;
   S1 status;
   KOKKOS_INLINE_FUNCTION void operator()(const Member<ExecSpace>& member) const {
     const int b = member.league_rank();
-    const auto Ab = Kokkos::subview(A, Kokkos::ALL(), Kokkos::ALL(), b);
-    int st;
-    if constexpr (S == Storage::band)
-      st = team_band_cholesky(member, Ab);
-    else
-      st = team_cholesky(member, Ab);
+    const int st = Op::factor(member, Kokkos::subview(A, Kokkos::ALL(), Kokkos::ALL(), b));
     Kokkos::single(Kokkos::PerTeam(member), [&]() { status(b) = st; });
   }
 };
 
-template <class ExecSpace, Storage S, class L3, class B2>
+template <class ExecSpace, class Op, class L3, class B2>
 struct BatchedCholeskySolve {
   L3 L;
   B2 x;
   KOKKOS_INLINE_FUNCTION void operator()(const Member<ExecSpace>& member) const {
     const int b = member.league_rank();
-    const auto Lb = Kokkos::subview(L, Kokkos::ALL(), Kokkos::ALL(), b);
-    const auto xb = Kokkos::subview(x, Kokkos::ALL(), b);
-    if constexpr (S == Storage::band)
-      team_band_cholesky_solve(member, Lb, xb);
-    else
-      team_cholesky_solve(member, Lb, xb);
+    Op::solve(member, Kokkos::subview(L, Kokkos::ALL(), Kokkos::ALL(), b),
+              Kokkos::subview(x, Kokkos::ALL(), b));
   }
 };
 
@@ -151,27 +147,6 @@ struct BatchedSyev {
       st = team_syev(member, Ab, wb, work);
     }
     Kokkos::single(Kokkos::PerTeam(member), [&]() { status(b) = st; });
-  }
-};
-
-// C(b, i, j) view of one batch member of a (bs, bs, nblocks, batch) array.
-template <class C4>
-struct BlockSlice {
-  C4 C;
-  int k;
-  KOKKOS_INLINE_FUNCTION double& operator()(int b, int i, int j) const { return C(i, j, b, k); }
-};
-
-template <class ExecSpace, class L3, class C4>
-struct BatchedInverseDiagBlocks {
-  L3 L;
-  C4 C;
-  int n, bs, first_block, nblocks;
-  KOKKOS_INLINE_FUNCTION void operator()(const Member<ExecSpace>& member) const {
-    const int b = member.league_rank();
-    ScratchMatrix<ExecSpace> work(member.team_scratch(1), n, bs);
-    team_cholesky_inverse_diag_blocks(member, Kokkos::subview(L, Kokkos::ALL(), Kokkos::ALL(), b),
-                                      bs, first_block, nblocks, BlockSlice<C4>{C, b}, work);
   }
 };
 
@@ -209,57 +184,9 @@ struct BatchedBandInverseStridedBlocks {
   }
 };
 
-// Host LAPACK functors, one matrix per index (only instantiated when PERFEX_HAVE_LAPACK).
-template <Storage S, class A3, class S1>
-struct LapackCholesky {
-  A3 A;
-  S1 status;
-  void operator()(int b) const {
-    const int n = int(A.extent(1)), ld = int(A.stride(1));
-    const int info = S == Storage::band ? lapack::pbtrf(n, int(A.extent(0)) - 1, &A(0, 0, b), ld)
-                                        : lapack::potrf(n, &A(0, 0, b), ld);
-    status(b) = info == 0 ? ok : not_positive_definite;
-  }
-};
-template <Storage S, class L3, class B2>
-struct LapackCholeskySolve {
-  L3 L;
-  B2 x;
-  void operator()(int b) const {
-    const int n = int(L.extent(1)), ld = int(L.stride(1)), ldx = n > 0 ? n : 1;
-    if (S == Storage::band)
-      lapack::pbtrs(n, int(L.extent(0)) - 1, 1, &L(0, 0, b), ld, &x(0, b), ldx);
-    else
-      lapack::potrs(n, 1, &L(0, 0, b), ld, &x(0, b), ldx);
-  }
-};
-template <class A3, class W2, class S1>
-struct LapackSyev {
-  A3 A;
-  W2 w;
-  S1 status;
-  void operator()(int b) const {
-    const int n = int(A.extent(0));
-    const int info = lapack::syevd(n, &A(0, 0, b), int(A.stride(1)), &w(0, b));
-    status(b) = info == 0 ? ok : not_converged;
-  }
-};
-
 template <class ExecSpace>
 constexpr bool host_exec() {
   return Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible;
-}
-
-template <class ExecSpace, class View>
-void require_lapack_usable(const std::string& what, const View& v) {
-  if (!PERFEX_HAVE_LAPACK)
-    throw Error(what + ": Backend::lapack requested but perfex was built without LAPACK");
-  constexpr bool host =
-      host_exec<ExecSpace>() &&
-      Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible;
-  if (!host) throw Error(what + ": Backend::lapack needs a host execution space and host memory");
-  if (v.extent(0) > 1 && v.stride(0) != 1)
-    throw Error(what + ": Backend::lapack needs column-major (LayoutLeft) views");
 }
 
 // One team per batch member, optionally with team scratch (level 1 unless level0).
@@ -272,68 +199,27 @@ void run_teams(const ExecSpace& exec, const std::string& name, int nbatch, const
   Kokkos::parallel_for(name, policy, f);
 }
 
-// The portable team functor (with `scratch` bytes of level-1 team scratch), or for
-// Backend::lapack the host functor (one RangePolicy index per member) after checking that
-// LAPACK can run on these views (else perfex::Error). run_batched_scratch: the scratch at
-// level 0 when level0.
-template <class ExecSpace, class Portable, class Host, class... Views>
-void run_batched_scratch(const ExecSpace& exec, const std::string& name, int nbatch,
-                         Backend backend, const Portable& portable, std::size_t scratch,
-                         bool level0, const Host& host, const Views&... views);
-template <class ExecSpace, class Portable, class Host, class... Views>
-void run_batched(const ExecSpace& exec, const std::string& name, int nbatch, Backend backend,
-                 const Portable& portable, std::size_t scratch, const Host& host,
-                 const Views&... views) {
-  run_batched_scratch(exec, name, nbatch, backend, portable, scratch, false, host, views...);
-}
-template <class ExecSpace, class Portable, class Host, class... Views>
-void run_batched_scratch(const ExecSpace& exec, const std::string& name, int nbatch,
-                         Backend backend, const Portable& portable, std::size_t scratch,
-                         bool level0, const Host& host, const Views&... views) {
-  if (backend == Backend::lapack) {
-    (require_lapack_usable<ExecSpace>(name, views), ...);
-    if constexpr (PERFEX_HAVE_LAPACK && host_exec<ExecSpace>())
-      Kokkos::parallel_for(name + "_lapack", Kokkos::RangePolicy<ExecSpace>(exec, 0, nbatch), host);
-    return;
+// The portable kernels alone: run() declines, the team functor runs (a host path,
+// linalg/reference/batched.hpp's Backend::lapack, runs instead where its run() returns true).
+struct PortableOnly {
+  template <class ExecSpace>
+  bool run(const ExecSpace&, const std::string&, int) const {
+    return false;
   }
+};
+
+// The team functor (with `scratch` bytes of team scratch, level 1 unless level0), unless the
+// host path runs the batch.
+template <class ExecSpace, class Host, class Functor>
+void run_batched(const ExecSpace& exec, const std::string& name, int nbatch, const Host& host,
+                 const Functor& portable, std::size_t scratch = 0, bool level0 = false) {
+  if (host.run(exec, name, nbatch)) return;
   run_teams(exec, name, nbatch, portable, scratch, level0);
 }
 
-}  // namespace detail
-
-// Lower Cholesky factor of every A(:, :, b) in place; status(b) = ok or not_positive_definite.
-template <class ExecSpace, class A3, class S1>
-void batched_cholesky(const ExecSpace& exec, const A3& A, const S1& status,
-                      Backend backend = Backend::portable) {
-  static_assert(detail::check_view<ExecSpace, A3, 3>() &&
-                detail::check_view<ExecSpace, S1, 1, int>());
-  detail::require_extent("batched_cholesky", "A.extent(1)", A.extent(1), A.extent(0));
-  detail::require_extent("batched_cholesky", "status.extent(0)", status.extent(0), A.extent(2));
-  detail::run_batched(exec, "perfex::linalg::batched_cholesky", int(A.extent(2)), backend,
-                      detail::BatchedCholesky<ExecSpace, detail::Storage::dense, A3, S1>{A, status},
-                      0, detail::LapackCholesky<detail::Storage::dense, A3, S1>{A, status}, A);
-}
-
-// b(:, k) <- H_k^{-1} b(:, k) with the factors L(:, :, k) from batched_cholesky. b: (n, batch).
-template <class ExecSpace, class L3, class B2>
-void batched_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& b,
-                            Backend backend = Backend::portable) {
-  static_assert(detail::check_view<ExecSpace, L3, 3>() && detail::check_view<ExecSpace, B2, 2>());
-  detail::require_extent("batched_cholesky_solve", "L.extent(1)", L.extent(1), L.extent(0));
-  detail::require_extent("batched_cholesky_solve", "b.extent(0)", b.extent(0), L.extent(0));
-  detail::require_extent("batched_cholesky_solve", "b.extent(1)", b.extent(1), L.extent(2));
-  detail::run_batched(exec, "perfex::linalg::batched_cholesky_solve", int(L.extent(2)), backend,
-                      detail::BatchedCholeskySolve<ExecSpace, detail::Storage::dense, L3, B2>{L, b},
-                      0, detail::LapackCholeskySolve<detail::Storage::dense, L3, B2>{L, b}, L, b);
-}
-
-// Eigenvectors of every A(:, :, b) (full symmetric input) in place, eigenvalues ascending in
-// w(:, b); status(b) = ok or not_converged. Scratch: syev_work_size(n) doubles per team (level-1
-// team scratch); on a device, when n^2 + syev_team_work_size(n) doubles fit in level-0 scratch
-// (n <= 74 in 48 KB), the team works on a copy of its matrix there.
-template <class ExecSpace, class A3, class W2, class S1>
-void batched_syev(const ExecSpace& exec, const A3& A, const W2& w, const S1& status,
-                  Backend backend = Backend::portable) {
+template <class ExecSpace, class A3, class W2, class S1, class Host>
+void syev_batch(const ExecSpace& exec, const A3& A, const W2& w, const S1& status,
+                const Host& host) {
   static_assert(detail::check_view<ExecSpace, A3, 3>() && detail::check_view<ExecSpace, W2, 2>() &&
                 detail::check_view<ExecSpace, S1, 1, int>());
   detail::require_extent("batched_syev", "A.extent(1)", A.extent(1), A.extent(0));
@@ -346,62 +232,53 @@ void batched_syev(const ExecSpace& exec, const A3& A, const W2& w, const S1& sta
                              detail::ScratchVector<ExecSpace>::shmem_size(syev_team_work_size(n));
   const bool in_level0 = !detail::host_exec<ExecSpace>() &&
                          level0 <= std::size_t(Kokkos::TeamPolicy<ExecSpace>::scratch_size_max(0));
-  detail::run_batched_scratch(
-      exec, "perfex::linalg::batched_syev", int(A.extent(2)), backend,
-      detail::BatchedSyev<ExecSpace, A3, W2, S1>{A, w, status, n, in_level0},
-      in_level0 ? level0 : detail::ScratchVector<ExecSpace>::shmem_size(syev_work_size(n)),
-      in_level0, detail::LapackSyev<A3, W2, S1>{A, w, status}, A);
+  run_batched(exec, "perfex::linalg::batched_syev", int(A.extent(2)), host,
+              detail::BatchedSyev<ExecSpace, A3, W2, S1>{A, w, status, n, in_level0},
+              in_level0 ? level0 : detail::ScratchVector<ExecSpace>::shmem_size(syev_work_size(n)),
+              in_level0);
 }
 
-// Diagonal blocks of H_k^{-1} from the factors L(:, :, k) (n = L.extent(0), blocks of size bs):
-// C(:, :, b, k) <- block first_block + b of H_k^{-1}, b = 0 .. C.extent(2)-1.
-// C: (bs, bs, nblocks, batch), e.g. View<double****, LayoutLeft, Mem>. Scratch: n*bs doubles per
-// team (level-1 team scratch). Portable kernel only (the LAPACK equivalent, potri, forms the
-// whole inverse: see lapack::potri).
-template <class ExecSpace, class L3, class C4>
-void batched_cholesky_inverse_diag_blocks(const ExecSpace& exec, const L3& L, int bs, const C4& C,
-                                          int first_block = 0) {
-  static_assert(detail::check_view<ExecSpace, L3, 3>() && detail::check_view<ExecSpace, C4, 4>());
-  detail::require_extent("batched_cholesky_inverse_diag_blocks", "C.extent(0)", C.extent(0), bs);
-  detail::require_extent("batched_cholesky_inverse_diag_blocks", "C.extent(1)", C.extent(1), bs);
-  detail::require_extent("batched_cholesky_inverse_diag_blocks", "C.extent(3)", C.extent(3),
-                         L.extent(2));
-  const int n = int(L.extent(0));
-  const int nblocks = int(C.extent(2));
-  if (bs <= 0 || (first_block + nblocks) * bs > n)
-    throw Error(
-        "perfex::linalg::batched_cholesky_inverse_diag_blocks: blocks exceed the matrix size");
-  detail::run_teams(
-      exec, "perfex::linalg::batched_cholesky_inverse_diag_blocks", int(L.extent(2)),
-      detail::BatchedInverseDiagBlocks<ExecSpace, L3, C4>{L, C, n, bs, first_block, nblocks},
-      detail::ScratchMatrix<ExecSpace>::shmem_size(n, bs));
-}
-
-// Band Cholesky factor of every lower band AB(:, :, b) ((kd+1) x n, AB(d, j, b) = A(j+d, j))
-// in place; status(b) = ok or not_positive_definite. Backend::lapack runs dpbtrf.
-template <class ExecSpace, class A3, class S1>
-void batched_band_cholesky(const ExecSpace& exec, const A3& AB, const S1& status,
-                           Backend backend = Backend::portable) {
+template <class ExecSpace, class A3, class S1, class Host>
+void band_cholesky_batch(const ExecSpace& exec, const A3& AB, const S1& status, const Host& host) {
   static_assert(detail::check_view<ExecSpace, A3, 3>() &&
                 detail::check_view<ExecSpace, S1, 1, int>());
   detail::require_extent("batched_band_cholesky", "status.extent(0)", status.extent(0),
                          AB.extent(2));
-  detail::run_batched(exec, "perfex::linalg::batched_band_cholesky", int(AB.extent(2)), backend,
-                      detail::BatchedCholesky<ExecSpace, detail::Storage::band, A3, S1>{AB, status},
-                      0, detail::LapackCholesky<detail::Storage::band, A3, S1>{AB, status}, AB);
+  run_batched(exec, "perfex::linalg::batched_band_cholesky", int(AB.extent(2)), host,
+              BatchedCholesky<ExecSpace, BandCholesky, A3, S1>{AB, status});
+}
+
+template <class ExecSpace, class L3, class B2, class Host>
+void band_cholesky_solve_batch(const ExecSpace& exec, const L3& L, const B2& x, const Host& host) {
+  static_assert(detail::check_view<ExecSpace, L3, 3>() && detail::check_view<ExecSpace, B2, 2>());
+  detail::require_extent("batched_band_cholesky_solve", "x.extent(0)", x.extent(0), L.extent(1));
+  detail::require_extent("batched_band_cholesky_solve", "x.extent(1)", x.extent(1), L.extent(2));
+  run_batched(exec, "perfex::linalg::batched_band_cholesky_solve", int(L.extent(2)), host,
+              BatchedCholeskySolve<ExecSpace, BandCholesky, L3, B2>{L, x});
+}
+
+}  // namespace detail
+
+// Eigenvectors of every A(:, :, b) (full symmetric input) in place, eigenvalues ascending in
+// w(:, b); status(b) = ok or not_converged. Scratch: syev_work_size(n) doubles per team (level-1
+// team scratch); on a device, when n^2 + syev_team_work_size(n) doubles fit in level-0 scratch
+// (n <= 74 in 48 KB), the team works on a copy of its matrix there.
+template <class ExecSpace, class A3, class W2, class S1>
+void batched_syev(const ExecSpace& exec, const A3& A, const W2& w, const S1& status) {
+  detail::syev_batch(exec, A, w, status, detail::PortableOnly{});
+}
+
+// Band Cholesky factor of every lower band AB(:, :, b) ((kd+1) x n, AB(d, j, b) = A(j+d, j))
+// in place; status(b) = ok or not_positive_definite.
+template <class ExecSpace, class A3, class S1>
+void batched_band_cholesky(const ExecSpace& exec, const A3& AB, const S1& status) {
+  detail::band_cholesky_batch(exec, AB, status, detail::PortableOnly{});
 }
 
 // x(:, k) <- H_k^{-1} x(:, k) with the band factors L(:, :, k) of batched_band_cholesky.
 template <class ExecSpace, class L3, class B2>
-void batched_band_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& x,
-                                 Backend backend = Backend::portable) {
-  static_assert(detail::check_view<ExecSpace, L3, 3>() && detail::check_view<ExecSpace, B2, 2>());
-  detail::require_extent("batched_band_cholesky_solve", "x.extent(0)", x.extent(0), L.extent(1));
-  detail::require_extent("batched_band_cholesky_solve", "x.extent(1)", x.extent(1), L.extent(2));
-  detail::run_batched(exec, "perfex::linalg::batched_band_cholesky_solve", int(L.extent(2)),
-                      backend,
-                      detail::BatchedCholeskySolve<ExecSpace, detail::Storage::band, L3, B2>{L, x},
-                      0, detail::LapackCholeskySolve<detail::Storage::band, L3, B2>{L, x}, L, x);
+void batched_band_cholesky_solve(const ExecSpace& exec, const L3& L, const B2& x) {
+  detail::band_cholesky_solve_batch(exec, L, x, detail::PortableOnly{});
 }
 
 namespace detail {

@@ -1,38 +1,49 @@
 #pragma once
-// A PSF as read from a file, in any format perfex reads (host only): the front ends take one of
-// these, check a request against its summary, and extract with the matching device model
-// (extract::with_psf_model).
+// A PSF in any format perfex reads (AnyPsfData, host data as read from a file): the front ends
+// take one of these, check a request against its summary, and extract with the matching device
+// model (with_psf_model). Each format lives in its own folder, psf/<format>/ (data.hpp,
+// device.hpp, model.hpp, read.hpp); adding one is its folder and its line in Formats below
+// (docs/library.md, "Adding a PSF format").
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <variant>
 
-#include <perfex/psf/psf_data.hpp>
-#include <perfex/psf/spot_grid_data.hpp>
+#include <perfex/psf/data.hpp>
+#include <perfex/psf/gauss_hermite/model.hpp>
+#include <perfex/psf/gauss_hermite2/model.hpp>
+#include <perfex/psf/spot_grid/model.hpp>
 
 namespace perfex {
 namespace psf {
 
-class PsfData {
+class AnyPsfData {
  public:
-  using Model = std::variant<GaussHermitePsfData, GaussHermite2PsfData, SpotGridPsfData>;
+  // Every format, one line each; a file that states no PSFTYPE is read as the first.
+  using Formats = std::variant<GaussHermitePsfData,   // GAUSS-HERMITE, PSFVER 1-3
+                               GaussHermite2PsfData,  // GAUSS-HERMITE2
+                               SpotGridPsfData>;      // SPOTGRID
 
-  PsfData() = default;
-  template <class T, std::enable_if_t<std::is_constructible<Model, T&&>::value &&
-                                          !std::is_same<std::decay_t<T>, PsfData>::value,
+  AnyPsfData() = default;
+  template <class T, std::enable_if_t<std::is_constructible<Formats, T&&>::value &&
+                                          !std::is_same<std::decay_t<T>, AnyPsfData>::value,
                                       int> = 0>
-  PsfData(T&& data) : model_(std::forward<T>(data)) {}  // NOLINT: implicit by design
+  AnyPsfData(T&& data) : data_(std::forward<T>(data)) {}  // NOLINT: implicit by design
 
-  const Model& model() const { return model_; }
-  // f(the format's data), e.g. extract::with_psf_model's upload.
+  // f(the format's data), e.g. with_psf_model's upload.
   template <class F>
   decltype(auto) visit(F&& f) const {
-    return std::visit(std::forward<F>(f), model_);
+    return std::visit(std::forward<F>(f), data_);
   }
   // The format's data, or nullptr.
   template <class T>
   const T* get_if() const {
-    return std::get_if<T>(&model_);
+    return std::get_if<T>(&data_);
+  }
+  // f(static_cast<Data*>(nullptr)) for each format's data type Data, in Formats' order.
+  template <class F>
+  static void for_each_format(F&& f) {
+    for_each_format(f, std::make_index_sequence<std::variant_size<Formats>::value>());
   }
 
   PsfSummary summary() const {
@@ -55,8 +66,22 @@ class PsfData {
   }
 
  private:
-  Model model_;
+  template <class F, std::size_t... I>
+  static void for_each_format(F& f, std::index_sequence<I...>) {
+    (f(static_cast<std::variant_alternative_t<I, Formats>*>(nullptr)), ...);
+  }
+  Formats data_;
 };
+
+// The device model of PSF data of one format in exec's memory (what upload_psf returns).
+template <class ExecSpace, class Data>
+using ModelOf = typename Data::template Model<typename ExecSpace::memory_space>;
+
+// f(model) with the device model of data's format in exec's memory; returns what f returns.
+template <class ExecSpace, class F>
+decltype(auto) with_psf_model(const ExecSpace& exec, const AnyPsfData& data, F&& f) {
+  return data.visit([&](const auto& d) -> decltype(auto) { return f(upload_psf(exec, d)); });
+}
 
 }  // namespace psf
 }  // namespace perfex

@@ -10,8 +10,9 @@
 #include <string>
 #include <vector>
 
-#include <perfex/psf/psf_data.hpp>
-#include <perfex/psf/spot_grid_data.hpp>
+#include <perfex/psf/gauss_hermite/data.hpp>
+#include <perfex/psf/gauss_hermite2/data.hpp>
+#include <perfex/psf/spot_grid/data.hpp>
 
 namespace perfex {
 namespace psf {
@@ -111,7 +112,7 @@ inline GaussHermitePsfData make_synthetic_psf(const SyntheticPsfOptions& o = {})
   d.param_names = {"GHSIGX", "GHSIGY"};
   for (int j = 0; j <= o.ghdegy; ++j) {
     for (int i = 0; i <= o.ghdegx; ++i)
-      d.param_names.push_back("GH-" + std::to_string(i) + "-" + std::to_string(j));
+      d.param_names.push_back(GaussHermitePsfData::core_name(i, j));
   }
   for (const char* n :
        {"TAILAMP", "TAILCORE", "TAILXSCA", "TAILYSCA", "TAILINDE", "BUNDLE", "STATUS", "CONT"}) {
@@ -134,7 +135,7 @@ inline GaussHermitePsfData make_synthetic_psf(const SyntheticPsfOptions& o = {})
     set("GHSIGY", f, 2, 0.005);
     for (int j = 0; j <= o.ghdegy; ++j) {
       for (int i = 0; i <= o.ghdegx; ++i) {
-        const std::string name = "GH-" + std::to_string(i) + "-" + std::to_string(j);
+        const std::string name = GaussHermitePsfData::core_name(i, j);
         if (i == 0 && j == 0) {
           set(name, f, 0, 1.0);
           continue;
@@ -236,8 +237,8 @@ inline SpotGridPsfData make_spot_grid_psf(const GaussHermitePsfData& gh,
       std::vector<double> spot(static_cast<std::size_t>(n) * n, 0.0);
       for (int i = 0; i <= gh.ghdegx; ++i)
         for (int j = 0; j <= gh.ghdegy; ++j) {
-          const double a = gh.param_value(
-              gh.param_index("GH-" + std::to_string(i) + "-" + std::to_string(j)), f, w);
+          const double a =
+              gh.param_value(gh.param_index(GaussHermitePsfData::core_name(i, j)), f, w);
           for (int p = 0; p < n; ++p)
             for (int q = 0; q < n; ++q) spot[p * n + q] += a * by[j * n + p] * bx[i * n + q];
         }

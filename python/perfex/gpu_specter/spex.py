@@ -80,7 +80,7 @@ def parse(options=None):
         type=int,
         required=False,
         default=10,
-        help="Number of wavelength bins to pad on boths end of extraction patch",
+        help="Number of wavelength bins to pad on both ends of extraction patch",
     )
     parser.add_argument("--ranks-per-bundle", type=int, default=None, help="number of ranks per bundle")
     return parser.parse_args(options)

@@ -3,22 +3,28 @@
 // Legendre traces, and spots sampled on a finer pixel grid at a grid of slit positions ×
 // wavelengths; a fibre's spot at λ is the bilinear interpolation of the four neighbouring
 // samples (extrapolated linearly beyond the grid), shifted to the trace's sub-pixel position
-// and summed into CCD pixels (device model: psf/spot_grid.hpp).
+// and summed into CCD pixels (device model: psf/spot_grid/device.hpp).
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include <perfex/error.hpp>
-#include <perfex/psf/psf_data.hpp>
+#include <perfex/psf/data.hpp>
 
 namespace perfex {
 namespace psf {
 
 constexpr int kMaxSpotGridBox = 64;  // CCD pixels along each side of a SPOTGRID spot box
 
+template <class MemorySpace>
+class SpotGridPsf;
+
 struct SpotGridPsfData {
-  std::string source;  // file it came from ("" when built in memory)
+  static constexpr const char* psftype = "SPOTGRID";
+  template <class MemorySpace>
+  using Model = SpotGridPsf<MemorySpace>;  // its model, psf/spot_grid/model.hpp
+  std::string source;                      // file it came from ("" when built in memory)
   int nfib = 0, npix_x = 0, npix_y = 0;
   double psferr = 0.01;             // PSFERR, 0.01 when absent
   LegendreTraceSet xtrace, ytrace;  // XCOEFF, YCOEFF
@@ -36,31 +42,21 @@ struct SpotGridPsfData {
   }
   int box_rows() const { return rebin() > 0 ? spot_ny / rebin() + 1 : 0; }
   int box_cols() const { return rebin() > 0 ? spot_nx / rebin() + 1 : 0; }
-  std::string label() const {
-    return source.empty() ? std::string("synthetic PSF") : "PSF '" + source + "'";
-  }
+  std::string label() const { return psf_label(source); }
 
   const LegendreTraceSet& rows() const { return ytrace; }  // y(λ): CCD rows
   PsfSummary summary() const {
-    PsfSummary s;
-    s.type = "SPOTGRID";
-    s.source = source;
-    s.nfib = nfib;
-    s.npix_x = npix_x;
-    s.npix_y = npix_y;
-    s.spot_rows = box_rows();
-    s.spot_cols = box_cols();
-    s.psferr = psferr;
-    s.trace_wavemin = s.wavemin = std::max(xtrace.wavemin, ytrace.wavemin);
-    s.trace_wavemax = s.wavemax = std::min(xtrace.wavemax, ytrace.wavemax);
-    return s;
+    const double w0 = std::max(xtrace.wavemin, ytrace.wavemin);
+    const double w1 = std::min(xtrace.wavemax, ytrace.wavemax);
+    return {psftype, source, nfib, npix_x, npix_y, box_rows(), box_cols(), psferr, w0, w1, w0, w1};
   }
   // The samples are interpolated (and extrapolated linearly) anywhere: nothing to check.
   void check_over(double, double) const {}
 
   void validate() const {
-    auto fail = [&](const char* hdu, const std::string& what) {
-      throw Error(label() + ", HDU '" + hdu + "': " + what);
+    const std::string who = label();
+    auto fail = [&](const std::string& hdu, const std::string& what) {
+      fail_in_hdu(who, "HDU '" + hdu + "'", what);
     };
     if (nfib <= 0) fail("XCOEFF", "no fibres");
     if (npix_x <= 0 || npix_y <= 0)
@@ -68,19 +64,8 @@ struct SpotGridPsfData {
                          std::to_string(npix_y) + " not positive");
     if (!(psferr >= 0) || !std::isfinite(psferr))
       fail("XCOEFF", "keyword PSFERR = " + std::to_string(psferr) + " invalid");
-    auto check_trace = [&](const char* hdu, const LegendreTraceSet& t) {
-      if (!std::isfinite(t.wavemin) || !std::isfinite(t.wavemax) || !(t.wavemax > t.wavemin))
-        fail(hdu, "keywords WAVEMIN/WAVEMAX = " + std::to_string(t.wavemin) + "/" +
-                      std::to_string(t.wavemax) + " is not a valid domain");
-      if (t.ncoeff < 1 || t.ncoeff > kMaxLegendreCoeffs ||
-          t.coeff.size() != static_cast<std::size_t>(nfib) * t.ncoeff)
-        fail(hdu, "expected [" + std::to_string(nfib) + " fibres][1.." +
-                      std::to_string(kMaxLegendreCoeffs) + " coefficients]");
-      for (double c : t.coeff)
-        if (!std::isfinite(c)) fail(hdu, "a coefficient is not finite");
-    };
-    check_trace("XCOEFF", xtrace);
-    check_trace("YCOEFF", ytrace);
+    xtrace.check(who, "HDU 'XCOEFF'", nfib);
+    ytrace.check(who, "HDU 'YCOEFF'", nfib);
     if (!(ccd_pixel_size > 0) || !(spot_pixel_size > 0) || !std::isfinite(ccd_pixel_size) ||
         rebin() < 1)
       fail("XCOEFF", "keywords CCDPIXSZ/PIXSIZE = " + std::to_string(ccd_pixel_size) + "/" +

@@ -1,7 +1,7 @@
 #pragma once
-// Device model of a SPOTGRID PSF (host data: psf/spot_grid_data.hpp), as specter's SpotGridPSF
-// evaluates it; a model of the PSF concept (psf/model.hpp). For fibre f at λ, with r spot
-// pixels per CCD pixel (rebin) and the trace (x, y):
+// The device side of a SPOTGRID PSF, as specter's SpotGridPSF evaluates it (host data:
+// psf/spot_grid/data.hpp; its model of the PSF concept: psf/spot_grid/model.hpp). For fibre f
+// at λ, with r spot pixels per CCD pixel (rebin) and the trace (x, y):
 //  * the sample S = bilinear interpolation of SPOTS at (FIBERPOS[f], λ): numpy.searchsorted
 //    cells clipped to the grid (so it extrapolates linearly), weights (p − p0)/(p1 − p0);
 //  * shifted to the trace: sample pixel (i, j) goes to fine pixel (dy + i, dx + j) with
@@ -11,12 +11,9 @@
 //    column is floor(x) − (nx/r + 1)/2 + 1 (row likewise), clipped at 0, normalised to 1.
 #include <Kokkos_Core.hpp>
 
-#include <vector>
-
 #include <perfex/detail/kokkos_compat.hpp>
-#include <perfex/psf/legendre_traces.hpp>
+#include <perfex/psf/device.hpp>
 #include <perfex/psf/model.hpp>
-#include <perfex/psf/spot_grid_data.hpp>
 
 namespace perfex {
 namespace psf {
@@ -38,8 +35,10 @@ KOKKOS_INLINE_FUNCTION void grid_cell(const Axis& axis, int n, double v, int& i,
   w = (v - axis(i - 1)) / (axis(i) - axis(i - 1));
 }
 
+}  // namespace detail
+
 template <class MemorySpace>
-struct SpotGridDevice : LegendreTraces<MemorySpace> {
+struct SpotGridDevice : detail::LegendreTraces<MemorySpace> {
   Kokkos::View<const double*, MemorySpace> fiberpos, spotpos, spotwave;
   Kokkos::View<const double****, Kokkos::LayoutRight, MemorySpace> spots;  // [pos][wave][y][x]
   int npos = 0, nwave = 0, sny = 0, snx = 0, rebin = 1, ny = 0, nx = 0;
@@ -57,8 +56,8 @@ struct SpotGridDevice : LegendreTraces<MemorySpace> {
     const double x = this->trace_x(fib, lam), y = this->trace_y(fib, lam);
     int ip = 0, iw = 0;
     double wp = 0, ww = 0;
-    grid_cell(spotpos, npos, fiberpos(fib), ip, wp);
-    grid_cell(spotwave, nwave, lam, iw, ww);
+    detail::grid_cell(spotpos, npos, fiberpos(fib), ip, wp);
+    detail::grid_cell(spotwave, nwave, lam, iw, ww);
     double* sample = buf;
     double* box = buf + sny * snx;
     const double* s00 = &spots(ip - 1, iw - 1, 0, 0);
@@ -86,10 +85,9 @@ struct SpotGridDevice : LegendreTraces<MemorySpace> {
       if (at(i0 + 1, j0 + 1)) v += w00 * sample[(i0 + 1) * snx + j0 + 1];
       return v;
     };
-    double total = 0;
-    Kokkos::parallel_reduce(
-        Kokkos::ThreadVectorRange(member, ny * nx),
-        [&](int pq, double& sum) {
+    detail::clip_and_normalise(
+        member, ny * nx, box,
+        [&](int pq) {
           const int p = pq / nx, q = pq - p * nx;
           double v = 0;
           for (int a = 0; a < rebin; ++a) {
@@ -97,71 +95,15 @@ struct SpotGridDevice : LegendreTraces<MemorySpace> {
             for (int b = 0; b < rebin; ++b) row += fine(p * rebin + a, q * rebin + b);
             v += row;
           }
-          v = v > 0.0 ? v : 0.0;
-          box[pq] = v;
-          sum += v;
+          return v;
         },
-        total);
-    const double inv = total > 0.0 ? 1.0 / total : 1.0;
-    double* values = out.values;
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ny * nx),
-                         [&](int i) { values[i] = box[i] * inv; });
+        out);
     Kokkos::single(Kokkos::PerThread(member), [&]() {
       *out.col0 = static_cast<int>(math::floor(x)) - nx / 2 + 1;
       *out.row0 = static_cast<int>(math::floor(y)) - ny / 2 + 1;
     });
   }
 };
-
-}  // namespace detail
-
-template <class MemorySpace>
-class SpotGridPsf {
- public:
-  using memory_space = MemorySpace;
-  using device_type = detail::SpotGridDevice<MemorySpace>;
-
-  template <class ExecSpace>
-  SpotGridPsf(const ExecSpace& exec, const SpotGridPsfData& data) : summary_(data.summary()) {
-    data.validate();
-    detail::upload_traces(exec, data.xtrace, data.ytrace, data.nfib, d_);
-    d_.npos = static_cast<int>(data.spotpos.size());
-    d_.nwave = static_cast<int>(data.spotwave.size());
-    d_.sny = data.spot_ny;
-    d_.snx = data.spot_nx;
-    d_.rebin = data.rebin();
-    d_.ny = data.box_rows();
-    d_.nx = data.box_cols();
-    auto vector = [&](const char* label, const std::vector<double>& v) {
-      Kokkos::View<double*, MemorySpace> d(std::string(label), v.size());
-      detail::copy_to_device(exec, d, v);
-      return Kokkos::View<const double*, MemorySpace>(d);
-    };
-    d_.fiberpos = vector("perfex::psf::fiberpos", data.fiberpos);
-    d_.spotpos = vector("perfex::psf::spotpos", data.spotpos);
-    d_.spotwave = vector("perfex::psf::spotwave", data.spotwave);
-    Kokkos::View<double****, Kokkos::LayoutRight, MemorySpace> s("perfex::psf::spot_grid", d_.npos,
-                                                                 d_.nwave, d_.sny, d_.snx);
-    detail::copy_to_device(exec, s, data.spots);
-    d_.spots = s;
-  }
-
-  int nfib() const { return summary_.nfib; }
-  int npix_x() const { return summary_.npix_x; }
-  int npix_y() const { return summary_.npix_y; }
-  int spot_rows() const { return summary_.spot_rows; }
-  int spot_cols() const { return summary_.spot_cols; }
-  double wavemin() const { return summary_.trace_wavemin; }
-  double wavemax() const { return summary_.trace_wavemax; }
-  double psferr() const { return summary_.psferr; }
-  const device_type& device() const { return d_; }
-
- private:
-  PsfSummary summary_;
-  device_type d_;
-};
-
-static_assert(require_psf_model<SpotGridPsf<Kokkos::HostSpace>>(), "");
 
 }  // namespace psf
 }  // namespace perfex

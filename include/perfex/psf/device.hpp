@@ -1,16 +1,21 @@
 #pragma once
-// Traces x_f(λ), y_f(λ) as Legendre series per fibre, each on its own wavelength domain (the
-// trace model of every specter PSF format), on the device: evaluation, dy/dλ and the inverse
-// λ_f(y) by Newton's method.
-//  u = (λ − w0)·(2/(w1 − w0)) − 1 (this operation order), P_m by the forward recurrence, no
-//  clipping (outside the domain the series is extrapolated).
+// What the device side of every PSF format shares (psf/<format>/device.hpp, model.hpp):
+//  * traces x_f(λ), y_f(λ) as Legendre series per fibre, each on its own wavelength domain (the
+//    trace model of every specter PSF format): evaluation, dy/dλ and the inverse λ_f(y) by
+//    Newton's method; u = (λ − w0)·(2/(w1 − w0)) − 1 (this operation order), P_m by the forward
+//    recurrence, no clipping (outside the domain the series is extrapolated);
+//  * a spot's last step, its normalisation to sum 1;
+//  * uploads of host data, and FormatModel, the host side of a format's model (the concept's
+//    sizes and coverage from the data's summary, and the device data it owns).
 #include <Kokkos_Core.hpp>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <perfex/detail/kokkos_compat.hpp>
-#include <perfex/psf/psf_data.hpp>
+#include <perfex/psf/data.hpp>
+#include <perfex/psf/model.hpp>
 
 namespace perfex {
 namespace psf {
@@ -124,6 +129,69 @@ void upload_traces(const ExecSpace& exec, const LegendreTraceSet& x, const Legen
   t.ycoeff = yc;
 }
 
+// out.values = box / total over the thread's vector lanes (box as is where total is not
+// positive): every format's spot ends so, its pixels summing to 1.
+template <class Member>
+KOKKOS_INLINE_FUNCTION void write_normalised(const Member& member, int n, const double* box,
+                                             double total, const SpotOutput& out) {
+  const double inv = total > 0.0 ? 1.0 / total : 1.0;
+  double* values = out.values;
+  Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, n),
+                       [&](int i) { values[i] = box[i] * inv; });
+}
+
+// box[i] = max(value(i), 0) for the n pixels of a spot, then out.values = box normalised.
+template <class Member, class Value>
+KOKKOS_INLINE_FUNCTION void clip_and_normalise(const Member& member, int n, double* box,
+                                               const Value& value, const SpotOutput& out) {
+  double total = 0;
+  Kokkos::parallel_reduce(
+      Kokkos::ThreadVectorRange(member, n),
+      [&](int i, double& sum) {
+        double v = value(i);
+        v = v > 0.0 ? v : 0.0;
+        box[i] = v;
+        sum += v;
+      },
+      total);
+  write_normalised(member, n, box, total, out);
+}
+
 }  // namespace detail
+
+// The host side of a format's model (the PSF concept, psf/model.hpp): the sizes and coverage of
+// the data's summary, and the device data (Device) in MemorySpace, which the format's
+// constructor fills.
+template <class MemorySpace, class Device>
+class FormatModel {
+ public:
+  using memory_space = MemorySpace;
+  using device_type = Device;
+
+  int nfib() const { return summary_.nfib; }
+  int npix_x() const { return summary_.npix_x; }
+  int npix_y() const { return summary_.npix_y; }
+  int spot_rows() const { return summary_.spot_rows; }
+  int spot_cols() const { return summary_.spot_cols; }
+  double wavemin() const { return summary_.trace_wavemin; }  // where the traces are defined
+  double wavemax() const { return summary_.trace_wavemax; }
+  double psferr() const { return summary_.psferr; }
+  const std::string& source() const { return summary_.source; }
+  const device_type& device() const { return d_; }
+
+ protected:
+  explicit FormatModel(PsfSummary summary) : summary_(std::move(summary)) {}
+  PsfSummary summary_;
+  device_type d_;
+};
+
+// The model of a format's data (Data::Model, psf/<format>/model.hpp) resident in exec's memory
+// space, uploaded with exec: upload once, extract many times.
+template <class ExecSpace, class Data>
+typename Data::template Model<typename ExecSpace::memory_space> upload_psf(const ExecSpace& exec,
+                                                                           const Data& data) {
+  return typename Data::template Model<typename ExecSpace::memory_space>(exec, data);
+}
+
 }  // namespace psf
 }  // namespace perfex

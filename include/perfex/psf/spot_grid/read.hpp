@@ -1,14 +1,14 @@
 #pragma once
-// Reading and writing SPOTGRID PSF files (specter's layout; psf/spot_grid_data.hpp): HDUs by
+// Reading and writing SPOTGRID PSF files (host only: link perfex::io), specter's layout: HDUs by
 // EXTNAME XCOEFF (primary; keywords PSFTYPE, NPIX_X, NPIX_Y, NSPEC, CCDPIXSZ, PIXSIZE, optional
 // PSFERR; WAVEMIN/WAVEMAX of the x trace), YCOEFF, SPOTS ([npos][nwave][ny][nx]), FIBERPOS
 // ([nfib]), SPOTPOS ([npos]) and SPOTWAVE ([nwave]); any BITPIX, read as double.
 #include <string>
 #include <vector>
 
-#include <perfex/error.hpp>
 #include <perfex/io/fits.hpp>
-#include <perfex/psf/spot_grid_data.hpp>
+#include <perfex/psf/read.hpp>
+#include <perfex/psf/spot_grid/data.hpp>
 
 namespace perfex {
 namespace io {
@@ -17,22 +17,8 @@ inline psf::SpotGridPsfData read_spot_grid_psf(const std::string& path) {
   FitsFile file = FitsFile::open(path);
   psf::SpotGridPsfData d;
   d.source = path;
-  auto trace = [&](const char* extname) {
-    file.move_to(extname);
-    if (file.hdu_type() != HduType::image) file.fail(0, "is not an image HDU");
-    const std::vector<long> axes = file.image_axes();
-    if (axes.size() != 2 || axes[0] < 1 || axes[1] < 1)
-      file.fail(0, "expected a 2-D [nfib][ncoeff] coefficient image");
-    auto img = file.read_image<double>();
-    psf::LegendreTraceSet t;
-    t.wavemin = file.read_key<double>("WAVEMIN");
-    t.wavemax = file.read_key<double>("WAVEMAX");
-    t.ncoeff = static_cast<int>(axes[0]);
-    t.coeff = std::move(img.data);
-    return t;
-  };
-  d.xtrace = trace("XCOEFF");
-  d.nfib = static_cast<int>(d.xtrace.coeff.size() / d.xtrace.ncoeff);
+  d.xtrace = detail::read_trace_hdu(file, "XCOEFF");
+  d.nfib = d.xtrace.nfib();
   file.move_to_index(0);
   const long long nspec = file.read_key<long long>("NSPEC");
   if (nspec != d.nfib)
@@ -43,7 +29,7 @@ inline psf::SpotGridPsfData read_spot_grid_psf(const std::string& path) {
   d.psferr = file.read_key_optional<double>("PSFERR").value_or(0.01);
   d.ccd_pixel_size = file.read_key<double>("CCDPIXSZ");
   d.spot_pixel_size = file.read_key<double>("PIXSIZE");
-  d.ytrace = trace("YCOEFF");
+  d.ytrace = detail::read_trace_hdu(file, "YCOEFF");
   auto vector = [&](const char* extname, std::size_t rank) {
     file.move_to(extname);
     if (file.hdu_type() != HduType::image) file.fail(0, "is not an image HDU");
@@ -93,6 +79,12 @@ inline void write_psf(const std::string& path, const psf::SpotGridPsfData& d) {
   file.write_image<double>("SPOTWAVE", {nw}, d.spotwave);
   file.close();
 }
+
+template <>
+struct PsfFile<psf::SpotGridPsfData> {
+  static constexpr const char* layouts = "SPOTGRID";
+  static psf::SpotGridPsfData read(const std::string& path) { return read_spot_grid_psf(path); }
+};
 
 }  // namespace io
 }  // namespace perfex

@@ -1,66 +1,31 @@
 #pragma once
-// Reading and writing PSF files. read_psf reads every format perfex models, chosen by the
-// primary HDU's PSFTYPE and PSFVER (specter's load_psf rule):
-//  * GAUSS-HERMITE, PSFVER 3 (specex): HDUs by EXTNAME XTRACE (image [nfib][ncoeff], own
-//    WAVEMIN/WAVEMAX), YTRACE (same) and PSF (binary table: PARAM names, COEFF [nfib][LEGDEG+1]
-//    per row, keywords HSIZEX/HSIZEY, GHDEGX/GHDEGY, LEGDEG, NPIX_X/NPIX_Y, FIBERMIN/FIBERMAX,
-//    WAVEMIN/WAVEMAX, optional PSFERR defaulting to 0.01);
-//  * GAUSS-HERMITE, PSFVER 1-2 (the older layout): one binary table in HDU 1 with columns PARAM,
-//    WAVEMIN, WAVEMAX (per row) and COEFF [nfib][ncoeff], the traces as rows X and Y;
-//  * GAUSS-HERMITE2 (psf/gauss_hermite2.hpp) and SPOTGRID (psf/spot_grid.hpp).
-// MONOSPOT and PCA-PIX are refused by name. Parameters are looked up by name, never by row.
-// The readers check what only the file can get wrong (HDU kinds and shapes, keywords, the PSF
-// type, the COEFF layout, FIBERMIN/FIBERMAX), then the data's validate() the content (degrees,
-// domains, finite coefficients, parameters). Every problem is a perfex::Error naming the file
-// and the HDU, keyword or parameter at fault.
+// Reading and writing GAUSS-HERMITE PSF files (host only: link perfex::io), both layouts, the
+// one chosen by PSFVER as specter's load_psf does:
+//  * PSFVER 3 (specex): HDUs by EXTNAME XTRACE (image [nfib][ncoeff], own WAVEMIN/WAVEMAX),
+//    YTRACE (same) and PSF (binary table: PARAM names, COEFF [nfib][LEGDEG+1] per row, keywords
+//    HSIZEX/HSIZEY, GHDEGX/GHDEGY, LEGDEG, NPIX_X/NPIX_Y, FIBERMIN/FIBERMAX, WAVEMIN/WAVEMAX,
+//    optional PSFERR defaulting to 0.01);
+//  * PSFVER 1-2 (the older layout, also GAUSS-HERMITE2's): one binary table in HDU 1 with
+//    columns PARAM, WAVEMIN, WAVEMAX (per row) and COEFF [nfib][ncoeff], the traces as rows X
+//    and Y.
+// Parameters are looked up by name, never by row. The reader checks what only the file can get
+// wrong (HDU kinds and shapes, keywords, the PSF type, the COEFF layout, FIBERMIN/FIBERMAX),
+// then the data's validate() the content (degrees, domains, finite coefficients, parameters).
+// Every problem is a perfex::Error naming the file and the HDU, keyword or parameter at fault.
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include <perfex/error.hpp>
 #include <perfex/io/fits.hpp>
-#include <perfex/io/spot_grid_fits.hpp>
-#include <perfex/psf/any_psf.hpp>
-#include <perfex/psf/psf_data.hpp>
+#include <perfex/psf/gauss_hermite/data.hpp>
+#include <perfex/psf/read.hpp>
 
 namespace perfex {
 namespace io {
 
 namespace detail {
-
-inline psf::LegendreTraceSet read_trace_hdu(FitsFile& file, const std::string& extname) {
-  file.move_to(extname);
-  if (file.hdu_type() != HduType::image) file.fail(0, "is not an image HDU");
-  const std::vector<long> axes = file.image_axes();
-  if (axes.size() != 2)
-    file.fail(0, "expected a 2-D [nfib][ncoeff] coefficient image, found " +
-                     std::to_string(axes.size()) + " axes");
-  if (axes[0] < 1 || axes[1] < 1)
-    file.fail(0, "empty coefficient image: NAXIS1 (coefficients) = " + std::to_string(axes[0]) +
-                     ", NAXIS2 (fibres) = " + std::to_string(axes[1]));
-  auto img = file.read_image<double>();
-  psf::LegendreTraceSet t;
-  t.wavemin = file.read_key<double>("WAVEMIN");
-  t.wavemax = file.read_key<double>("WAVEMAX");
-  t.ncoeff = static_cast<int>(img.axes[0]);
-  t.coeff = std::move(img.data);
-  return t;
-}
-
-inline int checked_int_key(FitsFile& file, const std::string& name, long long v) {
-  if (v < -1000000000LL || v > 1000000000LL) file.fail(0, "keyword '" + name + "' out of range");
-  return static_cast<int>(v);
-}
-inline int read_int_key(FitsFile& file, const std::string& name) {
-  return checked_int_key(file, name, file.read_key<long long>(name));
-}
-inline std::optional<int> read_int_key_optional(FitsFile& file, const std::string& name) {
-  if (auto v = file.read_key_optional<long long>(name)) return checked_int_key(file, name, *v);
-  return std::nullopt;
-}
 
 // PSFTYPE / PSFVER of the current HDU, where present: GAUSS-HERMITE, version 3 only (a
 // "PSFVER 4" layout is unknown). Returns whether PSFVER is stated.
@@ -78,14 +43,6 @@ inline bool check_psf_type(FitsFile& file) {
   return true;
 }
 
-// PSFVER's number ('2       ', '3', 2.0), NaN when it is not one.
-inline double version_number(const std::string& ver) {
-  char* end = nullptr;
-  const double v = std::strtod(ver.c_str(), &end);
-  while (end && *end == ' ') ++end;
-  return end == ver.c_str() || *end != '\0' ? std::nan("") : v;
-}
-
 // The PSF keywords of the current HDU (a table of parameters, one per row).
 inline void read_gh_keys(FitsFile& file, psf::GaussHermitePsfData& d) {
   d.hsizex = read_int_key(file, "HSIZEX");
@@ -99,9 +56,11 @@ inline void read_gh_keys(FitsFile& file, psf::GaussHermitePsfData& d) {
 
 // The older specex table (HDU 1 of GAUSS-HERMITE PSFVER 1-2 and of GAUSS-HERMITE2): one row per
 // parameter with its own WAVEMIN/WAVEMAX and COEFF [nfib][ncoeff]; rows X and Y are the traces.
-// Fills the traces, the parameters (every other row, on their common domain), nfib and legdeg.
-// kind: "PSFTYPE ..., PSFVER ..." for the messages.
-inline void read_row_table(FitsFile& file, psf::GaussHermitePsfData& d, const std::string& kind) {
+// Fills the traces, the parameters (every other row, on their common domain), nfib and legdeg,
+// and checks the table's PSFTYPE, where stated, against type.
+inline void read_row_table(FitsFile& file, psf::GaussHermitePsfData& d, const std::string& type,
+                           const std::string& version) {
+  const std::string kind = type + " PSFVER " + version;
   file.move_to_index(1);
   if (file.hdu_type() != HduType::binary_table)
     file.fail(0, "is not a binary table, where a " + kind + " file keeps its parameters");
@@ -163,28 +122,8 @@ inline void read_row_table(FitsFile& file, psf::GaussHermitePsfData& d, const st
     if (std::find(names.begin(), names.end(), trace) == names.end())
       file.fail(0, std::string("column 'PARAM' has no row '") + trace + "' (the trace)");
   read_gh_keys(file, d);
-}
-
-// The type and version a file states in its primary HDU, else in the HDU of its parameters.
-struct PsfKind {
-  std::string type;     // "" when not stated
-  std::string version;  // "" when not stated
-};
-inline PsfKind psf_kind(FitsFile& file) {
-  PsfKind k;
-  file.move_to_index(0);
-  k.type = file.read_key_optional<std::string>("PSFTYPE").value_or("");
-  k.version = file.read_key_optional<std::string>("PSFVER").value_or("");
-  if ((k.type.empty() || k.version.empty()) && file.num_hdus() > 1) {
-    if (file.has_hdu("PSF"))
-      file.move_to("PSF");
-    else
-      file.move_to_index(1);
-    if (k.type.empty()) k.type = file.read_key_optional<std::string>("PSFTYPE").value_or("");
-    if (k.version.empty()) k.version = file.read_key_optional<std::string>("PSFVER").value_or("");
-  }
-  while (!k.type.empty() && k.type.back() == ' ') k.type.pop_back();
-  return k;
+  if (auto stated = file.read_key_optional<std::string>("PSFTYPE"))
+    if (*stated != type) file.fail(0, "PSFTYPE '" + *stated + "' is not " + type);
 }
 
 // The older GAUSS-HERMITE layout (PSFVER 1-2).
@@ -192,9 +131,7 @@ inline psf::GaussHermitePsfData read_gauss_hermite_rows(FitsFile& file,
                                                         const std::string& version) {
   psf::GaussHermitePsfData d;
   d.source = file.path();
-  read_row_table(file, d, "GAUSS-HERMITE PSFVER " + version);
-  if (auto type = file.read_key_optional<std::string>("PSFTYPE"))
-    if (*type != "GAUSS-HERMITE") file.fail(0, "PSFTYPE '" + *type + "' is not GAUSS-HERMITE");
+  read_row_table(file, d, psf::GaussHermitePsfData::psftype, version);
   d.validate();
   return d;
 }
@@ -218,7 +155,7 @@ inline psf::GaussHermitePsfData read_gauss_hermite_psf(const std::string& path) 
   d.xtrace = detail::read_trace_hdu(file, "XTRACE");
   d.ytrace = detail::read_trace_hdu(file, "YTRACE");
   // validate() checks that YTRACE has as many fibres.
-  d.nfib = static_cast<int>(d.xtrace.coeff.size() / d.xtrace.ncoeff);
+  d.nfib = d.xtrace.nfib();
 
   file.move_to("PSF");
   if (file.hdu_type() != HduType::binary_table) file.fail(0, "is not a binary table");
@@ -255,37 +192,32 @@ inline psf::GaussHermitePsfData read_gauss_hermite_psf(const std::string& path) 
   return d;
 }
 
-// A GAUSS-HERMITE2 PSF file (the older specex table in HDU 1, keywords GHDEGX2/GHDEGY2 too).
-inline psf::GaussHermite2PsfData read_gauss_hermite2_psf(const std::string& path) {
-  FitsFile file = FitsFile::open(path);
-  const detail::PsfKind kind = detail::psf_kind(file);
-  psf::GaussHermite2PsfData d;
-  d.gh.source = path;
-  detail::read_row_table(file, d.gh, "GAUSS-HERMITE2 PSFVER " + kind.version);
-  if (auto type = file.read_key_optional<std::string>("PSFTYPE"))
-    if (*type != "GAUSS-HERMITE2") file.fail(0, "PSFTYPE '" + *type + "' is not GAUSS-HERMITE2");
-  d.ghdegx2 = detail::read_int_key(file, "GHDEGX2");
-  d.ghdegy2 = detail::read_int_key(file, "GHDEGY2");
-  d.validate();
-  return d;
-}
-
-// A PSF file of any format perfex models, by its PSFTYPE (GAUSS-HERMITE when not stated).
-inline psf::PsfData read_psf(const std::string& path) {
-  std::string type;
-  {
-    FitsFile file = FitsFile::open(path);
-    type = detail::psf_kind(file).type;
-  }
-  if (type.empty() || type == "GAUSS-HERMITE") return read_gauss_hermite_psf(path);
-  if (type == "GAUSS-HERMITE2") return read_gauss_hermite2_psf(path);
-  if (type == "SPOTGRID") return read_spot_grid_psf(path);
-  throw Error("PSF '" + path + "': PSFTYPE '" + type +
-              "' is not a format perfex reads (GAUSS-HERMITE PSFVER 1-3, GAUSS-HERMITE2, "
-              "SPOTGRID)");
-}
-
 namespace detail {
+
+// The keywords of the HDU of the parameters, both layouts (read_gh_keys reads them).
+inline void write_gh_keys(FitsFile& file, const psf::GaussHermitePsfData& d,
+                          const std::string& type, const std::string& version, int nparams,
+                          int legdeg) {
+  file.write_key("PSFTYPE", type);
+  file.write_key("PSFVER", version);
+  file.write_key("NPIX_X", d.npix_x);
+  file.write_key("NPIX_Y", d.npix_y);
+  file.write_key("HSIZEX", d.hsizex);
+  file.write_key("HSIZEY", d.hsizey);
+  file.write_key("FIBERMIN", d.fibermin);
+  file.write_key("FIBERMAX", d.fibermin + d.nfib - 1);
+  file.write_key("NPARAMS", nparams);
+  file.write_key("LEGDEG", legdeg);
+  file.write_key("GHDEGX", d.ghdegx);
+  file.write_key("GHDEGY", d.ghdegy);
+}
+
+// The PARAM column's format: wide enough for every name, 8 characters at least.
+inline std::string param_column(const std::vector<std::string>& names) {
+  std::size_t width = 8;
+  for (const auto& n : names) width = std::max(width, n.size());
+  return std::to_string(width) + "A";
+}
 
 // The older specex layout: an empty primary HDU, then one table in HDU 1 with a row per
 // parameter (PARAM, WAVEMIN, WAVEMAX, COEFF [nfib][ncoeff]), the traces as rows X and Y, every
@@ -314,11 +246,9 @@ inline void write_psf_rows(const std::string& path, const psf::GaussHermitePsfDa
     w1.push_back(d.wavemax);
     add(&d.coeff[static_cast<std::size_t>(p) * d.nfib * d.ncoeff()], d.ncoeff());
   }
-  std::size_t width = 8;
-  for (const auto& n : names) width = std::max(width, n.size());
   file.create_table(
       "", static_cast<long>(names.size()),
-      {{"PARAM", std::to_string(width) + "A", "", {}},
+      {{"PARAM", param_column(names), "", {}},
        {"WAVEMIN", "D", "", {}},
        {"WAVEMAX", "D", "", {}},
        {"COEFF", std::to_string(static_cast<long>(d.nfib) * nc) + "D", "", {nc, d.nfib}}});
@@ -326,18 +256,7 @@ inline void write_psf_rows(const std::string& path, const psf::GaussHermitePsfDa
   file.write_column<double>("WAVEMIN", w0);
   file.write_column<double>("WAVEMAX", w1);
   file.write_column<double>("COEFF", coeff);
-  file.write_key("PSFTYPE", type);
-  file.write_key("PSFVER", "2");
-  file.write_key("NPIX_X", d.npix_x);
-  file.write_key("NPIX_Y", d.npix_y);
-  file.write_key("HSIZEX", d.hsizex);
-  file.write_key("HSIZEY", d.hsizey);
-  file.write_key("FIBERMIN", d.fibermin);
-  file.write_key("FIBERMAX", d.fibermin + d.nfib - 1);
-  file.write_key("NPARAMS", static_cast<int>(names.size()));
-  file.write_key("LEGDEG", nc - 1);
-  file.write_key("GHDEGX", d.ghdegx);
-  file.write_key("GHDEGY", d.ghdegy);
+  write_gh_keys(file, d, type, "2", static_cast<int>(names.size()), nc - 1);
   if (ghdegx2 >= 0) {
     file.write_key("GHDEGX2", ghdegx2);
     file.write_key("GHDEGY2", ghdegy2);
@@ -347,12 +266,6 @@ inline void write_psf_rows(const std::string& path, const psf::GaussHermitePsfDa
 }
 
 }  // namespace detail
-
-// GAUSS-HERMITE2 in its (the older specex) layout.
-inline void write_psf(const std::string& path, const psf::GaussHermite2PsfData& d) {
-  d.validate();
-  detail::write_psf_rows(path, d.gh, "GAUSS-HERMITE2", d.ghdegx2, d.ghdegy2);
-}
 
 // GAUSS-HERMITE: specex's PSFVER 3 layout, or the older PSFVER 2 one (version 2).
 inline void write_psf(const std::string& path, const psf::GaussHermitePsfData& d, int version = 3) {
@@ -377,33 +290,28 @@ inline void write_psf(const std::string& path, const psf::GaussHermitePsfData& d
   write_trace("XTRACE", d.xtrace);
   write_trace("YTRACE", d.ytrace);
 
-  std::size_t width = 8;
-  for (const auto& n : d.param_names) width = std::max(width, n.size());
   const long per_row = static_cast<long>(d.nfib) * d.ncoeff();
   file.create_table(
       "PSF", static_cast<long>(d.param_names.size()),
-      {{"PARAM", std::to_string(width) + "A", "", {}},
+      {{"PARAM", detail::param_column(d.param_names), "", {}},
        {"COEFF", std::to_string(per_row) + "D", "", {static_cast<long>(d.ncoeff()), d.nfib}}});
   file.write_column_strings("PARAM", d.param_names);
   file.write_column<double>("COEFF", d.coeff);
-  file.write_key("PSFTYPE", "GAUSS-HERMITE");
-  file.write_key("PSFVER", "3");
-  file.write_key("NPIX_X", d.npix_x);
-  file.write_key("NPIX_Y", d.npix_y);
-  file.write_key("HSIZEX", d.hsizex);
-  file.write_key("HSIZEY", d.hsizey);
-  file.write_key("FIBERMIN", d.fibermin);
-  file.write_key("FIBERMAX", d.fibermin + d.nfib - 1);
-  file.write_key("NPARAMS", d.nparam());
-  file.write_key("LEGDEG", d.legdeg);
-  file.write_key("GHDEGX", d.ghdegx);
-  file.write_key("GHDEGY", d.ghdegy);
+  detail::write_gh_keys(file, d, psf::GaussHermitePsfData::psftype, "3", d.nparam(), d.legdeg);
   file.write_key("WAVEMIN", d.wavemin);
   file.write_key("WAVEMAX", d.wavemax);
   file.write_key("PSFERR", d.psferr);
   if (!d.source.empty()) file.write_key("IN_PSF", d.source);
   file.close();
 }
+
+template <>
+struct PsfFile<psf::GaussHermitePsfData> {
+  static constexpr const char* layouts = "GAUSS-HERMITE PSFVER 1-3";
+  static psf::GaussHermitePsfData read(const std::string& path) {
+    return read_gauss_hermite_psf(path);
+  }
+};
 
 }  // namespace io
 }  // namespace perfex

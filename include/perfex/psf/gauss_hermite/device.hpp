@@ -1,6 +1,7 @@
 #pragma once
-// Device model of specex's GaussHermite PSF (a model of the PSF concept, psf/model.hpp):
-// Legendre traces and parameters, and pixel-integrated Gauss-Hermite spots (normalised).
+// The device side of specex's GaussHermite PSF (host data: psf/gauss_hermite/data.hpp; its
+// model of the PSF concept: psf/gauss_hermite/model.hpp): Legendre traces and parameters, and
+// pixel-integrated Gauss-Hermite spots (normalised).
 //
 // Conventions:
 //  * Legendre series on two domains: traces on XTRACE/YTRACE WAVEMIN/WAVEMAX, table
@@ -13,34 +14,23 @@
 //    tail = TAILAMP·ρ²/(TAILCORE² + ρ²)^(1 + TAILINDE/2), Δ = pixel centre − trace.
 #include <Kokkos_Core.hpp>
 
-#include <algorithm>
-#include <string>
-#include <type_traits>
-#include <vector>
-
 #include <perfex/detail/kokkos_compat.hpp>
-#include <perfex/error.hpp>
-#include <perfex/psf/legendre_traces.hpp>
+#include <perfex/psf/device.hpp>
+#include <perfex/psf/gauss_hermite/data.hpp>
 #include <perfex/psf/model.hpp>
-#include <perfex/psf/psf_data.hpp>
 
 namespace perfex {
 namespace psf {
 
-namespace detail {
-
-// Views and scalars a kernel needs (cheap to copy into functors): the model's device_type.
+// What GAUSS-HERMITE and GAUSS-HERMITE2 share on the device: the traces, the spot box's half
+// sizes, and the parameter table (Legendre coefficients per parameter and fibre on the PSF
+// HDU's domain) with the rows of the widths and tails.
 template <class MemorySpace>
-struct PsfDeviceData : LegendreTraces<MemorySpace> {
-  Kokkos::View<const double***, Kokkos::LayoutRight, MemorySpace> pcoeff;  // [nparam][nfib][L]
-  // Legendre coefficients of the Gauss-Hermite coefficients a_ij, contiguous in ij = i*(dy+1)+j
-  // so that a spot's a_ij are one vector sweep per Legendre degree: [nfib][ncp][(dx+1)(dy+1)].
-  Kokkos::View<const double***, Kokkos::LayoutRight, MemorySpace> ghcoeff;
-  int nfib = 0, nparam = 0, ncp = 0;
-  int hx = 0, hy = 0, dx = 0, dy = 0;
+struct GaussHermiteTable : detail::LegendreTraces<MemorySpace> {
+  Kokkos::View<const double***, Kokkos::LayoutRight, MemorySpace> pcoeff;  // [nparam][nfib][ncp]
+  int ncp = 0, hx = 0, hy = 0;
   int row_sigx = -1, row_sigy = -1;
   int row_tailamp = -1, row_tailcore = -1, row_tailxsca = -1, row_tailysca = -1, row_tailinde = -1;
-  bool tails = false;  // some TAILAMP coefficient is non-zero
   double pw0 = 0, pscale = 0;
 
   // Parameter row p of fibre f given P_m(u_PSF).
@@ -49,12 +39,49 @@ struct PsfDeviceData : LegendreTraces<MemorySpace> {
     for (int m = 0; m < ncp; ++m) s = math::mul_add(pcoeff(p, f, m), P[m], s);
     return s;
   }
+};
+
+namespace detail {
+// The table of host data in exec's memory (the tails' rows where TAILAMP is a parameter).
+template <class ExecSpace, class MemorySpace>
+void upload_table(const ExecSpace& exec, const GaussHermitePsfData& data,
+                  GaussHermiteTable<MemorySpace>& t) {
+  upload_traces(exec, data.xtrace, data.ytrace, data.nfib, t);
+  t.ncp = data.ncoeff();
+  t.hx = data.hsizex;
+  t.hy = data.hsizey;
+  t.pw0 = data.wavemin;
+  t.pscale = 2.0 / (data.wavemax - data.wavemin);
+  t.row_sigx = data.param_index("GHSIGX");
+  t.row_sigy = data.param_index("GHSIGY");
+  t.row_tailamp = data.find_param("TAILAMP");
+  if (t.row_tailamp >= 0) {
+    t.row_tailcore = data.param_index("TAILCORE");
+    t.row_tailxsca = data.param_index("TAILXSCA");
+    t.row_tailysca = data.param_index("TAILYSCA");
+    t.row_tailinde = data.param_index("TAILINDE");
+  }
+  Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace> pc("perfex::psf::coeff", data.nparam(),
+                                                               data.nfib, t.ncp);
+  copy_to_device(exec, pc, data.coeff);
+  t.pcoeff = pc;
+}
+}  // namespace detail
+
+// Views and scalars a kernel needs (cheap to copy into functors): the model's device_type.
+template <class MemorySpace>
+struct GaussHermiteDevice : GaussHermiteTable<MemorySpace> {
+  // Legendre coefficients of the Gauss-Hermite coefficients a_ij, contiguous in ij = i*(dy+1)+j
+  // so that a spot's a_ij are one vector sweep per Legendre degree: [nfib][ncp][(dx+1)(dy+1)].
+  Kokkos::View<const double***, Kokkos::LayoutRight, MemorySpace> ghcoeff;
+  int nfib = 0, nparam = 0, dx = 0, dy = 0;
+  bool tails = false;  // some TAILAMP coefficient is non-zero
 
   // The spot box: the trace rounded to a pixel, stepped back by the half-size.
   KOKKOS_INLINE_FUNCTION SpotCorner spot_corner(int f, double wave) const {
     const double X = this->trace_x(f, wave), Y = this->trace_y(f, wave);
-    return {static_cast<int>(math::floor(X - hx + 0.5)),
-            static_cast<int>(math::floor(Y - hy + 0.5))};
+    return {static_cast<int>(math::floor(X - this->hx + 0.5)),
+            static_cast<int>(math::floor(Y - this->hy + 0.5))};
   }
 
   // Per-spot scalars at the start of a thread's scratch.
@@ -83,7 +110,7 @@ struct PsfDeviceData : LegendreTraces<MemorySpace> {
   struct Layout {
     int nx, ny, nbx, nby, ne, nd;  // box, degrees + 1, edges of both axes, max degree + 1
     int P, a, E, B, t, phi, he, T, core, colsum, words;
-    KOKKOS_INLINE_FUNCTION explicit Layout(const PsfDeviceData& d)
+    KOKKOS_INLINE_FUNCTION explicit Layout(const GaussHermiteDevice& d)
         : nx(2 * d.hx + 1),
           ny(2 * d.hy + 1),
           nbx(d.dx + 1),
@@ -128,7 +155,7 @@ struct PsfDeviceData : LegendreTraces<MemorySpace> {
   template <class Member>
   KOKKOS_INLINE_FUNCTION void spot(const Member& member, int fib, double lam, double* buf,
                                    const SpotOutput& out) const {
-    const PsfDeviceData& d = *this;
+    const GaussHermiteDevice& d = *this;
     const Layout L(d);
     const int nx = L.nx, ny = L.ny, nbx = L.nbx, nby = L.nby, ne = L.ne;
     double* s = buf;
@@ -145,7 +172,7 @@ struct PsfDeviceData : LegendreTraces<MemorySpace> {
 
     Kokkos::single(Kokkos::PerThread(member), [&]() {
       const double x = d.trace_x(fib, lam), y = d.trace_y(fib, lam);
-      legendre_values(reduced(lam, d.pw0, d.pscale), d.ncp, P);
+      detail::legendre_values(detail::reduced(lam, d.pw0, d.pscale), d.ncp, P);
       s[X] = x;
       s[Y] = y;
       s[SIGX] = d.param(d.row_sigx, fib, P);
@@ -264,150 +291,9 @@ struct PsfDeviceData : LegendreTraces<MemorySpace> {
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(member, nx), [&](int q, double& sum) { sum += colsum[q]; },
         total);
-    const double inv = total > 0.0 ? 1.0 / total : 1.0;
-    double* values = out.values;
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ny * nx),
-                         [&](int i) { values[i] = core[i] * inv; });
+    detail::write_normalised(member, ny * nx, core, total, out);
   }
 };
-
-}  // namespace detail
-
-template <class MemorySpace>
-class GaussHermitePsf {
- public:
-  using memory_space = MemorySpace;
-  using device_type = detail::PsfDeviceData<MemorySpace>;
-
-  explicit GaussHermitePsf(const GaussHermitePsfData& data)
-      : GaussHermitePsf(typename MemorySpace::execution_space(), data) {}
-
-  // Copies the coefficients with exec (extract::upload_psf).
-  template <class ExecSpace>
-  GaussHermitePsf(const ExecSpace& exec, const GaussHermitePsfData& data)
-      : source_(data.source), psferr_(data.psferr) {
-    data.validate();
-    npix_x_ = data.npix_x;
-    npix_y_ = data.npix_y;
-    d_.nfib = data.nfib;
-    d_.nparam = data.nparam();
-    d_.ncp = data.ncoeff();
-    d_.hx = data.hsizex;
-    d_.hy = data.hsizey;
-    d_.dx = data.ghdegx;
-    d_.dy = data.ghdegy;
-    d_.pw0 = data.wavemin;
-    d_.pscale = 2.0 / (data.wavemax - data.wavemin);
-    wavemin_ = std::max(data.xtrace.wavemin, data.ytrace.wavemin);
-    wavemax_ = std::min(data.xtrace.wavemax, data.ytrace.wavemax);
-    d_.row_sigx = data.param_index("GHSIGX");
-    d_.row_sigy = data.param_index("GHSIGY");
-    d_.row_tailamp = data.find_param("TAILAMP");
-    if (d_.row_tailamp >= 0) {
-      d_.row_tailcore = data.param_index("TAILCORE");
-      d_.row_tailxsca = data.param_index("TAILXSCA");
-      d_.row_tailysca = data.param_index("TAILYSCA");
-      d_.row_tailinde = data.param_index("TAILINDE");
-      for (int f = 0; f < data.nfib; ++f) {
-        for (int m = 0; m < data.ncoeff(); ++m)
-          d_.tails = d_.tails || data.c(d_.row_tailamp, f, m) != 0.0;
-      }
-    }
-
-    detail::upload_traces(exec, data.xtrace, data.ytrace, d_.nfib, d_);
-    Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace> pc("perfex::psf::coeff", d_.nparam,
-                                                                 d_.nfib, d_.ncp);
-    const int nij = (d_.dx + 1) * (d_.dy + 1);
-    Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace> gh("perfex::psf::ghcoeff", d_.nfib,
-                                                                 d_.ncp, nij);
-    detail::copy_to_device(exec, pc, data.coeff);
-    std::vector<double> ghc(static_cast<std::size_t>(d_.nfib) * d_.ncp * nij);
-    for (int i = 0; i <= d_.dx; ++i) {
-      for (int j = 0; j <= d_.dy; ++j) {
-        const int row = data.param_index("GH-" + std::to_string(i) + "-" + std::to_string(j));
-        for (int f = 0; f < d_.nfib; ++f) {
-          for (int m = 0; m < d_.ncp; ++m)
-            ghc[(static_cast<std::size_t>(f) * d_.ncp + m) * nij + i * (d_.dy + 1) + j] =
-                data.c(row, f, m);
-        }
-      }
-    }
-    detail::copy_to_device(exec, gh, ghc);
-    d_.pcoeff = pc;
-    d_.ghcoeff = gh;
-  }
-
-  int nfib() const { return d_.nfib; }
-  int nparam() const { return d_.nparam; }
-  int hsizex() const { return d_.hx; }
-  int hsizey() const { return d_.hy; }
-  int nx() const { return 2 * d_.hx + 1; }
-  int ny() const { return 2 * d_.hy + 1; }
-  int ghdegx() const { return d_.dx; }
-  int ghdegy() const { return d_.dy; }
-  int legdeg() const { return d_.ncp - 1; }
-  int npix_x() const { return npix_x_; }
-  int npix_y() const { return npix_y_; }
-  double psferr() const { return psferr_; }
-  bool has_tails() const { return d_.tails; }
-  const std::string& source() const { return source_; }
-  // The PSF concept: spot box, coverage (where both traces are defined), device data.
-  int spot_rows() const { return ny(); }
-  int spot_cols() const { return nx(); }
-  double wavemin() const { return wavemin_; }
-  double wavemax() const { return wavemax_; }
-  const device_type& device() const { return d_; }
-
-  // Throws unless [f0, f0+nf) is a valid fibre range.
-  void check_fibres(int f0, int nf, const char* who) const {
-    if (f0 < 0 || nf < 0 || f0 + nf > d_.nfib) {
-      throw Error(std::string(who) + ": fibres [" + std::to_string(f0) + ", " +
-                  std::to_string(f0 + nf) + ") outside the PSF's 0.." +
-                  std::to_string(d_.nfib - 1) +
-                  (source_.empty() ? std::string() : " of '" + source_ + "'"));
-    }
-  }
-
- private:
-  device_type d_;
-  std::string source_;
-  int npix_x_ = 0, npix_y_ = 0;
-  double psferr_ = 0.01;
-  double wavemin_ = 0, wavemax_ = 0;
-};
-
-static_assert(require_psf_model<GaussHermitePsf<Kokkos::HostSpace>>(), "");
-
-// ---- kernels -------------------------------------------------------------------------------
-
-template <class MemorySpace>
-struct EvaluateParamsFunctor {
-  detail::PsfDeviceData<MemorySpace> d;
-  int f0;
-  Kokkos::View<const double*, MemorySpace> wave;
-  Kokkos::View<double***, MemorySpace> params;
-  KOKKOS_INLINE_FUNCTION void operator()(int f, int k) const {
-    double P[kMaxLegendreCoeffs];
-    detail::legendre_values(detail::reduced(wave(k), d.pw0, d.pscale), d.ncp, P);
-    for (int p = 0; p < d.nparam; ++p) params(p, f, k) = d.param(p, f0 + f, P);
-  }
-};
-
-template <class ExecSpace, class MemorySpace>
-void evaluate_params(const ExecSpace& exec, const GaussHermitePsf<MemorySpace>& psf, int f0, int nf,
-                     Kokkos::View<const double*, MemorySpace> wave,
-                     Kokkos::View<double***, MemorySpace> params) {
-  psf.check_fibres(f0, nf, "perfex::psf::evaluate_params");
-  const int K = static_cast<int>(wave.extent(0));
-  if (static_cast<int>(params.extent(0)) < psf.nparam() ||
-      static_cast<int>(params.extent(1)) < nf || static_cast<int>(params.extent(2)) < K) {
-    throw Error("perfex::psf::evaluate_params: output view smaller than [nparam][nf][K]");
-  }
-  if (nf == 0 || K == 0) return;
-  using Policy = Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>, Kokkos::IndexType<int>>;
-  Kokkos::parallel_for("perfex::psf::evaluate_params", Policy(exec, {0, 0}, {nf, K}),
-                       EvaluateParamsFunctor<MemorySpace>{psf.device(), f0, wave, params});
-}
 
 }  // namespace psf
 }  // namespace perfex

@@ -1,8 +1,8 @@
 #pragma once
-// Device model of specex's GAUSS-HERMITE2 PSF (specter's GaussHermite2PSF; host data
-// GaussHermite2PsfData in psf/psf_data.hpp): two Gauss-Hermite cores of different widths plus
-// power-law tails, all parameters Legendre series in wavelength. A model of the PSF concept
-// (psf/model.hpp).
+// The device side of specex's GAUSS-HERMITE2 PSF, as specter's GaussHermite2PSF evaluates it
+// (host data: psf/gauss_hermite2/data.hpp; its model of the PSF concept:
+// psf/gauss_hermite2/model.hpp): two Gauss-Hermite cores of different widths plus power-law
+// tails, all parameters Legendre series in wavelength.
 //
 //  * Box: 2·HSIZEX columns × 2·HSIZEY rows from c0 = floor(x − HSIZEX), r0 = floor(y − HSIZEY)
 //    (specter truncates toward zero; the two differ only for boxes starting off the CCD).
@@ -15,14 +15,10 @@
 //    at pixel centres; spot = max(core1 + core2 + tail, 0), normalised to sum 1.
 #include <Kokkos_Core.hpp>
 
-#include <string>
-#include <vector>
-
 #include <perfex/detail/kokkos_compat.hpp>
-#include <perfex/error.hpp>
-#include <perfex/psf/legendre_traces.hpp>
+#include <perfex/psf/device.hpp>
+#include <perfex/psf/gauss_hermite/device.hpp>
 #include <perfex/psf/model.hpp>
-#include <perfex/psf/psf_data.hpp>
 
 namespace perfex {
 namespace psf {
@@ -54,14 +50,17 @@ KOKKOS_INLINE_FUNCTION void pixel_hermite_integrals(const Member& member, int n,
   });
 }
 
+}  // namespace detail
+
 template <class MemorySpace>
-struct GaussHermite2Device : LegendreTraces<MemorySpace> {
-  Kokkos::View<const double***, Kokkos::LayoutRight, MemorySpace> pcoeff;  // [nparam][nfib][ncp]
+struct GaussHermite2Device : GaussHermiteTable<MemorySpace> {
+  using Table = GaussHermiteTable<MemorySpace>;
+  using Table::hx, Table::hy, Table::ncp, Table::param, Table::pscale, Table::pw0;
+  using Table::row_sigx, Table::row_sigy, Table::row_tailamp, Table::row_tailcore;
+  using Table::row_tailinde, Table::row_tailxsca, Table::row_tailysca;
   Kokkos::View<const int*, MemorySpace> rows1, rows2;  // rows of GH-i-j, GH2-i-j at i·(dy+1)+j
-  int ncp = 0, hx = 0, hy = 0, dx1 = 0, dy1 = 0, dx2 = 0, dy2 = 0;
-  int row_sigx = 0, row_sigy = 0, row_nsig = 0, row_sigx2 = 0, row_sigy2 = 0;
-  int row_tailamp = 0, row_tailcore = 0, row_tailxsca = 0, row_tailysca = 0, row_tailinde = 0;
-  double pw0 = 0, pscale = 0;
+  int dx1 = 0, dy1 = 0, dx2 = 0, dy2 = 0;
+  int row_nsig = 0, row_sigx2 = 0, row_sigy2 = 0;
 
   enum Scalar {
     X,
@@ -99,11 +98,6 @@ struct GaussHermite2Device : LegendreTraces<MemorySpace> {
           words(core + ny * nx) {}
   };
 
-  KOKKOS_INLINE_FUNCTION double param(int p, int f, const double* P) const {
-    double s = 0;
-    for (int m = 0; m < ncp; ++m) s = math::mul_add(pcoeff(p, f, m), P[m], s);
-    return s;
-  }
   KOKKOS_INLINE_FUNCTION SpotCorner spot_corner(int f, double wave) const {
     return {static_cast<int>(math::floor(this->trace_x(f, wave) - hx)),
             static_cast<int>(math::floor(this->trace_y(f, wave) - hy))};
@@ -144,7 +138,7 @@ struct GaussHermite2Device : LegendreTraces<MemorySpace> {
     Kokkos::single(Kokkos::PerThread(member), [&]() {
       s[X] = this->trace_x(fib, lam);
       s[Y] = this->trace_y(fib, lam);
-      legendre_values(reduced(lam, pw0, pscale), ncp, P);
+      detail::legendre_values(detail::reduced(lam, pw0, pscale), ncp, P);
       const int rows[] = {row_sigx,    row_sigy,     row_nsig,     row_sigx2,    row_sigy2,
                           row_tailamp, row_tailcore, row_tailxsca, row_tailysca, row_tailinde};
       for (int i = 0; i < 10; ++i) s[SIGX + i] = param(rows[i], fib, P);
@@ -163,10 +157,10 @@ struct GaussHermite2Device : LegendreTraces<MemorySpace> {
     });
     // Pixel edges relative to the trace: the first at (c0 − x) − 0.5.
     const double ex = (c0 - x) - 0.5, ey = (r0 - y) - 0.5;
-    pixel_hermite_integrals(member, nx, ex, s[SIGX], dx1, buf + L.E, buf + L.bx1);
-    pixel_hermite_integrals(member, ny, ey, s[SIGY], dy1, buf + L.E, buf + L.by1);
-    pixel_hermite_integrals(member, nx, ex, s[SIGX2], dx2, buf + L.E, buf + L.bx2);
-    pixel_hermite_integrals(member, ny, ey, s[SIGY2], dy2, buf + L.E, buf + L.by2);
+    detail::pixel_hermite_integrals(member, nx, ex, s[SIGX], dx1, buf + L.E, buf + L.bx1);
+    detail::pixel_hermite_integrals(member, ny, ey, s[SIGY], dy1, buf + L.E, buf + L.by1);
+    detail::pixel_hermite_integrals(member, nx, ex, s[SIGX2], dx2, buf + L.E, buf + L.bx2);
+    detail::pixel_hermite_integrals(member, ny, ey, s[SIGY2], dy2, buf + L.E, buf + L.by2);
     const double nsig2 = s[CUTOFF] * s[CUTOFF];
     add_core(member, nx, ny, dx1, dy1, a1, buf + L.bx1, buf + L.by1, buf + L.T, core, true,
              [&](int p, int q) {
@@ -178,10 +172,9 @@ struct GaussHermite2Device : LegendreTraces<MemorySpace> {
     // Tails at the pixel centres, then the clip and the normalisation.
     const bool tail = s[TAILAMP] != 0.0;
     const double core2 = s[TAILCORE] * s[TAILCORE], expo = 1.0 + 0.5 * s[TAILINDE];
-    double total = 0;
-    Kokkos::parallel_reduce(
-        Kokkos::ThreadVectorRange(member, ny * nx),
-        [&](int pq, double& sum) {
+    detail::clip_and_normalise(
+        member, ny * nx, core,
+        [&](int pq) {
           const int p = pq / nx, q = pq - p * nx;
           double v = core[pq];
           if (tail) {
@@ -189,86 +182,11 @@ struct GaussHermite2Device : LegendreTraces<MemorySpace> {
             const double rho2 = ddx * ddx + ddy * ddy;
             v += s[TAILAMP] * rho2 / math::pow(core2 + rho2, expo);
           }
-          v = v > 0.0 ? v : 0.0;
-          core[pq] = v;
-          sum += v;
+          return v;
         },
-        total);
-    const double inv = total > 0.0 ? 1.0 / total : 1.0;
-    double* values = out.values;
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ny * nx),
-                         [&](int i) { values[i] = core[i] * inv; });
+        out);
   }
 };
-
-}  // namespace detail
-
-template <class MemorySpace>
-class GaussHermite2Psf {
- public:
-  using memory_space = MemorySpace;
-  using device_type = detail::GaussHermite2Device<MemorySpace>;
-
-  template <class ExecSpace>
-  GaussHermite2Psf(const ExecSpace& exec, const GaussHermite2PsfData& data)
-      : summary_(data.summary()) {
-    data.validate();
-    const GaussHermitePsfData& g = data.gh;
-    detail::upload_traces(exec, g.xtrace, g.ytrace, g.nfib, d_);
-    d_.ncp = g.ncoeff();
-    d_.hx = g.hsizex;
-    d_.hy = g.hsizey;
-    d_.dx1 = g.ghdegx;
-    d_.dy1 = g.ghdegy;
-    d_.dx2 = data.ghdegx2;
-    d_.dy2 = data.ghdegy2;
-    d_.pw0 = g.wavemin;
-    d_.pscale = 2.0 / (g.wavemax - g.wavemin);
-    d_.row_sigx = g.param_index("GHSIGX");
-    d_.row_sigy = g.param_index("GHSIGY");
-    d_.row_nsig = g.param_index("GHNSIG");
-    d_.row_sigx2 = g.param_index("GHSIGX2");
-    d_.row_sigy2 = g.param_index("GHSIGY2");
-    d_.row_tailamp = g.param_index("TAILAMP");
-    d_.row_tailcore = g.param_index("TAILCORE");
-    d_.row_tailxsca = g.param_index("TAILXSCA");
-    d_.row_tailysca = g.param_index("TAILYSCA");
-    d_.row_tailinde = g.param_index("TAILINDE");
-    Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace> pc("perfex::psf::gh2_coeff",
-                                                                 g.nparam(), g.nfib, d_.ncp);
-    detail::copy_to_device(exec, pc, g.coeff);
-    d_.pcoeff = pc;
-    std::vector<int> r1, r2;
-    for (int i = 0; i <= d_.dx1; ++i)
-      for (int j = 0; j <= d_.dy1; ++j)
-        r1.push_back(g.param_index("GH-" + std::to_string(i) + "-" + std::to_string(j)));
-    for (int i = 0; i <= d_.dx2; ++i)
-      for (int j = 0; j <= d_.dy2; ++j)
-        r2.push_back(g.param_index(GaussHermite2PsfData::core2_name(i, j)));
-    Kokkos::View<int*, MemorySpace> v1("perfex::psf::gh2_rows1", r1.size()),
-        v2("perfex::psf::gh2_rows2", r2.size());
-    detail::copy_to_device(exec, v1, r1);
-    detail::copy_to_device(exec, v2, r2);
-    d_.rows1 = v1;
-    d_.rows2 = v2;
-  }
-
-  int nfib() const { return summary_.nfib; }
-  int npix_x() const { return summary_.npix_x; }
-  int npix_y() const { return summary_.npix_y; }
-  int spot_rows() const { return summary_.spot_rows; }
-  int spot_cols() const { return summary_.spot_cols; }
-  double wavemin() const { return summary_.trace_wavemin; }
-  double wavemax() const { return summary_.trace_wavemax; }
-  double psferr() const { return summary_.psferr; }
-  const device_type& device() const { return d_; }
-
- private:
-  PsfSummary summary_;
-  device_type d_;
-};
-
-static_assert(require_psf_model<GaussHermite2Psf<Kokkos::HostSpace>>(), "");
 
 }  // namespace psf
 }  // namespace perfex

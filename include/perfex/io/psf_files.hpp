@@ -1,0 +1,43 @@
+#pragma once
+// PSF files of every format perfex reads (psf/any_psf.hpp): read_psf chooses the format by the
+// file's PSFTYPE (specter's load_psf rule; GAUSS-HERMITE when not stated) and reads it with that
+// format's reader (psf/<format>/read.hpp, io::PsfFile); write_psf writes each format. Any other
+// PSFTYPE (MONOSPOT, PCA-PIX, ...) is refused by name.
+#include <optional>
+#include <string>
+#include <type_traits>
+
+#include <perfex/error.hpp>
+#include <perfex/io/fits.hpp>
+#include <perfex/psf/any_psf.hpp>
+#include <perfex/psf/gauss_hermite/read.hpp>
+#include <perfex/psf/gauss_hermite2/read.hpp>
+#include <perfex/psf/read.hpp>
+#include <perfex/psf/spot_grid/read.hpp>
+
+namespace perfex {
+namespace io {
+
+// A PSF file of any format perfex reads.
+inline psf::AnyPsfData read_psf(const std::string& path) {
+  std::string type;
+  {
+    FitsFile file = FitsFile::open(path);
+    type = detail::psf_kind(file).type;
+  }
+  std::optional<psf::AnyPsfData> psf;
+  std::string formats;
+  psf::AnyPsfData::for_each_format([&](auto* format) {
+    using Data = std::remove_pointer_t<decltype(format)>;
+    if (type.empty()) type = Data::psftype;  // the first format's when not stated
+    if (!psf && type == Data::psftype) psf = PsfFile<Data>::read(path);
+    formats += (formats.empty() ? "" : ", ") + std::string(PsfFile<Data>::layouts);
+  });
+  if (!psf)
+    throw Error("PSF '" + path + "': PSFTYPE '" + type + "' is not a format perfex reads (" +
+                formats + ")");
+  return std::move(*psf);
+}
+
+}  // namespace io
+}  // namespace perfex
