@@ -67,7 +67,7 @@ class FrameJob : public HoldsKokkos {
 
   const perfex::extract::ResolvedRequest& resolved() const { return resolved_; }
   const std::string& backend() const { return backend_; }
-  const perfex::psf::PsfData& psf() const { return psf_; }
+  const perfex::psf::AnyPsfData& psf() const { return psf_; }
   int ccd_rows() const { return ccd_rows_; }
   int ccd_cols() const { return ccd_cols_; }
   // The warnings the frames start with (the check's, or none).

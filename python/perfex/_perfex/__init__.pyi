@@ -7,7 +7,7 @@ import numpy
 import numpy.typing
 import typing
 from . import testing
-__all__: list[str] = ['AtomicOutput', 'Error', 'ExtractionOptions', 'FrameFiles', 'FrameJob', 'HostImage', 'MAX_HOST_THREADS', 'Phase', 'PhaseTimes', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_fits', 'check_outputs', 'concurrency', 'cuda_device_count', 'default_backend', 'device_for_rank', 'device_sharers', 'finalize', 'format_phases', 'frame_mask', 'grid_of_values', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'preproc_shape', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'set_device_sharers', 'shared_device_budget', 'testing', 'write_frame', 'write_model', 'write_synthetic_psfs']
+__all__: list[str] = ['AtomicOutput', 'DEFAULT_MASK_BITS', 'Error', 'ExtractionOptions', 'FrameFiles', 'FrameJob', 'HostImage', 'MAX_HOST_THREADS', 'Phase', 'PhaseTimes', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_fits', 'check_outputs', 'concurrency', 'cuda_device_count', 'default_backend', 'device_for_rank', 'device_sharers', 'finalize', 'format_phases', 'frame_mask', 'grid_of_values', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'preproc_shape', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'set_device_sharers', 'shared_device_budget', 'testing', 'write_frame', 'write_model', 'write_synthetic_psfs']
 class Error(RuntimeError):
     pass
 class RequestError(Error):
@@ -407,5 +407,6 @@ def write_synthetic_psfs(folder: str, nfib: typing.SupportsInt | typing.Supports
     """
     Writes the synthetic DESI-like PSF (psf/synthetic.hpp) in every format perfex reads: GAUSS-HERMITE PSFVER 3 and 2, GAUSS-HERMITE2 and sampled into a SPOTGRID; returns the paths.
     """
+DEFAULT_MASK_BITS: int = 767
 MAX_HOST_THREADS: int = 512
 __version__: str = '0.1.0'
