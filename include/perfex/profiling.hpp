@@ -26,7 +26,10 @@ struct PhaseTime {
 };
 
 // The phases of a run in the order they started; a phase that runs several times (once per spot
-// group, say) appears once, with its total.
+// group, say) appears once, with its total. Phases nest by construction: a Phase started while
+// others are open on the same PhaseTimes sits one level below them, and so do the phases of a
+// driver appended then, so that drivers in both languages (a Python driver around the library's
+// job, say) can write into one PhaseTimes without counting depths.
 class PhaseTimes {
  public:
   void add(const std::string& name, int depth, double seconds) {
@@ -38,9 +41,9 @@ class PhaseTimes {
     }
     list_.push_back({name, depth, seconds});
   }
-  // Another driver's phases, run inside one of ours: `depth` levels deeper.
+  // Another driver's phases, run inside one of ours: `depth` levels below the phases open now.
   void append(const PhaseTimes& inner, int depth) {
-    for (const PhaseTime& p : inner.list_) add(p.name, p.depth + depth, p.seconds);
+    for (const PhaseTime& p : inner.list_) add(p.name, level_ + p.depth + depth, p.seconds);
   }
   const std::vector<PhaseTime>& list() const { return list_; }
   bool empty() const { return list_.empty(); }
@@ -50,20 +53,31 @@ class PhaseTimes {
       if (p.name == name) return p.seconds;
     return 0;
   }
+  // How many phases are open: the depth of the next one.
+  int level() const { return level_; }
 
  private:
+  friend class Phase;
   std::vector<PhaseTime> list_;
+  int level_ = 0;
 };
 
 // One phase of a driver: the Kokkos profiling region "perfex::" + name from construction to
-// stop(), timed on the host into `times` at `depth`. stop(exec) fences exec first, so that a
-// device's asynchronous work counts in the phase that launched it. The destructor stops a phase
-// still running (an exception left it): regions stay balanced.
+// stop(), timed on the host into `times`, `depth` levels below the phases open there. Its entry
+// is made when it starts (the phases it holds come after it). stop(exec) fences exec first, so
+// that a device's asynchronous work counts in the phase that launched it. The destructor stops a
+// phase still running (an exception left it): regions and levels stay balanced.
 class Phase {
  public:
   Phase(const std::string& name, PhaseTimes& times, int depth = 0)
-      : name_(name), times_(&times), depth_(depth), start_(std::chrono::steady_clock::now()) {
+      : name_(name),
+        times_(&times),
+        outer_level_(times.level_),
+        depth_(times.level_ + depth),
+        start_(std::chrono::steady_clock::now()) {
     Kokkos::Profiling::pushRegion("perfex::" + name_);
+    times.add(name_, depth_, 0.0);
+    times.level_ = depth_ + 1;
   }
   ~Phase() { stop(); }
   Phase(const Phase&) = delete;
@@ -80,13 +94,14 @@ class Phase {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     Kokkos::Profiling::popRegion();
     times_->add(name_, depth_, s);
+    times_->level_ = outer_level_;
     times_ = nullptr;
   }
 
  private:
   std::string name_;
   PhaseTimes* times_;
-  int depth_;
+  int outer_level_, depth_;
   std::chrono::steady_clock::time_point start_;
 };
 

@@ -17,10 +17,10 @@ gpu_specter and specter drop-ins (perfex.gpu_specter, perfex.specter) and quick-
 
 from . import mpi
 from ._perfex import Error, Psf, RequestError, __version__
-from .extraction import extract_in_process
 from .frames import Frame, check_outputs, frame_mask, read_frame, write_frame, write_model
 from .images import Image, PreprocImage, read_preproc
 from .options import make_options, option_defaults
+from .profiling import PhaseTimes
 from .psf import as_psf, psf_from_tables, read_psf
 from .runtime import backends, default_backend, initialize
 
@@ -35,6 +35,7 @@ def extract_frame(
     threads=None,
     progress=None,
     allow_image_size_mismatch=False,
+    phases=None,
     log_warnings=True,
     **options,
 ):
@@ -60,22 +61,12 @@ def extract_frame(
     (perfex.mpi.extract_over_ranks); rank 0 returns the frame, the others None.
 
     frame.phases: the phases of the run (name, depth, seconds), as perfex-extract --timing
-    prints them; each is a Kokkos profiling region "perfex::<name>".
+    prints them; each is a Kokkos profiling region "perfex::<name>". phases: a perfex.PhaseTimes
+    that this process's phases are timed into, on every rank (inside the phases open there:
+    a caller's own phases hold perfex's).
     """
-    if comm is not None and comm.size > 1:
-        return mpi.extract_over_ranks(
-            comm,
-            image,
-            ivar,
-            psf,
-            backend=backend,
-            threads=threads,
-            progress=progress,
-            allow_image_size_mismatch=allow_image_size_mismatch,
-            log_warnings=log_warnings,
-            **options,
-        )
-    return extract_in_process(
+    return mpi.extract(
+        comm,
         image,
         ivar,
         psf,
@@ -83,6 +74,7 @@ def extract_frame(
         threads=threads,
         progress=progress,
         allow_image_size_mismatch=allow_image_size_mismatch,
+        phases=phases,
         log_warnings=log_warnings,
         **options,
     )
@@ -92,6 +84,7 @@ __all__ = [
     "Error",
     "Frame",
     "Image",
+    "PhaseTimes",
     "PreprocImage",
     "Psf",
     "RequestError",

@@ -1,5 +1,5 @@
-"""The command line: desi_extract_spectra's options on perfex (python3 -m perfex.cli, or as
-documented, python3 -m perfex.extract).
+"""The command line: desi_extract_spectra's options on perfex (python3 -m perfex, or
+python3 -m perfex.extract as documented; python3 -m perfex.cli is the same).
 
 Every option of desispec's desi_extract_spectra, with its defaults (-w from the PSF's
 WAVEMIN/WAVEMAX with dw 0.8, -n 500, --nsubbundles 5, ...); the options perfex does not
@@ -32,9 +32,9 @@ NOT_IMPLEMENTED = {
 }
 
 
-def parser():
+def parser(prog="python3 -m perfex.extract"):
     p = argparse.ArgumentParser(
-        prog="python3 -m perfex.extract",
+        prog=prog,
         description="Extract spectra from pre-processed raw data (desi_extract_spectra's options, perfex extraction).",
     )
     p.add_argument("-i", "--input", action="append", default=[], help="input image (repeat for an exposure)")
@@ -117,10 +117,10 @@ def parser():
     return p
 
 
-def parse(argv=None):
+def parse(argv=None, prog="python3 -m perfex.extract"):
     """The parsed command line (argparse.Namespace) plus .jobs, the list of FrameFiles.
     Exits with status 2 on a bad or unsupported command line."""
-    p = parser()
+    p = parser(prog)
     args = p.parse_args(argv)
     for name, text in NOT_IMPLEMENTED.items():
         if getattr(args, name):
@@ -282,8 +282,9 @@ def extraction_options(args):
     )
 
 
-def main(argv=None):
-    args = parse(argv)
+def main(argv=None, prog="python3 -m perfex.extract"):
+    """The command line (prog: its name in messages); returns perfex-extract's exit status."""
+    args = parse(argv, prog)
     comm = None
     if args.mpi:
         from mpi4py import MPI
@@ -296,11 +297,11 @@ def main(argv=None):
     )
     backend = args.backend or runtime.default_backend(gpu=not args.no_gpu)
     if args.no_gpu and backend == "cuda":
-        parser().error("--no-gpu with --backend cuda")
+        parser(prog).error("--no-gpu with --backend cuda")
     try:  # a bad thread variable (KOKKOS_NUM_THREADS=600) is refused before the runtime starts
         runtime.initialize(args.threads, comm=comm)
     except RequestError as e:
-        parser().exit(2, f"{parser().prog}: error: {e}\n")
+        parser(prog).exit(2, f"{prog}: error: {e}\n")
     failed = extract_frames(
         args.jobs, comm, backend=backend, threads=args.threads, timing=args.timing, **extraction_options(args)
     )

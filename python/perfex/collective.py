@@ -96,9 +96,12 @@ def agree(comm, error):
         raise RankError(cls, "; ".join(e.message for e in errors)).exception()
 
 
-def on_root(comm, prepare):
-    """prepare() on rank 0 and its result on every rank; an exception there is raised on every
-    rank as the same class with its message, none waiting forever."""
+def root_only(comm, prepare):
+    """prepare() on rank 0 (of comm; comm None: this process) and its result there, None on the
+    other ranks; an exception there is raised on every rank as the same class with its message,
+    none waiting forever."""
+    if comm is None or comm.size == 1:
+        return prepare()
     result, error = None, None
     if comm.rank == 0:
         try:
@@ -109,7 +112,13 @@ def on_root(comm, prepare):
     error = comm.bcast(error, root=0)
     if error is not None:
         raise error.exception()
-    return comm.bcast(result, root=0)
+    return result
+
+
+def on_root(comm, prepare):
+    """prepare() on rank 0 and its result on every rank (root_only's, broadcast)."""
+    result = root_only(comm, prepare)
+    return result if comm is None or comm.size == 1 else comm.bcast(result, root=0)
 
 
 def pack_blocks(array, blocks):

@@ -1,10 +1,10 @@
-"""A frame's files and the job around them: preproc image and PSF in, frame (and model) out.
-
-In one process this is perfex-extract's whole job, one library call (perfex::io::extract_files:
-it reads only the pixels the patches touch). Over the ranks of a group the same library phases
-run on rank 0 (files::inputs, job::check, job::plan, files::read), the frame is extracted over
-the ranks (perfex.mpi) and rank 0 writes it (files::write). Either way an error is raised as its
-class on every rank of the group; a frame written with failed patches is a FailedPatches."""
+"""A frame's files and the job around them: preproc image and PSF in, frame (and model) out, in
+the phases of perfex-extract's job (perfex::io::extract_files), in one process or over the ranks
+of a group alike: prepare (files::inputs, job::check, job::plan), PreparedFrame.read
+(files::read: only the pixels the patches read), extract_prepared (job::extract, or perfex.mpi's
+phases over the group), PreparedFrame.write (files::write). Rank 0 of a group reads and writes;
+an error is raised as its class on every rank of the group; a frame written with failed patches
+is a FailedPatches."""
 
 import logging
 import os
@@ -14,12 +14,12 @@ from typing import Optional
 
 from . import _perfex
 from ._perfex import Error
-from .collective import RankError, idle_barrier, on_root
+from .collective import root_only
 from .frames import check_outputs
 from .images import PreprocImage
-from .mpi import extract_over_ranks
+from .mpi import extract
 from .options import make_options
-from .profiling import PhaseTimes
+from .profiling import format_phases, recorder
 from .runtime import ProgressLog
 
 log = logging.getLogger("perfex")
@@ -91,73 +91,78 @@ def _job_arguments(files, options):
     return (*paths, opts, wavelength_given, nspec_given, False)
 
 
-def open_files(files, backend, options, warn=None):
+class PreparedFrame:
+    """A frame's files through job::plan (prepare): the library's handle of the files (opened:
+    .read_box, .write), the planned job, and the PhaseTimes both time their phases into."""
+
+    def __init__(self, files, opened, job, phases):
+        self.files, self.opened, self.job, self.phases = files, opened, job, phases
+
+    def read(self):
+        """files::read: only the pixels the job's patches read, as a PreprocImage."""
+        return PreprocImage(**self.opened.read_box(self.job.pixel_box()))
+
+    def write(self, frame, start, timing=False):
+        """files::write: the frame (and the model when asked for), atomically; logged with the
+        time since `start`, and with the frame's phases when timing. Raises FailedPatches once
+        a frame with failed patches is written."""
+        self.opened.write(frame)
+        log_written(self.files, frame.nspec, frame.nwave, start)
+        if timing:
+            log.info("%s", format_phases(self.phases, f"frame {self.files.name}: phases"))
+        if frame.failed_patches:
+            raise FailedPatches.of(self.files, frame.failed_patches, frame.npatches)
+
+
+def _warn(files):
+    """A callable(message) that logs a frame's warning, naming the frame."""
+    return lambda warning: log.warning("frame %s: %s", files.name, warning)
+
+
+def open_files(files, backend, options, phases=None, warn=None):
     """files::inputs of a frame's files (the outputs checked, the PSF and the image's header
     read): the library's handle of the job's next phases (.check() -> the FrameJob, .read_box,
-    .write, .phases)."""
-    return _perfex.FrameFiles(*_job_arguments(files, options), backend, warn)
+    .write), timed into phases (a PhaseTimes; None: a new one); warn: a callable(message) for
+    each warning of the files and the check (None: they are not reported)."""
+    return _perfex.FrameFiles(*_job_arguments(files, options), backend, warn, recorder(phases))
+
+
+def prepare(files, backend, options, phases=None):
+    """A frame's files through job::plan (files::inputs, job::check, job::plan, timed into
+    phases): the PreparedFrame. Warnings are logged as they arise, naming the frame."""
+    times = recorder(phases)
+    opened = open_files(files, backend, options, times, _warn(files))
+    job = opened.check()
+    job.plan()
+    return PreparedFrame(files, opened, job, times)
+
+
+def extract_prepared(files, prepared, image, group=None, threads=None, phases=None):
+    """job::extract of a prepared frame's pixels in this process, or perfex.mpi's phases over the
+    ranks of group (rank 0's prepared frame and image; the other ranks pass None), timed into
+    phases; progress and warnings logged naming the frame. Returns the Frame (rank 0)."""
+    if prepared is not None:
+        ranks = f" on {group.size} ranks" if group is not None and group.size > 1 else ""
+        log.info("frame %s: extracting %s with %s%s", files.name, files.input, files.psf, ranks)
+    job = prepared.job if prepared is not None else None
+    progress = ProgressLog(f"frame {files.name}")
+    return extract(group, image, job=job, threads=threads, progress=progress, phases=phases, warn=_warn(files))
 
 
 def log_written(files, nspec, nwave, start):
     log.info("frame %s: %d fibres x %d wavelengths written in %.1f s", files.name, nspec, nwave, time.time() - start)
 
 
-def extract_files(files, group=None, *, backend, threads=None, options, phases=None):
-    """Extracts and writes one frame with the ranks of group (None: this process alone).
-    Raises the frame's error as its class on every rank of the group (FailedPatches when it was
-    written with failed patches). options: as perfex.extract_frame's, wavelength=None and
-    nspec=None taking desi_extract_spectra's PSF-dependent defaults. phases: a list that
-    receives the phases of the job on rank 0 (name, depth, seconds)."""
+def extract_files(files, group=None, *, backend, threads=None, options, phases=None, timing=False):
+    """Extracts and writes one frame with the ranks of group (None: this process alone), in the
+    phases of perfex-extract's job. Raises the frame's error as its class on every rank of the
+    group (FailedPatches when it was written with failed patches). options: as
+    perfex.extract_frame's, wavelength=None and nspec=None taking desi_extract_spectra's
+    PSF-dependent defaults. phases: the PhaseTimes this rank's phases are timed into; timing:
+    the frame's phases logged with their times once it is written."""
     start = time.time()
-    if group is None or group.size == 1:
-        log.info("frame %s: extracting %s with %s", files.name, files.input, files.psf)
-        result = _perfex.extract_files(
-            *_job_arguments(files, options),
-            backend,
-            ProgressLog(f"frame {files.name}"),
-            lambda w: log.warning("frame %s: %s", files.name, w),
-        )
-        for w in result["frame_warnings"]:
-            log.warning("frame %s: %s", files.name, w)
-        log_written(files, result["nspec"], result["nwave"], start)
-        if isinstance(phases, list):
-            phases[:] = result["phases"]
-        if result["failed_patches"]:
-            raise FailedPatches.of(files, result["failed_patches"], result["npatches"])
-        return
-    opened = job = image = None
-
-    def read():
-        """perfex-extract's phases up to the pixels: only those the patches read."""
-        nonlocal opened, job, image
-        opened = open_files(files, backend, options)
-        job = opened.check()
-        job.plan()
-        image = PreprocImage(**opened.read_box(job.pixel_box()))
-        log.info("frame %s: extracting %s with %s on %d ranks", files.name, files.input, files.psf, group.size)
-
-    on_root(group, read)
-    mpi_phases = []
-    frame = extract_over_ranks(
-        group, image, psf=opened.psf if opened else None, job=job, backend=backend, threads=threads, phases=mpi_phases
-    )
-    error = None
-    if group.rank == 0:
-        try:
-            opened.write(frame)
-            log_written(files, frame.nspec, frame.nwave, start)
-            if frame.failed_patches:
-                error = RankError.of(FailedPatches.of(files, frame.failed_patches, frame.npatches))
-        except Exception as e:
-            error = RankError.of(e)
-        if isinstance(phases, list):
-            # The files' phases up to the read, the ranks' (the job's extraction inside), the write.
-            names = [p[0] for p in opened.phases]
-            times = PhaseTimes(opened.phases[: names.index("files::read") + 1])
-            times.extend(mpi_phases)
-            times.extend([p for p in opened.phases if p[0] == "files::write"])
-            phases[:] = times.tuples()
-    idle_barrier(group)
-    error = group.bcast(error, root=0)
-    if error is not None:
-        raise error.exception()
+    times = recorder(phases)
+    prepared = root_only(group, lambda: prepare(files, backend, options, times))
+    image = root_only(group, lambda: prepared.read())
+    frame = extract_prepared(files, prepared, image, group, threads, times)
+    root_only(group, lambda: prepared.write(frame, start, timing))

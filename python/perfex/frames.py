@@ -145,6 +145,13 @@ def outputs_together():
         outputs._complete.clear()  # uncommitted: removed
 
 
+def check_fits(path, hdus=()):
+    """Opens a FITS file as every perfex reader does and requires the HDUs named: a
+    perfex.Error naming the file and HDU otherwise (missing, a directory, not FITS, a damaged
+    header, an HDU missing)."""
+    _perfex.check_fits(os.fspath(path), list(hdus))
+
+
 @contextlib.contextmanager
 def atomic_output(path):
     """An open binary file to write path's new content into: a hidden temporary next to the

@@ -213,3 +213,26 @@ def as_image(image, ivar=None):
     if ivar is None:
         raise TypeError("ivar: required with a pixel array")
     return Image(image, ivar)
+
+
+def image_arrays(image, ivar=None):
+    """(pixels, ivar, Image or None, region) of an Image, a PreprocImage or (pixels, ivar)
+    arrays, without building an Image: C-contiguous float64 arrays (converted once when needed),
+    the Image when one was given, and where the arrays sit on the CCD ((row0, col0, ccd_rows,
+    ccd_cols), or None: they are the CCD). An MPI rank 0 sends other ranks their pixels from
+    these while it builds its own Image."""
+    if isinstance(image, Image):
+        if ivar is not None:
+            raise TypeError("ivar must not be given with a perfex.Image")
+        return image.pixels, image.ivar, image, image.region
+    region = None
+    if isinstance(image, PreprocImage):
+        image, ivar, region = image.pixels, image.ivar, image.region
+    if ivar is None:
+        raise TypeError("ivar: required with a pixel array")
+    image, ivar = unmasked(image, ivar)
+    pixels, _ = _as_float64(image, "pixels")
+    weights, _ = _as_float64(ivar, "ivar")
+    if pixels.ndim != 2 or pixels.shape != weights.shape:
+        raise Error(f"image: pixels and ivar must be 2-D arrays of one shape, got {pixels.shape} and {weights.shape}")
+    return pixels, weights, None, region

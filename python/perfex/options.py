@@ -69,3 +69,10 @@ def cxx_options(opts):
 def bundle_ranges(opts, nfib):
     """[lo, hi) fibre range of each bundle the options extract."""
     return [tuple(r) for r in _perfex.bundle_ranges(opts, nfib)]
+
+
+def grid_of_values(wave, what="wavelength"):
+    """(wmin, wmax, dw) of a uniform wavelength grid given by its values (the library's
+    grid_of_values: dw from the first step, as gpu_specter pads with it); a
+    perfex.RequestError names the first value off the grid."""
+    return tuple(_perfex.grid_of_values(wave, what))

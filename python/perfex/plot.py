@@ -1,7 +1,7 @@
 """Quick-look picture of an extracted frame (matplotlib's Agg canvas: no display needed).
 
     perfex.plot.quicklook(frame, "frame.png")             # a perfex.Frame or a frame file
-    python3 -m perfex.plot frame.fits [-o frame.png] [--fibers 0,24,49]
+    python3 -m perfex.plot frame.fits [-o frame.png] [--spectra 0,24,49]
 
 Three panels: a few fibres' spectra with their 1-sigma errors (masked bins marked), chi2pix
 over fibre x wavelength, and the masked bins (desispec mask bits, ivar = 0) over fibre x
@@ -37,21 +37,19 @@ def mask_states(frame):
     return state
 
 
-def default_fibers(frame, count=3):
-    """Indices (into the frame) of `count` fibres spread over the frame."""
+def default_spectra(frame, count=3):
+    """Indices (into the frame) of `count` spectra spread over the frame."""
     return sorted(set(np.linspace(0, frame.nspec - 1, min(count, frame.nspec)).astype(int)))
 
 
-def quicklook(frame, path, fibers=None, title=None, dpi=110):
+def quicklook(frame, path, spectra=None, title=None, dpi=110):
     """Writes the quick-look PNG of frame (a perfex.Frame or a frame file name) to path;
-    fibers: frame indices of the spectra to draw, one panel each (default: three spread over
+    spectra: frame indices of the spectra to draw, one panel each (default: three spread over
     the frame). The picture is written atomically (a hidden temporary renamed over path), never
     over the frame file (perfex.RequestError, as for every perfex output).
     Returns the path."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.colors import LogNorm
     from matplotlib.figure import Figure
-    from matplotlib.patches import Patch
 
     name, source = "frame", None
     if not isinstance(frame, Frame):
@@ -61,69 +59,111 @@ def quicklook(frame, path, fibers=None, title=None, dpi=110):
         frame = read_frame(frame)
     path = output_path(path, name)
     check_outputs([("output", path)], [("frame", source)])
-    fibers = default_fibers(frame) if fibers is None else list(fibers)
-    for f in fibers:
+    spectra = default_spectra(frame) if spectra is None else list(spectra)
+    for f in spectra:
         if not 0 <= f < frame.nspec:
-            raise ValueError(f"fibers: {f} is not an index of this frame's {frame.nspec} spectra")
-    wave, flux, ivar = frame.wave, np.asarray(frame.flux), np.asarray(frame.ivar)
-    states = mask_states(frame)
-    # Bins whose flux or ivar is not finite (a damaged or foreign frame) are drawn as masked.
-    nonfinite = ~(np.isfinite(flux) & np.isfinite(ivar))
-    states[nonfinite] = len(_MASK_STATES)
-    flux = np.where(nonfinite, 0.0, flux)
-    ivar = np.where(nonfinite, 0.0, ivar)
-    # Bin edges: a frame of one wavelength still spans one bin (of 1 A when it is alone).
-    half = 0.5 * ((wave[-1] - wave[0]) / (wave.size - 1) if wave.size > 1 else 1.0)
-    extent = [wave[0] - half, wave[-1] + half, frame.specmin - 0.5, frame.specmin + frame.nspec - 0.5]
-
-    fig = Figure(figsize=(11, 4.5 + 1.6 * len(fibers)), dpi=dpi, layout="constrained")
+            raise ValueError(f"spectra: {f} is not an index of this frame's {frame.nspec} spectra")
+    bins = _Bins(frame)
+    fig = Figure(figsize=(11, 4.5 + 1.6 * len(spectra)), dpi=dpi, layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(len(fibers) + 2, 1, sharex=True, height_ratios=[1.0] * len(fibers) + [1.6, 1.6])
-    ax_chi, ax_mask = axes[-2], axes[-1]
+    axes = fig.subplots(len(spectra) + 2, 1, sharex=True, height_ratios=[1.0] * len(spectra) + [1.6, 1.6])
+    for n, (ax, f) in enumerate(zip(axes, spectra)):
+        _draw_spectrum(ax, bins, f, _COLORS[n % len(_COLORS)])
+    chi = _draw_chi2pix(fig, axes[-2], bins)
+    _draw_mask(axes[-1], bins)
+    for f in spectra:  # where the drawn spectra sit in the maps
+        for ax in axes[-2:]:
+            ax.axhline(frame.specmin + f, color="white" if ax is axes[-2] else "#888888", lw=0.5, ls=":")
+    nmasked = int((bins.states > 0).sum())
+    median_chi = float(np.median(chi)) if chi.size else 0.0
+    fig.suptitle(
+        f"{title or 'perfex frame'}: fibres {frame.specmin}-{frame.specmin + frame.nspec - 1}, "
+        f"{bins.wave[0]:.1f}-{bins.wave[-1]:.1f} Å, {nmasked} masked bins "
+        f"({100.0 * nmasked / max(1, bins.states.size):.2g} %), median chi2pix {median_chi:.3g}"
+        + (f", {int(bins.nonfinite.sum())} non-finite bins" if bins.nonfinite.any() else ""),
+        fontsize=10,
+    )
+    with atomic_output(path) as f:
+        fig.savefig(f, format="png")
+    return path
 
-    colors = ["#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
-    for n, (ax, f) in enumerate(zip(axes, fibers)):
-        c = colors[n % len(colors)]
-        good = ivar[f] > 0
-        sigma = np.where(good, 1 / np.sqrt(np.where(good, ivar[f], 1)), np.nan)
-        ax.fill_between(wave, flux[f] - sigma, flux[f] + sigma, color=c, alpha=0.35, lw=0, label="±1σ")
-        ax.plot(wave, np.where(good, flux[f], np.nan), color=c, lw=0.6, label=f"fibre {frame.specmin + f}")
-        bad = states[f] > 0
-        if bad.any():
-            ax.plot(wave[bad], flux[f][bad], "x", color="#d94f3d", ms=6, label="masked")
-        # Robust limits: the continuum and its errors stay readable next to bright sky lines.
-        if good.any():
-            lo, hi = np.percentile(flux[f][good], [0.5, 99.0])
-            pad = 0.15 * (hi - lo if hi > lo else max(abs(hi), 1.0))
-            ax.set_ylim(lo - pad, hi + 3 * pad)
-        ax.set_ylabel("e⁻/Å")
-        ax.legend(loc="upper right", fontsize=8, ncol=3)
 
-    chi = np.asarray(frame.chi2pix, dtype=float)
+_COLORS = ["#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+
+
+class _Bins:
+    """A frame's bins as drawn: wavelengths, flux and ivar (0 where not finite), each bin's mask
+    state (mask_states; bins whose flux or ivar is not finite, from a damaged or foreign frame,
+    drawn as masked) and the maps' extent (bin edges: a frame of one wavelength still spans one
+    bin, of 1 A when it is alone)."""
+
+    def __init__(self, frame):
+        self.frame, self.wave = frame, frame.wave
+        flux, ivar = np.asarray(frame.flux), np.asarray(frame.ivar)
+        self.states = mask_states(frame)
+        self.nonfinite = ~(np.isfinite(flux) & np.isfinite(ivar))
+        self.states[self.nonfinite] = len(_MASK_STATES)
+        self.flux = np.where(self.nonfinite, 0.0, flux)
+        self.ivar = np.where(self.nonfinite, 0.0, ivar)
+        wave = self.wave
+        half = 0.5 * ((wave[-1] - wave[0]) / (wave.size - 1) if wave.size > 1 else 1.0)
+        self.extent = [wave[0] - half, wave[-1] + half, frame.specmin - 0.5, frame.specmin + frame.nspec - 0.5]
+
+
+def _draw_spectrum(ax, bins, f, color):
+    """Spectrum f with its 1-sigma band, its masked bins marked."""
+    wave, flux, ivar = bins.wave, bins.flux[f], bins.ivar[f]
+    good = ivar > 0
+    sigma = np.where(good, 1 / np.sqrt(np.where(good, ivar, 1)), np.nan)
+    ax.fill_between(wave, flux - sigma, flux + sigma, color=color, alpha=0.35, lw=0, label="±1σ")
+    ax.plot(wave, np.where(good, flux, np.nan), color=color, lw=0.6, label=f"fibre {bins.frame.specmin + f}")
+    bad = bins.states[f] > 0
+    if bad.any():
+        ax.plot(wave[bad], flux[bad], "x", color="#d94f3d", ms=6, label="masked")
+    # Robust limits: the continuum and its errors stay readable next to bright sky lines.
+    if good.any():
+        lo, hi = np.percentile(flux[good], [0.5, 99.0])
+        pad = 0.15 * (hi - lo if hi > lo else max(abs(hi), 1.0))
+        ax.set_ylim(lo - pad, hi + 3 * pad)
+    ax.set_ylabel("e⁻/Å")
+    ax.legend(loc="upper right", fontsize=8, ncol=3)
+
+
+def _draw_chi2pix(fig, ax, bins):
+    """chi2pix over fibre x wavelength (log scale); returns chi2pix (0 where not finite)."""
+    from matplotlib.colors import LogNorm
+
+    chi = np.asarray(bins.frame.chi2pix, dtype=float)
     chi = np.where(np.isfinite(chi), chi, 0.0)
     positive = chi[chi > 0]
     lo, hi = np.percentile(positive, [1, 99.9]) if positive.size else (0.1, 10.0)
-    im = ax_chi.imshow(
+    im = ax.imshow(
         np.clip(chi, lo, None),
         aspect="auto",
         origin="lower",
-        extent=extent,
+        extent=bins.extent,
         interpolation="nearest",
         cmap="viridis",
         norm=LogNorm(vmin=lo, vmax=max(hi, lo * 10)),
     )
-    fig.colorbar(im, ax=ax_chi, label="chi2pix", pad=0.01)
-    ax_chi.set_ylabel("fibre")
+    fig.colorbar(im, ax=ax, label="chi2pix", pad=0.01)
+    ax.set_ylabel("fibre")
+    return chi
 
-    # Masked bins as markers: an image would drop isolated bins when it is downsampled.
+
+def _draw_mask(ax, bins):
+    """The masked bins over fibre x wavelength, as markers (an image would drop isolated bins
+    when it is downsampled), with their counts in a legend below the axes (where it hides none)."""
+    from matplotlib.patches import Patch
+
     counts = []
     for i, (_, c) in enumerate(_MASK_STATES):
-        f, k = np.nonzero(states == i + 1)
+        f, k = np.nonzero(bins.states == i + 1)
         counts.append(f.size)
-        ax_mask.scatter(wave[k], frame.specmin + f, s=18, marker="s", color=c, lw=0)
-    ax_mask.set_ylim(extent[2], extent[3])
-    ax_mask.set_facecolor("#f4f4f4")
-    ax_mask.legend(
+        ax.scatter(bins.wave[k], bins.frame.specmin + f, s=18, marker="s", color=c, lw=0)
+    ax.set_ylim(bins.extent[2], bins.extent[3])
+    ax.set_facecolor("#f4f4f4")
+    ax.legend(
         [Patch(color=c) for _, c in _MASK_STATES],
         [f"{name}: {k} bins" for (name, _), k in zip(_MASK_STATES, counts)],
         loc="upper center",
@@ -131,26 +171,10 @@ def quicklook(frame, path, fibers=None, title=None, dpi=110):
         fontsize=8,
         ncol=3,
         frameon=False,
-    )  # below the axes: it must not hide a masked bin
-    ax_mask.set_ylabel("fibre")
-    ax_mask.set_xlabel("wavelength [Å]")
-    ax_mask.set_xlim(extent[0], extent[1])  # shared by every panel
-    for f in fibers:  # where the drawn spectra sit in the maps
-        for ax in (ax_chi, ax_mask):
-            ax.axhline(frame.specmin + f, color="white" if ax is ax_chi else "#888888", lw=0.5, ls=":")
-
-    nmasked = int((states > 0).sum())
-    median_chi = float(np.median(chi)) if chi.size else 0.0
-    fig.suptitle(
-        f"{title or 'perfex frame'}: fibres {frame.specmin}-{frame.specmin + frame.nspec - 1}, "
-        f"{wave[0]:.1f}-{wave[-1]:.1f} Å, {nmasked} masked bins "
-        f"({100.0 * nmasked / max(1, states.size):.2g} %), median chi2pix {median_chi:.3g}"
-        + (f", {int(nonfinite.sum())} non-finite bins" if nonfinite.any() else ""),
-        fontsize=10,
     )
-    with atomic_output(path) as f:
-        fig.savefig(f, format="png")
-    return path
+    ax.set_ylabel("fibre")
+    ax.set_xlabel("wavelength [Å]")
+    ax.set_xlim(bins.extent[0], bins.extent[1])  # shared by every panel
 
 
 def nonfinite_bins(frame):
@@ -173,15 +197,15 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m perfex.plot", description="Quick-look PNG of a frame file.")
     p.add_argument("frame", help="frame file (perfex, desispec or gpu_specter)")
     p.add_argument("-o", "--output", help="PNG file (default: the frame's name with .png)")
-    p.add_argument("--fibers", help="comma-separated frame indices of the spectra to draw")
+    p.add_argument("--spectra", help="comma-separated frame indices of the spectra to draw")
     args = p.parse_args(argv)
     output = args.output or os.path.splitext(args.frame)[0] + ".png"
-    fibers = None
-    if args.fibers:
+    spectra = None
+    if args.spectra:
         try:
-            fibers = [int(f) for f in args.fibers.split(",")]
+            spectra = [int(f) for f in args.spectra.split(",")]
         except ValueError:
-            p.error(f"--fibers: expected integers, got '{args.fibers}'")
+            p.error(f"--spectra: expected integers, got '{args.spectra}'")
     name = os.path.splitext(os.path.basename(args.frame))[0]
     try:  # refused first: an output that cannot be written, or that is the frame file
         check_outputs([("-o/--output", output_path(output, name))], [("frame", args.frame)])
@@ -196,7 +220,7 @@ def main(argv=None):
                 f"{p.prog}: warning: {args.frame}: {bad} bins with a NaN or infinite flux or ivar, drawn as masked",
                 file=sys.stderr,
             )
-        written = quicklook(frame, output_path(output, name), fibers=fibers, title=os.path.basename(args.frame))
+        written = quicklook(frame, output_path(output, name), spectra=spectra, title=os.path.basename(args.frame))
     except (Error, OSError, ValueError) as e:
         print(f"{p.prog}: error: {e}", file=sys.stderr)
         return 1

@@ -144,9 +144,11 @@ py::dict options_to_dict(const perfex::extract::ExtractionOptions& o);
 // frames.cpp
 py::dict frame_to_dict(perfex::extract::Frame&& fr);
 perfex::extract::Frame frame_from_object(const py::object& frame);
-// profiling.cpp: phases as a list of (name, depth, seconds), and back
+// profiling.cpp: phases as a list of (name, depth, seconds), and back; the recorder a Python
+// argument names (a PhaseTimes; None: a new one)
 py::list phases_to_list(const perfex::PhaseTimes& times);
 perfex::PhaseTimes phases_from_list(const py::handle& list);
+std::shared_ptr<perfex::PhaseTimes> recorder(const py::object& times);
 
 // ---- the modules: one file each, as the Python package's -----------------------------------
 void register_runtime(py::module_& m);     // perfex.runtime

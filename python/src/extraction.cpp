@@ -15,8 +15,13 @@ using perfex::psf::AnyPsfData;
 
 FrameJob::FrameJob(const AnyPsfData& psf, const perfex::extract::Request& request, int ccd_rows,
                    int ccd_cols, const perfex::extract::ParameterNames& names,
-                   const std::string& backend, Times times)
-    : psf_(psf), ccd_rows_(ccd_rows), ccd_cols_(ccd_cols), backend_(backend), times_(times) {
+                   const std::string& backend, Times times, bool frame_warnings)
+    : psf_(psf),
+      ccd_rows_(ccd_rows),
+      ccd_cols_(ccd_cols),
+      backend_(backend),
+      times_(std::move(times)),
+      frame_warnings_(frame_warnings) {
   perfex::check_backend(backend_);
   resolved_ = perfex::extract::check_job(request, psf_, ccd_rows, ccd_cols, names, *times_);
 }
@@ -28,8 +33,14 @@ FrameJob::FrameJob(const AnyPsfData& psf, perfex::extract::ResolvedRequest resol
       ccd_rows_(ccd_rows),
       ccd_cols_(ccd_cols),
       backend_(backend),
-      times_(times) {
+      times_(std::move(times)),
+      frame_warnings_(false) {
   perfex::check_backend(backend_);
+}
+
+const std::vector<std::string>& FrameJob::frame_warnings() const {
+  static const std::vector<std::string> none;
+  return frame_warnings_ ? resolved_.warnings : none;
 }
 
 void FrameJob::plan() {
@@ -72,7 +83,7 @@ py::dict FrameJob::extract(Image& image, const py::object& progress, int first, 
           return with_plan([&](const auto& job) {
             using Mem = typename std::decay_t<decltype(job)>::memory_space;
             return perfex::extract::extract_job(job, image.on(Mem()), callback,
-                                                {first, last, model_blocks}, resolved_.warnings,
+                                                {first, last, model_blocks}, frame_warnings(),
                                                 *times_);
           });
         });
@@ -174,32 +185,38 @@ void register_extraction(py::module_& m) {
   py::class_<FrameJob> job(m, "FrameJob");
   job.def(py::init([](const AnyPsfData& psf, const py::dict& options, int ccd_rows, int ccd_cols,
                       bool wavelength_given, bool nspec_given, bool allow_image_size_mismatch,
-                      const std::string& backend) {
+                      const std::string& backend, const py::object& times, bool frame_warnings) {
             perfex::extract::Request request;
             request.options = options_from_dict(options);
             request.wavelength_given = wavelength_given;
             request.nspec_given = nspec_given;
             request.allow_image_size_mismatch = allow_image_size_mismatch;
-            return new FrameJob(psf, request, ccd_rows, ccd_cols, {}, backend,
-                                std::make_shared<perfex::PhaseTimes>());
+            return new FrameJob(psf, request, ccd_rows, ccd_cols, {}, backend, recorder(times),
+                                frame_warnings);
           }),
           py::arg("psf"), py::arg("options"), py::arg("ccd_rows"), py::arg("ccd_cols"),
           py::arg("wavelength_given") = true, py::arg("nspec_given") = true,
           py::arg("allow_image_size_mismatch") = false, py::arg("backend"),
-          "job::check: the request (resolve_request, with the API's parameter names); raises "
-          "RequestError for a refused request, Error for an image that is not the PSF's CCD.")
+          py::arg("times") = py::none(), py::arg("frame_warnings") = true,
+          "job::check: the request (resolve_request, with the API's parameter names), timed into "
+          "times (a PhaseTimes; None: the job's own); raises RequestError for a refused request, "
+          "Error for an image that is not the PSF's CCD. frame_warnings: the frames start with the "
+          "check's warnings.")
       .def_property_readonly(
           "options", [](const FrameJob& j) { return options_to_dict(j.resolved().options); },
           "The options to extract with (resolved).")
       .def_property_readonly(
           "warnings", [](const FrameJob& j) { return j.resolved().warnings; },
           "What the check adapted or noticed.")
+      .def_property_readonly("frame_warnings", &FrameJob::frame_warnings,
+                             "The warnings the frames start with: the check's, or none.")
       .def_property_readonly("backend", &FrameJob::backend)
       .def_property_readonly(
-          "ccd_shape", [](const FrameJob& j) { return py::make_tuple(j.ccd_rows(), j.ccd_cols()); })
+          "psf", [](const FrameJob& j) { return std::make_shared<AnyPsfData>(j.psf()); },
+          "The job's PSF (a copy).")
       .def_property_readonly(
-          "phases", [](const FrameJob& j) { return phases_to_list(j.phases()); },
-          "The phases so far: (name, depth, seconds).")
+          "ccd_shape", [](const FrameJob& j) { return py::make_tuple(j.ccd_rows(), j.ccd_cols()); })
+
       .def("plan", &FrameJob::plan, "job::plan (once).")
       .def_property_readonly("npatches",
                              [](FrameJob& j) { return static_cast<int>(j.patches().size()); })

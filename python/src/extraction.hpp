@@ -44,11 +44,13 @@ class FrameJob : public HoldsKokkos {
   using Times = std::shared_ptr<perfex::PhaseTimes>;
 
   // job::check of `request` for a ccd_rows x ccd_cols image on `backend`, its phases timed into
-  // `times` (shared with the files around it, if any).
+  // `times` (the caller's: its own phases hold the job's). frame_warnings: the frames start
+  // with the check's warnings (false: another rank's frame, whose check rank 0 reports).
   FrameJob(const perfex::psf::AnyPsfData& psf, const perfex::extract::Request& request,
            int ccd_rows, int ccd_cols, const perfex::extract::ParameterNames& names,
-           const std::string& backend, Times times);
-  // A request resolved already (a frame's files: check_files_job).
+           const std::string& backend, Times times, bool frame_warnings);
+  // A request resolved already (a frame's files: check_files_job, which notes its warnings for
+  // the frame file's header, so the frames do not repeat them).
   FrameJob(const perfex::psf::AnyPsfData& psf, perfex::extract::ResolvedRequest resolved,
            int ccd_rows, int ccd_cols, const std::string& backend, Times times);
 
@@ -65,9 +67,11 @@ class FrameJob : public HoldsKokkos {
 
   const perfex::extract::ResolvedRequest& resolved() const { return resolved_; }
   const std::string& backend() const { return backend_; }
+  const perfex::psf::AnyPsfData& psf() const { return psf_; }
   int ccd_rows() const { return ccd_rows_; }
   int ccd_cols() const { return ccd_cols_; }
-  const perfex::PhaseTimes& phases() const { return *times_; }
+  // The warnings the frames start with (the check's, or none).
+  const std::vector<std::string>& frame_warnings() const;
   // The plan's patches on the host (planning first if needed).
   const std::vector<perfex::extract::PatchDesc>& patches();
   int nwave();
@@ -85,6 +89,7 @@ class FrameJob : public HoldsKokkos {
   int ccd_rows_ = 0, ccd_cols_ = 0;
   std::string backend_;
   Times times_;
+  bool frame_warnings_ = true;
   std::optional<typename job_detail::PlannedJobs<perfex::ExecSpaces>::type> planned_;
 };
 

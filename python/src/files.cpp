@@ -1,6 +1,7 @@
-// perfex.files: a frame's files and the job around them, phase by phase (FrameFiles:
-// files::inputs when built, job::check giving the FrameJob, files::read, files::write) for the
-// MPI ranks and exposures, and perfex-extract's whole job in one call (extract_files).
+// perfex.files: a frame's files and the job around them, phase by phase, as perfex-extract's
+// io::extract_files runs them (FrameFiles: files::inputs when built, job::check giving the
+// FrameJob, files::read, files::write), for a frame in one process, over MPI ranks, and the
+// frames of an exposure.
 #include <perfex/io/extract_files.hpp>
 
 #include <array>
@@ -42,13 +43,12 @@ perfex::io::WarningCallback warning_callback(const py::object& warn) {
   };
 }
 
-// A frame's files between the phases of their job; the job's phases and theirs in one list.
+// A frame's files between the phases of their job, which time into the caller's PhaseTimes.
 class FrameFiles {
  public:
-  FrameFiles(const perfex::io::FilesRequest& request, const py::object& warn)
-      : warn_object_(warn),
-        warn_(warning_callback(warn_object_)),
-        times_(std::make_shared<perfex::PhaseTimes>()) {
+  FrameFiles(const perfex::io::FilesRequest& request, const py::object& warn,
+             std::shared_ptr<perfex::PhaseTimes> times)
+      : warn_object_(warn), warn_(warning_callback(warn_object_)), times_(std::move(times)) {
     py::gil_scoped_release nogil;
     files_ = perfex::io::open_files(request, perfex::io::FilesNames(), *times_);
   }
@@ -78,7 +78,6 @@ class FrameFiles {
     perfex::io::write_files(files_, fr, warn_, *times_);
   }
   const perfex::io::FrameFiles& files() const { return files_; }
-  const perfex::PhaseTimes& phases() const { return *times_; }
 
  private:
   perfex::io::FrameFiles files_;
@@ -87,68 +86,26 @@ class FrameFiles {
   std::shared_ptr<perfex::PhaseTimes> times_;
 };
 
-// progress(done, total) and warn(message): Python callables or None.
-py::dict extract_files(const std::string& image, const std::string& psf, const std::string& output,
-                       const std::string& model, const std::string& fibermap,
-                       const py::dict& options, bool wavelength_given, bool nspec_given,
-                       bool allow_image_size_mismatch, const std::string& backend,
-                       const py::object& progress, const py::object& warn) {
-  require_runtime();
-  const perfex::io::FilesRequest job =
-      files_request(image, psf, output, model, fibermap, options, wavelength_given, nspec_given,
-                    allow_image_size_mismatch, backend);
-  const perfex::io::ProgressCallback on_progress = [&progress](int done, int total) {
-    kokkos_thread().check_cancel();
-    if (progress.is_none()) return;
-    py::gil_scoped_acquire gil;
-    progress(done, total);
-  };
-  const perfex::io::WarningCallback on_warning = warning_callback(warn);
-  perfex::io::remove_temp_files_on_signals();
-  perfex::io::FilesResult r = kokkos_thread().run([&] {
-    return perfex::io::extract_files(job, perfex::io::FilesNames(), on_progress, on_warning);
-  });
-  py::dict d;
-  d["backend"] = r.backend;
-  d["threads"] = r.threads;
-  d["seconds"] = r.seconds;
-  d["read_seconds"] = r.read_seconds;
-  d["write_seconds"] = r.write_seconds;
-  d["frame_warnings"] = r.frame.warnings;
-  d["nspec"] = r.frame.nspec;
-  d["nwave"] = r.frame.nwave;
-  d["npatches"] = r.frame.npatches;
-  d["failed_patches"] = r.frame.failed_patches;
-  d["linalg_flops"] = r.frame.linalg_flops;
-  d["phases"] = phases_to_list(r.frame.phases);
-  return d;
-}
-
 }  // namespace
 
 void register_files(py::module_& m) {
-  m.def("extract_files", &extract_files, py::arg("image"), py::arg("psf"), py::arg("output"),
-        py::arg("model"), py::arg("fibermap"), py::arg("options"), py::arg("wavelength_given"),
-        py::arg("nspec_given"), py::arg("allow_image_size_mismatch"), py::arg("backend"),
-        py::arg("progress") = py::none(), py::arg("warn") = py::none(),
-        "perfex-extract's whole job (perfex::io::extract_files), with its option names in "
-        "messages; returns the run's statistics and phases.");
   py::class_<FrameFiles>(m, "FrameFiles")
       .def(py::init([](const std::string& image, const std::string& psf, const std::string& output,
                        const std::string& model, const std::string& fibermap,
                        const py::dict& options, bool wavelength_given, bool nspec_given,
                        bool allow_image_size_mismatch, const std::string& backend,
-                       const py::object& warn) {
+                       const py::object& warn, const py::object& times) {
              return new FrameFiles(
                  files_request(image, psf, output, model, fibermap, options, wavelength_given,
                                nspec_given, allow_image_size_mismatch, backend),
-                 warn);
+                 warn, recorder(times));
            }),
            py::arg("image"), py::arg("psf"), py::arg("output"), py::arg("model"),
            py::arg("fibermap"), py::arg("options"), py::arg("wavelength_given"),
            py::arg("nspec_given"), py::arg("allow_image_size_mismatch"), py::arg("backend"),
-           py::arg("warn") = py::none(),
-           "files::inputs: the outputs checked, the PSF and the image's header read.")
+           py::arg("warn") = py::none(), py::arg("times") = py::none(),
+           "files::inputs: the outputs checked, the PSF and the image's header read; the phases "
+           "of these files and of their job timed into times (a PhaseTimes; None: their own).")
       .def_property_readonly("psf",
                              [](const FrameFiles& f) {
                                return std::make_shared<perfex::psf::AnyPsfData>(f.files().psf);
@@ -161,10 +118,7 @@ void register_files(py::module_& m) {
       .def("read_box", &FrameFiles::read_box, py::arg("box"),
            "files::read: only the pixels of box (row0, row1, col0, col1), as read_preproc's dict.")
       .def("write", &FrameFiles::write, py::arg("frame"),
-           "files::write: the frame (and the model when asked for), atomically.")
-      .def_property_readonly(
-          "phases", [](const FrameFiles& f) { return phases_to_list(f.phases()); },
-          "The phases so far (the job's included): (name, depth, seconds).");
+           "files::write: the frame (and the model when asked for), atomically.");
 }
 
 }  // namespace perfex_py

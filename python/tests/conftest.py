@@ -3,6 +3,7 @@ need it skip with a message when it is absent), small extraction settings, MPI l
 
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -137,6 +138,11 @@ def run_python(args, timeout=600, **env):
     return subprocess.run(
         [sys.executable] + list(args), env=python_env(**env), capture_output=True, text=True, timeout=timeout
     )
+
+
+def timing_phases(text):
+    """(indent, name) of the phase lines a --timing run printed."""
+    return re.findall(r"^( +)(\S+) +[0-9.]+ s$", text, re.MULTILINE)
 
 
 def mpirun(nranks, args, timeout=600):

@@ -1,7 +1,8 @@
 """Run under mpirun by test_mpi.py: one frame through perfex.extract_frame(comm=...) and through
 the gpu_specter drop-in, only rank 0 holding the inputs (as desispec's IO coordinator does),
-and (with a 4th argument "nan") a short one of the image with NaN pixels (NAN_PIXELS).
-Rank 0 saves the results (float64) to OUT.npz."""
+each passing once through the MPI driver and timing every rank's phases into the caller's
+recorder, and (with a 4th argument "nan") a short one of the image with NaN pixels
+(NAN_PIXELS). Rank 0 saves the results (float64) to OUT.npz."""
 
 import sys
 
@@ -19,7 +20,16 @@ if comm.rank == 0:
     pre = perfex.read_preproc(image_path)
     psf = perfex.read_psf(psf_path)
     img = {"image": pre.pixels, "ivar": pre.ivar}
-frame = perfex.extract_frame(pre, None, psf, comm=comm, progress=False, **SMALL)
+calls = []
+over_ranks = perfex.mpi.extract_over_ranks
+perfex.mpi.extract_over_ranks = lambda *a, **k: calls.append(1) or over_ranks(*a, **k)
+phases = perfex.PhaseTimes()
+frame = perfex.extract_frame(pre, None, psf, comm=comm, progress=False, phases=phases, **SMALL)
+assert len(calls) == 1
+MPI_PHASES = ["mpi::check", "mpi::scatter", "mpi::extract", "mpi::gather", "mpi::assemble"]
+assert [name for name, depth, _ in phases.list() if depth == 0] == MPI_PHASES
+assert ("job::extract", 1) in [(name, depth) for name, depth, _ in phases.list()]
+assert frame is None or frame.phases == phases.list()
 timing = {}
 drop_in = perfex.gpu_specter.extract_frame(
     img,
@@ -34,6 +44,7 @@ drop_in = perfex.gpu_specter.extract_frame(
     timing=timing,
     model=True,
 )
+assert len(calls) == 2
 # gpu_specter's time stamps on every rank, in the order of its stages.
 stages = [
     "init-mpi-comm",

@@ -1,4 +1,8 @@
-"""python3 -m perfex.extract: desi_extract_spectra's options and defaults, exposures."""
+"""python3 -m perfex.extract (and python3 -m perfex): desi_extract_spectra's options and defaults,
+exposures."""
+
+import os
+import subprocess
 
 import numpy as np
 import perfex
@@ -6,7 +10,7 @@ import perfex.cli as cli
 import perfex.mpi
 import pytest
 
-from conftest import SMALL, assert_frames_identical, run_python
+from conftest import SMALL, assert_frames_identical, run_python, timing_phases
 
 DESI_OPTIONS = [
     "-i",
@@ -112,6 +116,15 @@ def test_frames_list_file(tmp_path, capsys):
     with pytest.raises(SystemExit):
         cli.parse(["--frames", str(listing)])
     assert "line 1" in capsys.readouterr().err
+
+
+def test_python_m_perfex_is_the_command_line():
+    """python3 -m perfex is the same command line, named as it was called in its messages."""
+    r = run_python(["-m", "perfex", "--help"])
+    assert r.returncode == 0 and r.stdout.startswith("usage: python3 -m perfex "), r.stdout + r.stderr
+    assert "--frames" in r.stdout
+    r = run_python(["-m", "perfex", "-i", "a", "-p", "b", "-o", "c", "-n", "0"])
+    assert r.returncode == 2 and "python3 -m perfex: error: " in r.stderr and "nspec must be >= 1" in r.stderr
 
 
 def test_frames_list_with_byte_order_mark_and_crlf(tmp_path):
@@ -228,3 +241,46 @@ def test_exposure_with_a_broken_frame(tmp_path, clean, masked, psf):
     assert "frame frame-broken.fits: FAILED" in r.stderr and "broken.fits" in r.stderr
     assert "1 of 3 frames failed" in r.stderr
     assert outs[0].exists() and outs[2].exists() and not outs[1].exists()
+
+
+# The phases of a frame's job, as perfex-extract --timing prints them.
+FILES_PHASES = (
+    ["files::inputs", "job::check", "job::plan"]
+    + [f"  plan_frame::{p}" for p in ("grids", "corners", "patches", "bandwidths", "budget")]
+    + ["files::read", "job::extract"]
+    + [f"  extract_frame::{p}" for p in ("allocate", "spots", "solve", "finish")]
+    + ["files::write"]
+)
+
+
+def test_frames_as_perfex_extract_writes_them(tmp_path, masked, psf):
+    """A frame alone and the frames of an exposure (its reads and writes overlapped) run
+    perfex-extract's phases and write what it writes: each warning of the run (here nspec
+    clipped to the PSF's fibres) once in the header, the same phases with --timing."""
+    fits = pytest.importorskip("astropy.io.fits")
+    grid = ["-w", "5760,5800,0.8", "-s", "490", "--psferr", "0.01", "--timing", "-p", psf.source]
+    alone = run_python(["-m", "perfex", "-i", masked.path, "-o", str(tmp_path / "alone.fits")] + grid)
+    assert alone.returncode == 0, alone.stderr
+    exposure = ["-i", masked.path, "-o", str(tmp_path / "a.fits"), "-i", masked.path, "-o", str(tmp_path / "b.fits")]
+    both = run_python(["-m", "perfex"] + exposure + grid)
+    assert both.returncode == 0, both.stderr
+    expected = [(" " * (2 + p.count(" ")), p.strip()) for p in FILES_PHASES]
+    assert timing_phases(alone.stderr) == expected
+    assert timing_phases(both.stderr) == 2 * expected
+    exe = os.environ.get("PERFEX_EXTRACT_EXE")
+    outputs = ["alone", "a", "b"]
+    if exe:
+        tool = subprocess.run(
+            [exe, "-i", masked.path, "-o", str(tmp_path / "tool.fits")] + grid, capture_output=True, text=True
+        )
+        assert tool.returncode == 0, tool.stderr
+        assert timing_phases(tool.stdout + tool.stderr) == expected
+        outputs.append("tool")
+    warnings = {}
+    for name in outputs:
+        with fits.open(tmp_path / f"{name}.fits") as f:
+            header = f["FLUX"].header
+            warnings[name] = (header["NWARN"], [str(c) for c in header["COMMENT"]])
+    # Two: nspec clipped, and the image's FIBERMAP without rows for fibres 490-499.
+    assert warnings["alone"][0] == 2 and " ".join(warnings["alone"][1]).count("extracting 10") == 1
+    assert all(w == warnings["alone"] for w in warnings.values()), warnings

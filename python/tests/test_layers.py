@@ -4,7 +4,8 @@ frame's files -> an exposure -> {command line, gpu_specter and specter
 drop-ins, plot, the package's front};
 no module imports one of a later layer, not even inside a function, so there is no import
 cycle. The extension's source files mirror the modules: python/src/<module>.cpp for each module
-that has C++ behind it."""
+that has C++ behind it, and only those modules call the extension; no module uses another's
+private names."""
 
 import ast
 import os
@@ -38,6 +39,7 @@ LAYERS = [
         "specter.util",
         "specter.util.traceset",
         "",
+        "__main__",
     },
 ]
 LAYER = {name: n for n, names in enumerate(LAYERS) for name in names}  # "": perfex/__init__.py
@@ -101,3 +103,46 @@ def test_bindings_mirror_the_modules():
         pytest.skip("the extension's sources are not beside the tests")
     names = {f[:-4] for f in os.listdir(sources) if f.endswith(".cpp")} - {"module"}
     assert names <= set(LAYER), names - set(LAYER)
+
+
+def extension_modules():
+    """The modules with C++ behind them (python/src/<module>.cpp, module.cpp aside)."""
+    sources = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+    if not os.path.isdir(sources):
+        pytest.skip("the extension's sources are not beside the tests")
+    return {f[:-4] for f in os.listdir(sources) if f.endswith(".cpp")} - {"module"}
+
+
+def dotted(node):
+    """ "a.b.c" of an attribute chain on a name, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id] + parts[::-1]) if isinstance(node, ast.Name) else None
+
+
+def private(name):
+    return name.startswith("_") and not name.endswith("__")
+
+
+def test_no_private_names_across_modules():
+    """A module uses another's public API only: no `from .images import _as_float64`, no
+    perfex.options._DEFAULTS; the extension (perfex._perfex) is called by the modules it serves
+    alone, the others take only the package's public names from it (perfex.Error, ...)."""
+    serving = extension_modules()
+    for module, _, path in modules():
+        for node in ast.walk(ast.parse(open(path).read())):
+            where = f"perfex.{module or '__init__'}, line {getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("perfex")):
+                source = (node.module or "").split(".")[-1]
+                for a in node.names:
+                    assert not private(a.name) or a.name == "_perfex", f"{where}: imports {a.name}"
+                    if source == "_perfex" and module not in serving:
+                        assert a.name in perfex.__all__, f"{where}: takes {a.name} from the extension"
+                    if a.name == "_perfex":
+                        assert module in serving, f"{where}: imports the extension"
+            elif isinstance(node, ast.Attribute) and (chain := dotted(node)):
+                names = chain.split(".")
+                if names[0] == "perfex" and len(names) > 2:
+                    assert not any(private(n) for n in names[1:]), f"{where}: uses {chain}"

@@ -8,7 +8,7 @@ import perfex
 import pytest
 from perfex import gpu_specter
 
-from conftest import HERE, NAN_GRID, NAN_PIXELS, SMALL, assert_frames_identical, mpirun
+from conftest import HERE, NAN_GRID, NAN_PIXELS, SMALL, assert_frames_identical, mpirun, run_python, timing_phases
 
 pytestmark = pytest.mark.mpi
 
@@ -76,6 +76,30 @@ def test_command_line_three_ranks_bitwise(masked, psf, small_frame, tmp_path):
     assert "on 3 ranks" in r.stderr
     perfex.write_frame(tmp_path / "single.fits", small_frame, masked.path, psf.source)
     assert_frames_identical(perfex.read_frame(out), perfex.read_frame(tmp_path / "single.fits"))
+
+
+def test_command_line_over_ranks_as_in_one_process(masked, psf, tmp_path):
+    """A frame's files over two ranks: perfex-extract's phases, the MPI driver's in place of
+    job::extract (the job's inside them), and the same header as in one process, each warning of
+    the run once (nspec clipped to the PSF's fibres; the FIBERMAP without their rows)."""
+    fits = pytest.importorskip("astropy.io.fits")
+    grid = ["-w", "5760,5800,0.8", "-s", "490", "--psferr", "0.01", "--timing", "-p", psf.source]
+    r = mpirun(2, ["-m", "perfex", "--mpi", "-i", masked.path, "-o", str(tmp_path / "ranks.fits")] + grid)
+    assert r.returncode == 0, r.stdout + r.stderr
+    one = run_python(["-m", "perfex", "-i", masked.path, "-o", str(tmp_path / "one.fits")] + grid)
+    assert one.returncode == 0, one.stderr
+    phases = timing_phases(one.stderr)
+    mpi = [("  ", "mpi::check"), ("  ", "mpi::scatter"), ("  ", "mpi::extract"), ("    ", "job::extract")]
+    mpi += [("      ", f"extract_frame::{p}") for p in ("allocate", "spots", "solve", "finish")]
+    mpi += [("  ", "mpi::gather"), ("  ", "mpi::assemble")]
+    extract = phases.index(("  ", "job::extract"))
+    assert timing_phases(r.stderr) == phases[:extract] + mpi + phases[extract + 5 :]
+    headers = []
+    for name in ("ranks", "one"):
+        with fits.open(tmp_path / f"{name}.fits") as f:
+            headers.append((f["FLUX"].header["NWARN"], [str(c) for c in f["FLUX"].header["COMMENT"]]))
+    assert headers[0] == headers[1] and headers[0][0] == 2, headers
+    assert_frames_identical(perfex.read_frame(tmp_path / "ranks.fits"), perfex.read_frame(tmp_path / "one.fits"))
 
 
 def test_errors_cross_ranks_with_their_class(masked, psf, tmp_path):

@@ -13,18 +13,18 @@ import perfex.plot  # noqa: E402
 
 
 def test_quicklook_png(small_frame, tmp_path):
-    path = perfex.plot.quicklook(small_frame, tmp_path / "frame.png", fibers=[0, 28, 59])
+    path = perfex.plot.quicklook(small_frame, tmp_path / "frame.png", spectra=[0, 28, 59])
     data = open(path, "rb").read()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20000
     with pytest.raises(ValueError, match="60 spectra"):
-        perfex.plot.quicklook(small_frame, tmp_path / "bad.png", fibers=[60])
+        perfex.plot.quicklook(small_frame, tmp_path / "bad.png", spectra=[60])
 
 
 def test_mask_states(small_frame):
     states = perfex.plot.mask_states(small_frame)
     assert states.shape == small_frame.flux.shape
     assert ((states > 0) == ((small_frame.mask != 0) | (small_frame.ivar == 0))).all()
-    assert perfex.plot.default_fibers(small_frame) == [0, 29, 59]
+    assert perfex.plot.default_spectra(small_frame) == [0, 29, 59]
 
 
 def test_command_line(small_frame, tmp_path):

@@ -82,7 +82,7 @@ struct PatchSolver {
     const int n = p.nfib * nwt;
     normal_equations(member, ip, p, n);
     member.team_barrier();
-    const double wmax = regularise(member, n, band_view(ip, p, n), first(ws.omega, n, ip));
+    const double wmax = regularize_diagonal(member, n, band_view(ip, p, n), first(ws.omega, n, ip));
     member.team_barrier();
     // No weighted light at all: every pixel masked or off the CCD (the bins are NODATA), or a
     // PSF that gives no light here (the patch fails: its spots are all zero).
@@ -177,8 +177,8 @@ struct PatchSolver {
 
   // H += diag(rho), rho_J = alpha_J^2 + 1e-15 with alpha as gpu_specter; returns max ω.
   template <class HV, class OV>
-  KOKKOS_INLINE_FUNCTION double regularise(const Member& member, int n, const HV& H,
-                                           const OV& omega) const {
+  KOKKOS_INLINE_FUNCTION double regularize_diagonal(const Member& member, int n, const HV& H,
+                                                    const OV& omega) const {
     double wmax = 0;
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(member, n), [&](int j, double& m) { m = math::max(m, omega(j)); },

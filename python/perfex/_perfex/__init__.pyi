@@ -7,11 +7,42 @@ import numpy
 import numpy.typing
 import typing
 from . import testing
-__all__: list[str] = ['AtomicOutput', 'DEFAULT_MASK_BITS', 'Error', 'ExtractionOptions', 'FrameFiles', 'FrameJob', 'HostImage', 'MAX_HOST_THREADS', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_fits', 'check_outputs', 'concurrency', 'cuda_device_count', 'default_backend', 'device_for_rank', 'device_sharers', 'extract_files', 'finalize', 'format_phases', 'frame_mask', 'grid_of_values', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'pop_region', 'preproc_shape', 'push_region', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'set_device_sharers', 'shared_device_budget', 'testing', 'write_frame', 'write_model', 'write_synthetic_psfs']
+__all__: list[str] = ['AtomicOutput', 'DEFAULT_MASK_BITS', 'Error', 'ExtractionOptions', 'FrameFiles', 'FrameJob', 'HostImage', 'MAX_HOST_THREADS', 'Phase', 'PhaseTimes', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_fits', 'check_outputs', 'concurrency', 'cuda_device_count', 'default_backend', 'device_for_rank', 'device_sharers', 'finalize', 'format_phases', 'frame_mask', 'grid_of_values', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'preproc_shape', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'set_device_sharers', 'shared_device_budget', 'testing', 'write_frame', 'write_model', 'write_synthetic_psfs']
 class Error(RuntimeError):
     pass
 class RequestError(Error):
     pass
+class Phase:
+    """
+    A phase of PhaseTimes.phase(name): a context manager.
+    """
+    def __enter__(self) -> None:
+        ...
+    def __exit__(self, arg0: typing.Any, arg1: typing.Any, arg2: typing.Any) -> bool:
+        ...
+class PhaseTimes:
+    """
+    The phases of a run (perfex::PhaseTimes), in the order they started, a phase that ran several times once with its total: the library's jobs and the Python drivers time their phases into one, a phase started inside another one level below it.
+    """
+    def __init__(self) -> None:
+        ...
+    def __len__(self) -> int:
+        ...
+    def __repr__(self) -> str:
+        ...
+    def list(self) -> list:
+        """
+        The phases as (name, depth, seconds).
+        """
+    def phase(self, name: str) -> Phase:
+        """
+        A context manager: the block as phase `name`, inside the profiling region "perfex::<name>", one level below the phases open.
+        """
+    @property
+    def level(self) -> int:
+        """
+        How many phases are open: the depth of the next one.
+        """
 class Psf:
     @staticmethod
     def from_dict(arg0: dict) -> Psf:
@@ -211,9 +242,9 @@ class AtomicOutput:
     def target(self) -> str:
         ...
 class FrameJob:
-    def __init__(self, psf: Psf, options: dict, ccd_rows: typing.SupportsInt | typing.SupportsIndex, ccd_cols: typing.SupportsInt | typing.SupportsIndex, wavelength_given: bool = True, nspec_given: bool = True, allow_image_size_mismatch: bool = False, backend: str) -> None:
+    def __init__(self, psf: Psf, options: dict, ccd_rows: typing.SupportsInt | typing.SupportsIndex, ccd_cols: typing.SupportsInt | typing.SupportsIndex, wavelength_given: bool = True, nspec_given: bool = True, allow_image_size_mismatch: bool = False, backend: str, times: typing.Any = None, frame_warnings: bool = True) -> None:
         """
-        job::check: the request (resolve_request, with the API's parameter names); raises RequestError for a refused request, Error for an image that is not the PSF's CCD.
+        job::check: the request (resolve_request, with the API's parameter names), timed into times (a PhaseTimes; None: the job's own); raises RequestError for a refused request, Error for an image that is not the PSF's CCD. frame_warnings: the frames start with the check's warnings.
         """
     def blocks(self) -> numpy.typing.NDArray[numpy.int32]:
         """
@@ -251,6 +282,11 @@ class FrameJob:
         Each patch's linear algebra flops (patch_flops), in plan order.
         """
     @property
+    def frame_warnings(self) -> list[str]:
+        """
+        The warnings the frames start with: the check's, or none.
+        """
+    @property
     def ndiag(self) -> int:
         ...
     @property
@@ -265,9 +301,9 @@ class FrameJob:
         The options to extract with (resolved).
         """
     @property
-    def phases(self) -> list:
+    def psf(self) -> Psf:
         """
-        The phases so far: (name, depth, seconds).
+        The job's PSF (a copy).
         """
     @property
     def warnings(self) -> list[str]:
@@ -275,9 +311,9 @@ class FrameJob:
         What the check adapted or noticed.
         """
 class FrameFiles:
-    def __init__(self, image: str, psf: str, output: str, model: str, fibermap: str, options: dict, wavelength_given: bool, nspec_given: bool, allow_image_size_mismatch: bool, backend: str, warn: typing.Any = None) -> None:
+    def __init__(self, image: str, psf: str, output: str, model: str, fibermap: str, options: dict, wavelength_given: bool, nspec_given: bool, allow_image_size_mismatch: bool, backend: str, warn: typing.Any = None, times: typing.Any = None) -> None:
         """
-        files::inputs: the outputs checked, the PSF and the image's header read.
+        files::inputs: the outputs checked, the PSF and the image's header read; the phases of these files and of their job timed into times (a PhaseTimes; None: their own).
         """
     def check(self) -> FrameJob:
         """
@@ -294,11 +330,6 @@ class FrameFiles:
     @property
     def ccd_shape(self) -> tuple[int, int]:
         ...
-    @property
-    def phases(self) -> list:
-        """
-        The phases so far (the job's included): (name, depth, seconds).
-        """
     @property
     def psf(self) -> Psf:
         ...
@@ -330,10 +361,6 @@ def device_for_rank(local_rank: typing.SupportsInt | typing.SupportsIndex, ndevi
     ...
 def device_sharers() -> int:
     ...
-def extract_files(image: str, psf: str, output: str, model: str, fibermap: str, options: dict, wavelength_given: bool, nspec_given: bool, allow_image_size_mismatch: bool, backend: str, progress: typing.Any = None, warn: typing.Any = None) -> dict:
-    """
-    perfex-extract's whole job (perfex::io::extract_files), with its option names in messages; returns the run's statistics and phases.
-    """
 def finalize() -> None:
     ...
 def format_phases(phases: typing.Any, title: str) -> str:
@@ -358,11 +385,7 @@ def options_from_dict(arg0: dict) -> ExtractionOptions:
     ...
 def options_to_dict(arg0: ExtractionOptions) -> dict:
     ...
-def pop_region() -> None:
-    ...
 def preproc_shape(arg0: str) -> tuple[int, int]:
-    ...
-def push_region(name: str) -> None:
     ...
 def ranks_sharing_device(device: typing.SupportsInt | typing.SupportsIndex, local_size: typing.SupportsInt | typing.SupportsIndex, ndevices: typing.SupportsInt | typing.SupportsIndex) -> int:
     ...

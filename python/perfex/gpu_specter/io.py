@@ -7,7 +7,7 @@ fitsio FITSHDRs; both are dict-like, and the writers take either); table columns
 native byte order; a file that cannot be read (missing, a directory, not FITS, a damaged
 header, an HDU missing) is an OSError with perfex's own message, naming the file and HDU
 (fitsio's is an OSError naming the HDU): the readers open the file with perfex's checks
-(perfex._perfex.check_fits) before astropy reads it; the writers' temporary is a unique name
+(perfex.frames.check_fits) before astropy reads it; the writers' temporary is a unique name
 next to the output (gpu_specter's is FILENAME.tmp), removed when writing fails or is
 interrupted, and by a signal that ends the process; a write the system refuses names the file
 and the system's reason ("File too large").
@@ -53,7 +53,7 @@ def _check_fits(filename, *extnames):
         return
     path = os.fsdecode(filename)
     try:
-        perfex._perfex.check_fits(path, list(extnames))
+        perfex.frames.check_fits(path, extnames)
     except perfex.Error as e:
         raise (OSError if os.path.lexists(path) else FileNotFoundError)(str(e)) from None
 

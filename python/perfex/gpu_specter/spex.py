@@ -6,6 +6,7 @@ coordinators, extracting with perfex.
 """
 
 import argparse
+import functools
 import sys
 
 import perfex
@@ -141,79 +142,81 @@ def main_gpu_specter(args=None, comm=None, timing=None, coordinator=None):
     the work over ranks; timing, a dict, receives the extraction's time stamps. A failed
     pre-flight check is logged as CRITICAL and raised as ValueError."""
     timer = Timer()
-    if args is None:
-        args = parse()
+    args = parse() if args is None else args
     log = get_logger(args.loglevel)
+    coordinator = _checked_coordinator(args, comm, coordinator, log)
+    timer.split("init")
+    img, psf = coordinator.read(functools.partial(read, args, log), (None, None))
+    timer.split("load")
+    frame = coordinator.process(functools.partial(process, args, img, psf, coordinator, timing), None)
+    timer.split("extract")
+    coordinator.write(functools.partial(write, args, log), frame)
+    timer.split("write")
+    if coordinator.is_worker_root(coordinator.rank):
+        timer.log_splits(log)
 
+
+def _checked_coordinator(args, comm, coordinator, log):
+    """The request checked (check_request: every rank learns of a refusal on rank 0, none
+    waiting in a collective), then the IO coordinator: the caller's, or one over comm
+    (MPI.COMM_WORLD with --mpi), or none."""
     if coordinator is None and comm is None and args.mpi:
         from mpi4py import MPI
 
         comm = MPI.COMM_WORLD
-    checks_comm = coordinator.comm if coordinator is not None else comm
-    # Every rank learns of a refusal on rank 0, none waiting in a collective.
-    if checks_comm is not None and checks_comm.size > 1:
-        perfex.collective.on_root(checks_comm, lambda: check_request(args, log))
-    else:
-        check_request(args, log)
+    perfex.collective.on_root(coordinator.comm if coordinator is not None else comm, lambda: check_request(args, log))
+    if coordinator is not None:
+        return coordinator
+    if comm is None:
+        return NoMPIIOCoordinator()
+    return ParallelIOCoordinator(comm) if args.async_io else SerialIOCoordinator(comm)
 
-    if coordinator is None:
-        if comm is not None:
-            coordinator = ParallelIOCoordinator(comm) if args.async_io else SerialIOCoordinator(comm)
-        else:
-            coordinator = NoMPIIOCoordinator()
-    timer.split("init")
 
-    def read():
-        log.info(f"Reading image: {args.input}")
-        img = read_img(args.input)
-        log.info(f"Reading PSF: {args.psf}")
-        return img, perfex.read_psf(args.psf)
+def read(args, log):
+    """The reader's phase (named as gpu_specter's, which its log lines carry): the image and the PSF."""
+    log.info(f"Reading image: {args.input}")
+    img = read_img(args.input)
+    log.info(f"Reading PSF: {args.psf}")
+    return img, perfex.read_psf(args.psf)
 
-    img, psf = coordinator.read(read, (None, None))
-    timer.split("load")
 
-    def process():
-        frame = extract_frame(
-            img,
-            psf,
-            args.bundlesize,
-            args.specmin,
-            args.nspec,
-            args.wavelength,
-            args.nwavestep,
-            args.nsubbundles,
-            args.model,
-            args.regularize,
-            args.psferr,
-            coordinator.work_comm,
-            args.use_gpu,
-            args.loglevel,
-            timing=timing,
-            wavepad=args.wavepad,
-            wavepad_frac=args.wavepad_frac,
-            pixpad_frac=args.pixpad_frac,
-            ranks_per_bundle=args.ranks_per_bundle,
-        )
-        if coordinator.is_worker_root(coordinator.rank):
-            frame["imagehdr"] = img["imagehdr"]
-            frame["fibermap"] = img["fibermap"]
-            frame["fibermaphdr"] = img["fibermaphdr"]
-        return frame
-
-    frame = coordinator.process(process, None)
-    timer.split("extract")
-
-    def write(frame):
-        if args.output is not None:
-            log.info(f"Writing {args.output}")
-        if args.model is not None:
-            log.info(f"Writing model {args.model}")
-        write_together(frame, args.output, args.model)  # renamed into place once both are written
-
-    coordinator.write(write, frame)
-    timer.split("write")
+def process(args, img, psf, coordinator, timing):
+    """The workers' phase (gpu_specter's name): the frame (extract_frame over the coordinator's work_comm), with the
+    image's headers and fibre map on the worker root."""
+    frame = extract_frame(
+        img,
+        psf,
+        args.bundlesize,
+        args.specmin,
+        args.nspec,
+        args.wavelength,
+        args.nwavestep,
+        args.nsubbundles,
+        args.model,
+        args.regularize,
+        args.psferr,
+        coordinator.work_comm,
+        args.use_gpu,
+        args.loglevel,
+        timing=timing,
+        wavepad=args.wavepad,
+        wavepad_frac=args.wavepad_frac,
+        pixpad_frac=args.pixpad_frac,
+        ranks_per_bundle=args.ranks_per_bundle,
+    )
     if coordinator.is_worker_root(coordinator.rank):
-        timer.log_splits(log)
+        frame.update(imagehdr=img["imagehdr"], fibermap=img["fibermap"], fibermaphdr=img["fibermaphdr"])
+    return frame
+
+
+def write(args, log, frame):
+    """The writer's phase (gpu_specter's name): the frame and the model image, renamed into place once both are
+    written."""
+    if args.output is not None:
+        log.info(f"Writing {args.output}")
+    if args.model is not None:
+        log.info(f"Writing model {args.model}")
+    write_together(frame, args.output, args.model)
 
 
 def main(argv=None):
