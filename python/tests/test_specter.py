@@ -373,3 +373,26 @@ def test_ex2d_patch_refuses_a_box_of_another_shape(synthetic):
         perfex.specter.extract.ex2d_patch(
             np.zeros((5, 5)), np.ones((5, 5)), psf, 0, 1, [6000.0], xyrange=(0, 10, 0, 10)
         )
+
+
+def test_ex1d_reproduces_specter(real_specter):
+    """ex1d against real specter's on its GAUSS-HERMITE test PSF (5 spectra in groups of 3, 20
+    rows): flux, inverse variance and model image to 1e-11. A masked pixel (specter's weights
+    divide by zero there and its fit fails) gets weight 0: finite results."""
+    import specter.extract.ex1d
+    import specter.psf
+
+    theirs = sys.modules["specter.extract.ex1d"].ex1d
+    path = os.path.join(real_specter, "specter", "test", "t", "psf-gausshermite.fits")
+    psf1, psf2 = specter.psf.load_psf(path), perfex.specter.load_psf(path)
+    image, _ = noisy_image(psf1, 5, np.arange(6000.0, 6100.0, 1.0), seed=4)
+    row = int(psf1.y(2, 6030.0))
+    mask = np.zeros(image.shape, dtype=int)
+    options = dict(readnoise=3.0, specrange=(0, 5), yrange=(row, row + 20), nspec_per_group=3, model=True)
+    ours = perfex.specter.extract.ex1d(image, mask, psf2, **options)
+    for expected, actual in zip(theirs(image, mask, psf1, **options), ours):
+        np.testing.assert_allclose(actual, expected, rtol=1e-11, atol=1e-11 * np.max(np.abs(expected)))
+    mask[row + 3, int(psf1.x(1, 6033.0))] = 1
+    masked = perfex.specter.extract.ex1d(image, mask, psf2, **options)
+    assert all(np.all(np.isfinite(a)) for a in masked)
+    assert np.any(masked[0][:, 3] != ours[0][:, 3]) and np.array_equal(masked[0][:, 4:], ours[0][:, 4:])

@@ -307,12 +307,17 @@ def psfbias(p1, p2, wave, phot, ispec=0, readnoise=3.0):
 
 
 def ex1d(img, mask, psf, readnoise=2.5, specrange=None, yrange=None, nspec_per_group=20, debug=False, model=False):
-    """Row-by-row weighted extraction of spectra specrange = (specmin, specmax) (default all)
-    over CCD rows yrange = (ymin, ymax) (default all) of img, mask != 0 marking bad pixels. In
-    each row, each spectrum's cross-section (its spot at the row's wavelength, summed over the
-    spot's rows, unit sum) is fitted to the pixels, weighted by 1 / (readnoise^2 + max(img, 0)),
-    spectra in groups of nspec_per_group. Returns (spectra[nspec][ny], specivar[nspec][ny]),
-    and the model image (img's shape) with model. debug is ignored with a warning."""
+    """Row-by-row weighted extraction, as specter's ex1d: spectra specrange = (specmin, specmax)
+    (default all) over CCD rows yrange = (ymin, ymax) (default all) of img, mask != 0 marking
+    bad pixels, in groups of nspec_per_group spectra. In each row each spectrum's cross-section
+    is a pixel-integrated Gaussian (its xsigma, centred on its trace at the row's wavelength,
+    cut at 5 sigma) over the group's columns (from midway to the previous spectrum's trace to
+    midway to the next's); the fluxes are the weighted least-squares fit, weighted first by
+    readnoise^-2 and then by 1 / (readnoise^2 + the first fit's model). Returns (spectra[nspec]
+    [ny], specivar[nspec][ny]: the diagonal of the fit's inverse covariance), and the model
+    image (img's shape) with model. debug is ignored with a warning."""
+    from .util import gausspix
+
     img = np.asarray(img, dtype=np.float64)
     mask = np.asarray(mask)
     if img.shape != mask.shape:
@@ -320,26 +325,36 @@ def ex1d(img, mask, psf, readnoise=2.5, specrange=None, yrange=None, nspec_per_g
     if debug:
         log.warning("ex1d: debug=True ignored (specter stops at each row; perfex.specter does not)")
     specmin, specmax = (0, psf.nspec) if specrange is None else specrange
-    ymin, ymax = (0, img.shape[0]) if yrange is None else yrange
-    weights = np.where(mask == 0, 1.0 / (readnoise**2 + np.clip(img, 0.0, None)), 0.0)
+    ymin, ymax = (0, psf.npix_y) if yrange is None else yrange
+    rows = np.arange(ymin, ymax)
     spectra = np.zeros((specmax - specmin, ymax - ymin))
     specivar = np.zeros_like(spectra)
     imgmodel = np.zeros_like(img)
-    for row in range(ymin, ymax):
-        for first in range(specmin, specmax, nspec_per_group):
-            fibres = range(first, min(first + nspec_per_group, specmax))
-            profile = np.zeros((len(fibres), img.shape[1]))
-            for k, ispec in enumerate(fibres):
-                xs, ys, pix = psf.xypix(ispec, float(psf.wavelength(ispec, y=row)))
-                profile[k, xs] = pix.sum(axis=0)
-                profile[k] /= max(profile[k].sum(), np.finfo(np.float64).tiny)
-            icov = (profile * weights[row]) @ profile.T
-            seen = np.diag(icov) > 0
-            flux = np.zeros(len(fibres))
-            if np.any(seen):
-                block = icov[np.ix_(seen, seen)]
-                flux[seen] = np.linalg.lstsq(block, profile[seen] @ (weights[row] * img[row]), rcond=None)[0]
-                spectra[first - specmin : first - specmin + len(fibres), row - ymin] = flux
-                specivar[first - specmin + np.flatnonzero(seen), row - ymin] = 1.0 / np.diag(np.linalg.pinv(block))
-            imgmodel[row] += flux @ profile
+    for first in range(specmin, specmax, nspec_per_group):
+        last = min(specmax, first + nspec_per_group)  # exclusive
+        centres, sigmas = [], []
+        for ispec in range(first, last):
+            wave = psf.wavelength(ispec, y=rows)
+            centres.append(psf.x(ispec, wave))
+            sigmas.append(psf.xsigma(ispec, wave))
+        for k, row in enumerate(rows):
+            wave = psf.wavelength(first, y=row)
+            xmin = 0 if first == 0 else int(0.5 * (psf.x(first - 1, wave) + psf.x(first, wave)))
+            xmax = psf.npix_x if last >= psf.nspec else int(0.5 * (psf.x(last - 1, wave) + psf.x(last, wave)) + 1)
+            profile = np.zeros((last - first, xmax - xmin))
+            for i in range(last - first):
+                x0, sigma = centres[i][k], sigmas[i][k]
+                lo, hi = max(xmin, int(x0 - 5 * sigma)), min(xmax, int(x0 + 5 * sigma + 1))
+                profile[i, lo - xmin : hi - xmin] = gausspix(np.arange(lo, hi), x0, sigma)
+            good = mask[row, xmin:xmax] == 0
+            pixels = img[row, xmin:xmax]
+            weights = good / readnoise**2
+            for _ in range(2):
+                icov = (profile * weights) @ profile.T
+                flux = np.linalg.solve(icov, profile @ (weights * pixels))
+                fit = flux @ profile
+                weights = good / (readnoise**2 + fit)
+            spectra[first - specmin : last - specmin, k] = flux
+            specivar[first - specmin : last - specmin, k] = np.diag(icov)
+            imgmodel[row, xmin:xmax] = fit
     return (spectra, specivar, imgmodel) if model else (spectra, specivar)
