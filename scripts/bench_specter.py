@@ -117,10 +117,11 @@ def project(args):
     rng = np.random.default_rng(500)
     for pair in range(args.pairs):
         seconds = {}
+        # the same photons on both sides, so that the images' sums agree
+        photons = {call: rng.uniform(1, 1000, (args.project_nspec, len(wave))) for call in ("first call", "repeat")}
         for package in ("specter", "perfex"):
             psf = load(package, args.data, image=False)[0]
-            for call in ("first call", "repeat"):
-                phot = rng.uniform(1, 1000, (args.project_nspec, len(wave)))
+            for call, phot in photons.items():
                 load_before = load_average()
                 start = time.perf_counter()
                 image = psf.project(wave, phot, specmin=0)
