@@ -216,49 +216,85 @@ std::shared_ptr<AnyPsfData> psf_from_dict(const py::dict& s) {
   return std::make_shared<AnyPsfData>(std::move(psf));
 }
 
-// specter's PSF.xypix(ispec, wavelength) without the clipping to the CCD: (xslice, yslice,
-// pixels[ny][nx]) of the normalised spot, on the host backend.
-py::tuple xypix(const AnyPsfData& psf, int fibre, double wavelength) {
+// The spots of fibres [fibremin, fibremin + nfibre) at wavelengths, on the host backend, after
+// the checks every spot needs: (values [nfibre][nwave][ny][nx], xcorner, ycorner [nfibre][nwave]).
+struct HostSpots {
+  std::vector<double> values;
+  std::vector<int> xcorner, ycorner;
+  int ny = 0, nx = 0;
+};
+
+HostSpots host_spots(const AnyPsfData& psf, int fibremin, int nfibre,
+                     const std::vector<double>& waves) {
   py::module_::import("perfex.runtime").attr("initialize")();  // as the API's first call starts it
   require_runtime();
-  const int nfib = psf.summary().nfib;
-  if (fibre < 0 || fibre >= nfib)
-    throw RequestError("fibre " + std::to_string(fibre) + " outside the PSF's 0-" +
-                       std::to_string(nfib - 1));
+  const perfex::psf::PsfSummary s = psf.summary();
+  if (nfibre < 1 || fibremin < 0 || fibremin + nfibre > s.nfib)
+    throw RequestError("fibres " + std::to_string(fibremin) + "-" +
+                       std::to_string(fibremin + nfibre - 1) + " outside the PSF's 0-" +
+                       std::to_string(s.nfib - 1));
   // Spots are defined on the PSF's domain (its parameters and traces); beyond it a position
   // extrapolated without bound cannot be a pixel index.
-  const perfex::psf::PsfSummary s = psf.summary();
   const double w0 = std::max(s.wavemin, s.trace_wavemin), w1 = std::min(s.wavemax, s.trace_wavemax);
-  if (!(wavelength >= w0 && wavelength <= w1)) {
-    std::ostringstream m;
-    m << "wavelength " << wavelength << ": " << (std::isfinite(wavelength) ? "outside" : "not in")
-      << " the PSF's domain " << w0 << "-" << w1
-      << " A, where its spots are defined (specter's xypix gives an empty spot there)";
-    throw RequestError(m.str());
-  }
-  std::vector<double> values;
-  int col0 = 0, row0 = 0, ny = 0, nx = 0;
+  for (const double wavelength : waves)
+    if (!(wavelength >= w0 && wavelength <= w1)) {
+      std::ostringstream m;
+      m << "wavelength " << wavelength << ": " << (std::isfinite(wavelength) ? "outside" : "not in")
+        << " the PSF's domain " << w0 << "-" << w1
+        << " A, where its spots are defined (specter's xypix gives an empty spot there)";
+      throw RequestError(m.str());
+    }
+  HostSpots out;
+  const int nwave = static_cast<int>(waves.size());
   kokkos_thread().run([&] {
     const Kokkos::DefaultHostExecutionSpace exec;
     perfex::psf::with_psf_model(exec, psf, [&](const auto& model) {
       using Mem = typename std::decay_t<decltype(model)>::memory_space;
-      ny = model.spot_rows();
-      nx = model.spot_cols();
-      Kokkos::View<double*, Mem> wave("perfex::xypix::wave", 1);
-      Kokkos::deep_copy(wave, wavelength);
-      Kokkos::View<double****, Kokkos::LayoutRight, Mem> spot("perfex::xypix::spot", 1, 1, ny, nx);
-      Kokkos::View<int**, Mem> xc("perfex::xypix::xc", 1, 1), yc("perfex::xypix::yc", 1, 1);
-      perfex::psf::compute_spots(exec, model, fibre, 1, wave, spot, xc, yc);
+      out.ny = model.spot_rows();
+      out.nx = model.spot_cols();
+      Kokkos::View<const double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged> host(waves.data(),
+                                                                                   nwave);
+      Kokkos::View<double*, Mem> wave("perfex::spots::wave", nwave);
+      Kokkos::deep_copy(wave, host);
+      Kokkos::View<double****, Kokkos::LayoutRight, Mem> spot("perfex::spots::spot", nfibre, nwave,
+                                                              out.ny, out.nx);
+      Kokkos::View<int**, Kokkos::LayoutRight, Mem> xc("perfex::spots::xc", nfibre, nwave),
+          yc("perfex::spots::yc", nfibre, nwave);
+      perfex::psf::compute_spots(exec, model, fibremin, nfibre, wave, spot, xc, yc);
       exec.fence();
-      values.assign(spot.data(), spot.data() + spot.size());
-      col0 = xc(0, 0);
-      row0 = yc(0, 0);
+      out.values.assign(spot.data(), spot.data() + spot.size());
+      out.xcorner.assign(xc.data(), xc.data() + xc.size());
+      out.ycorner.assign(yc.data(), yc.data() + yc.size());
       return 0;
     });
   });
+  return out;
+}
+
+// specter's PSF.xypix(ispec, wavelength) without the clipping to the CCD: (xslice, yslice,
+// pixels[ny][nx]) of the normalised spot.
+py::tuple xypix(const AnyPsfData& psf, int fibre, double wavelength) {
+  HostSpots spots = host_spots(psf, fibre, 1, {wavelength});
+  const int col0 = spots.xcorner[0], row0 = spots.ycorner[0], ny = spots.ny, nx = spots.nx;
   py::object slice = py::module_::import("builtins").attr("slice");
   return py::make_tuple(slice(col0, col0 + nx), slice(row0, row0 + ny),
-                        to_numpy(std::move(values), {ny, nx}));
+                        to_numpy(std::move(spots.values), {ny, nx}));
+}
+
+// Every spot of fibres [fibremin, fibremin + nfibre) at wavelengths in one evaluation:
+// (pixels[nfibre][nwave][ny][nx], xcorner[nfibre][nwave], ycorner[nfibre][nwave]).
+py::tuple spots(const AnyPsfData& psf, int fibremin, int nfibre,
+                const std::vector<double>& wavelengths) {
+  HostSpots spots = host_spots(psf, fibremin, nfibre, wavelengths);
+  const py::ssize_t nwave = static_cast<py::ssize_t>(wavelengths.size());
+  auto corners = [&](std::vector<int>& values) {
+    py::array_t<int> array({static_cast<py::ssize_t>(nfibre), nwave});
+    std::copy(values.begin(), values.end(), array.mutable_data());
+    return array;
+  };
+  return py::make_tuple(
+      to_numpy(std::move(spots.values), {nfibre, static_cast<int>(nwave), spots.ny, spots.nx}),
+      corners(spots.xcorner), corners(spots.ycorner));
 }
 
 }  // namespace
@@ -301,6 +337,11 @@ void register_psf(py::module_& m) {
       .def("xypix", &xypix, py::arg("fibre"), py::arg("wavelength"),
            "(xslice, yslice, pixels): the normalised spot of a fibre at a wavelength and the "
            "CCD columns and rows it covers (specter's PSF.xypix, not clipped to the CCD). A "
+           "wavelength outside the PSF's domain (or not finite) is a RequestError.")
+      .def("spots", &spots, py::arg("fibremin"), py::arg("nfibre"), py::arg("wavelengths"),
+           "(pixels[nfibre][nwave][ny][nx], xcorner[nfibre][nwave], ycorner[nfibre][nwave]): "
+           "the normalised spots of fibres fibremin.. at every wavelength in one evaluation, "
+           "each covering CCD columns xcorner.. and rows ycorner.. (not clipped to the CCD). A "
            "wavelength outside the PSF's domain (or not finite) is a RequestError.")
       .def("__repr__",
            [](const AnyPsfData& d) {

@@ -169,3 +169,22 @@ def test_xypix_refuses_wavelengths_without_a_spot(files, name):
     for wavelength in (psf.wavemin, psf.wavemax):
         xs, ys, pix = psf.xypix(2, wavelength)
         assert pix.shape == (psf.spot_rows, psf.spot_cols) and abs(pix.sum() - 1) < 1e-9
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_spots_are_xypix_in_one_call(files, name):
+    """Psf.spots: the spots of several fibres at several wavelengths, each equal to xypix's,
+    with xypix's refusals (the wavelength and the domain named; fibres outside the PSF)."""
+    psf = perfex.read_psf(files[name][0])
+    waves = np.linspace(psf.wavemin, psf.wavemax, 7)
+    pixels, xcorner, ycorner = psf.spots(1, 3, waves)
+    assert pixels.shape == (3, 7, psf.spot_rows, psf.spot_cols) and xcorner.shape == ycorner.shape == (3, 7)
+    for i in range(3):
+        for j, wavelength in enumerate(waves):
+            xs, ys, pix = psf.xypix(1 + i, wavelength)
+            assert (xs.start, ys.start) == (xcorner[i, j], ycorner[i, j])
+            np.testing.assert_array_equal(pixels[i, j], pix)
+    with pytest.raises(perfex.RequestError, match="wavelength 20000: outside the PSF's domain"):
+        psf.spots(0, 1, [psf.wavemin, 20000.0])
+    with pytest.raises(perfex.RequestError, match=f"fibres 0-{psf.nfib} outside the PSF's 0-{psf.nfib - 1}"):
+        psf.spots(0, psf.nfib + 1, waves)

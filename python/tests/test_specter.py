@@ -222,11 +222,9 @@ def test_ex2d_refuses_a_nonuniform_grid(synthetic):
 
 
 @pytest.fixture(scope="module")
-def against_specter():
-    """(ours, theirs): the drop-in's and real specter's ex2d results (flux, ivar, resolution) on
-    specter's GAUSS-HERMITE test PSF: fibres 0-9 in bundles of 5 and sub-bundles of 2, 6000-6299
-    A in 1 A bins and patches of 50, an image that specter's PSF.project made of random photons
-    plus Poisson and read noise. Skips without specter's checkout (PERFEX_CLIENTS)."""
+def real_specter():
+    """The path of specter's checkout, importable (specter on sys.path). Skips without it
+    (PERFEX_CLIENTS) or without numba, which specter needs."""
     import importlib.util
 
     import clients
@@ -238,16 +236,30 @@ def against_specter():
         pytest.skip(f"specter needs numba, not installed for {sys.executable}")
     if specter_py not in sys.path:
         sys.path.insert(0, specter_py)
+    return specter_py
+
+
+def noisy_image(psf, nspec, wave, seed=46):
+    """(image, ivar): random photons of spectra 0..nspec-1 projected by (real specter's) psf,
+    plus Poisson and read noise."""
+    rng = np.random.default_rng(seed)
+    model = psf.project(wave, rng.uniform(100, 1000, (nspec, len(wave))), specmin=0)
+    return model + rng.normal(0, np.sqrt(9.0 + model)), 1 / (9.0 + model)
+
+
+@pytest.fixture(scope="module")
+def against_specter(real_specter):
+    """(ours, theirs): the drop-in's and real specter's ex2d results (flux, ivar, resolution) on
+    specter's GAUSS-HERMITE test PSF: fibres 0-9 in bundles of 5 and sub-bundles of 2, 6000-6299
+    A in 1 A bins and patches of 50, an image that specter's PSF.project made of random photons
+    plus Poisson and read noise. Skips without specter's checkout (PERFEX_CLIENTS)."""
     import specter.extract
     import specter.psf
 
-    path = os.path.join(specter_py, "specter", "test", "t", "psf-gausshermite.fits")
+    path = os.path.join(real_specter, "specter", "test", "t", "psf-gausshermite.fits")
     theirs = specter.psf.load_psf(path)
     wave = np.arange(6000.0, 6300.0, 1.0)
-    rng = np.random.default_rng(46)
-    model = theirs.project(wave, rng.uniform(100, 1000, (10, len(wave))), specmin=0)
-    image = model + rng.normal(0, np.sqrt(9.0 + model))
-    ivar = 1 / (9.0 + model)
+    image, ivar = noisy_image(theirs, 10, wave)
     args = (0, 10, wave)
     options = dict(bundlesize=5, nsubbundles=2, wavesize=50)
     return (
@@ -279,3 +291,108 @@ def test_ex2d_close_to_specter(against_specter):
 )
 def test_ex2d_reproduces_specter_to_rounding(against_specter):
     assert pulls(against_specter).max() < 1e-8
+
+
+@pytest.mark.parametrize("ndecorr", [False, True])
+def test_ex2d_patch_reproduces_specter(real_specter, ndecorr):
+    """ex2d_patch, resolution_from_icov, psfbias and psfabsbias against real specter's on its
+    GAUSS-HERMITE test PSF (5 fibres x 60 bins): the same patch box and every output to 1e-11
+    of its largest value (the solvers differ: dense Cholesky against sparse LU)."""
+    import specter.extract.ex2d
+    import specter.psf
+
+    theirs = sys.modules["specter.extract.ex2d"]
+    path = os.path.join(real_specter, "specter", "test", "t", "psf-gausshermite.fits")
+    psf1, psf2 = specter.psf.load_psf(path), perfex.specter.load_psf(path)
+    wave = np.arange(6000.0, 6060.0, 1.0)
+    image, ivar = noisy_image(psf1, 5, wave)
+    a = theirs.ex2d_patch(image, ivar, psf1, 0, 5, wave, full_output=True, ndecorr=ndecorr)
+    b = perfex.specter.extract.ex2d_patch(image, ivar, psf2, 0, 5, wave, full_output=True, ndecorr=ndecorr)
+    assert tuple(int(v) for v in a["options"]["xyrange"]) == b["options"]["xyrange"]
+    for key in ("flux", "ivar", "R", "xflux", "iCov", "A"):
+        expected = a[key].toarray() if hasattr(a[key], "toarray") else a[key]
+        actual = b[key].toarray() if hasattr(b[key], "toarray") else b[key]
+        assert actual.shape == expected.shape, key
+        assert np.max(np.abs(actual - expected)) < 1e-11 * np.max(np.abs(expected)), key
+    decorr = None if ndecorr else [len(wave)] * 5
+    for expected, actual in zip(
+        theirs.resolution_from_icov(a["iCov"], decorr=decorr),
+        perfex.specter.extract.resolution_from_icov(a["iCov"], decorr=decorr),
+    ):
+        np.testing.assert_allclose(actual, expected, rtol=1e-11, atol=1e-11 * np.max(np.abs(expected)))
+    phot = np.ones(20)
+    phot[5] = 20.0
+    np.testing.assert_allclose(
+        perfex.specter.extract.psfbias(psf2, psf2, wave[20:40], phot), theirs.psfbias(psf1, psf1, wave[20:40], phot),
+        atol=1e-11,
+    )  # fmt: skip
+    ours, theirs_abs = (
+        m.psfabsbias(p, p, wave[20:40], phot) for m, p in ((perfex.specter.extract, psf2), (theirs, psf1))
+    )
+    np.testing.assert_allclose(ours[0], theirs_abs[0], atol=1e-9)
+    np.testing.assert_allclose(
+        ours[1], theirs_abs[1].toarray() if hasattr(theirs_abs[1], "toarray") else theirs_abs[1], atol=1e-11
+    )
+
+
+def test_split_bundle_as_specter_splits(real_specter):
+    """Every split of bundles of 1 to 29 fibres: the same sub-bundles as real specter's."""
+
+    theirs = sys.modules["specter.extract.ex2d"].split_bundle
+    for bundlesize in range(1, 30):
+        for n in range(1, bundlesize + 1):
+            for a, b in zip(theirs(bundlesize, n), perfex.specter.extract.split_bundle(bundlesize, n)):
+                assert len(a) == len(b) == n and all(np.array_equal(x, y) for x, y in zip(a, b)), (bundlesize, n)
+    with pytest.raises(ValueError, match="cannot split 3 fibres into 7"):
+        perfex.specter.extract.split_bundle(3, 7)
+
+
+def test_resolution_from_icov_decorrelates():
+    """B&S: R's rows sum to 1, and R C R^T is diag(1 / ivar) (noise decorrelation) or is so
+    within each spectrum's block, R being block-diagonal (signal decorrelation)."""
+    rng = np.random.default_rng(3)
+    root = rng.normal(size=(12, 12))
+    icov = root @ root.T + 12 * np.eye(12)
+    cov = np.linalg.inv(icov)
+    r, ivar = perfex.specter.extract.resolution_from_icov(icov)
+    np.testing.assert_allclose(r.sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(r @ cov @ r.T, np.diag(1 / ivar), atol=1e-12 / ivar.min())
+    r, ivar = perfex.specter.extract.resolution_from_icov(icov, decorr=[4, 8])
+    np.testing.assert_allclose(r.sum(axis=1), 1.0, rtol=1e-12)
+    assert not np.any(r[:4, 4:]) and not np.any(r[4:, :4])
+    for block in (slice(0, 4), slice(4, 12)):
+        rb = r[block, block]
+        np.testing.assert_allclose(rb @ cov[block, block] @ rb.T, np.diag(1 / ivar[block]), atol=1e-12 / ivar.min())
+    with pytest.raises(ValueError, match="must split the 12 unknowns"):
+        perfex.specter.extract.resolution_from_icov(icov, decorr=[4, 4])
+
+
+def test_ex2d_patch_refuses_a_box_of_another_shape(synthetic):
+    psf = perfex.specter.load_psf(synthetic["gauss-hermite-v3"])
+    with pytest.raises(ValueError, match=r"xyrange \(0, 10, 0, 10\): image shape \(5, 5\)"):
+        perfex.specter.extract.ex2d_patch(
+            np.zeros((5, 5)), np.ones((5, 5)), psf, 0, 1, [6000.0], xyrange=(0, 10, 0, 10)
+        )
+
+
+def test_ex1d_reproduces_specter(real_specter):
+    """ex1d against real specter's on its GAUSS-HERMITE test PSF (5 spectra in groups of 3, 20
+    rows): flux, inverse variance and model image to 1e-11. A masked pixel (specter's weights
+    divide by zero there and its fit fails) gets weight 0: finite results."""
+    import specter.extract.ex1d
+    import specter.psf
+
+    theirs = sys.modules["specter.extract.ex1d"].ex1d
+    path = os.path.join(real_specter, "specter", "test", "t", "psf-gausshermite.fits")
+    psf1, psf2 = specter.psf.load_psf(path), perfex.specter.load_psf(path)
+    image, _ = noisy_image(psf1, 5, np.arange(6000.0, 6100.0, 1.0), seed=4)
+    row = int(psf1.y(2, 6030.0))
+    mask = np.zeros(image.shape, dtype=int)
+    options = dict(readnoise=3.0, specrange=(0, 5), yrange=(row, row + 20), nspec_per_group=3, model=True)
+    ours = perfex.specter.extract.ex1d(image, mask, psf2, **options)
+    for expected, actual in zip(theirs(image, mask, psf1, **options), ours):
+        np.testing.assert_allclose(actual, expected, rtol=1e-11, atol=1e-11 * np.max(np.abs(expected)))
+    mask[row + 3, int(psf1.x(1, 6033.0))] = 1
+    masked = perfex.specter.extract.ex1d(image, mask, psf2, **options)
+    assert all(np.all(np.isfinite(a)) for a in masked)
+    assert np.any(masked[0][:, 3] != ours[0][:, 3]) and np.array_equal(masked[0][:, 4:], ours[0][:, 4:])

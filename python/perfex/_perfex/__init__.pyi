@@ -53,6 +53,10 @@ class Psf:
         ...
     def __setstate__(self, arg0: dict) -> None:
         ...
+    def spots(self, fibremin: typing.SupportsInt | typing.SupportsIndex, nfibre: typing.SupportsInt | typing.SupportsIndex, wavelengths: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> tuple:
+        """
+        (pixels[nfibre][nwave][ny][nx], xcorner[nfibre][nwave], ycorner[nfibre][nwave]): the normalised spots of fibres fibremin.. at every wavelength in one evaluation, each covering CCD columns xcorner.. and rows ycorner.. (not clipped to the CCD). A wavelength outside the PSF's domain (or not finite) is a RequestError.
+        """
     def to_dict(self) -> dict:
         ...
     def xypix(self, fibre: typing.SupportsInt | typing.SupportsIndex, wavelength: typing.SupportsFloat | typing.SupportsIndex) -> tuple:

@@ -49,18 +49,19 @@ _MODULES = {
     "psf.spotgrid": "psf",
     "extract": "extract",
     "extract.ex2d": "extract",
+    "extract.ex1d": "extract",
     "util": "util",
     "util.traceset": "traceset",
-    "util.util": "util",
+    "util.util": "util_util",
 }
 
 
 def install_alias():
     """Makes `import specter` and its modules that DESI's code imports (specter.psf,
     specter.psf.gausshermite, .gausshermite2, .spotgrid, .psf; specter.extract,
-    specter.extract.ex2d; specter.util, specter.util.traceset, .util) give this package and its
-    modules, by putting them into sys.modules; call it before anything imports specter (again:
-    no effect). Other specter modules (specter.psf.monospot, specter.extract.ex1d, ...) then
+    specter.extract.ex2d, .ex1d; specter.util, specter.util.traceset, .util) give this package
+    and its modules, by putting them into sys.modules; call it before anything imports specter
+    (again: no effect). Other specter modules (specter.psf.monospot, specter.io, ...) then
     fail to import. Raises perfex.Error when another specter is already imported. Returns the
     module names installed."""
     package = sys.modules[__name__]
@@ -70,7 +71,7 @@ def install_alias():
         raise perfex.Error(
             f"install_alias: specter is already imported (from {where}); alias it before anything imports specter"
         )
-    modules = {"psf": psf, "extract": extract, "util": util, "traceset": traceset}
+    modules = {"psf": psf, "extract": extract, "util": util, "traceset": traceset, "util_util": util.util}
     aliases = {
         ("specter." + name).rstrip("."): package if ours is None else modules[ours] for name, ours in _MODULES.items()
     }

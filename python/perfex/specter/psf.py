@@ -262,15 +262,22 @@ class PSF:
 
     # ---- projections ------------------------------------------------------------------------
     def _spots(self, specmin, specmax, wavelengths, xyrange):
-        """Yields (ispec - specmin, iwave, yslice, xslice, pixels) of every non-empty clipped spot."""
+        """Yields (ispec - specmin, iwave, yslice, xslice, pixels) of every non-empty spot
+        clipped to xyrange, as xypix gives them; each spectrum's spots in one evaluation."""
         xmin, xmax, ymin, ymax = xyrange
         wavelengths = np.asarray(wavelengths, dtype=np.float64)
         for i, ispec in enumerate(range(specmin, specmax)):
-            wspec = wavelengths[i] if wavelengths.ndim == 2 else wavelengths
-            for j, w in enumerate(np.atleast_1d(wspec)):
-                xs, ys, pix = self.xypix(ispec, w, xmin=xmin, xmax=xmax, ymin=ymin, ymax=ymax)
-                if pix.size:
-                    yield i, j, ys, xs, pix
+            wspec = np.atleast_1d(wavelengths[i] if wavelengths.ndim == 2 else wavelengths)
+            on_ccd = np.flatnonzero((wspec >= self._wmin_spec[ispec]) & (wspec <= self._wmax_spec[ispec]))
+            if not on_ccd.size:
+                continue
+            spots, xcorner, ycorner = self.perfex_psf.spots(ispec, 1, wspec[on_ccd])
+            ny, nx = spots.shape[2:]
+            for j, pix, x0, y0 in zip(on_ccd.tolist(), spots[0], xcorner[0].tolist(), ycorner[0].tolist()):
+                xlo, xhi, ylo, yhi = max(x0, xmin), min(x0 + nx, xmax), max(y0, ymin), min(y0 + ny, ymax)
+                if xhi > xlo and yhi > ylo:
+                    box = pix[ylo - y0 : yhi - y0, xlo - x0 : xhi - x0]
+                    yield i, j, slice(ylo - ymin, yhi - ymin), slice(xlo - xmin, xhi - xmin), box
 
     def project(self, wavelength, phot, specmin=0, xyrange=None, verbose=False):
         """The image of photons phot[nwave], [nspec][nwave] or [nimage][nspec][nwave] (photons
