@@ -38,6 +38,7 @@ LAYERS = [
         "specter.psf",
         "specter.util",
         "specter.util.traceset",
+        "specter.util.util",
         "",
         "__main__",
     },

@@ -78,34 +78,10 @@ def ex2d(
     (flux, ivar, resolution_data) and modelimage (image's shape), pixmask_fraction and chi2pix.
     """
     pxpsf = _perfex_psf(psf)
-    wavelengths = np.asarray(wavelengths, dtype=np.float64)
-    grid = perfex._perfex.grid_of_values(wavelengths, "wavelengths")
-    image = np.asarray(image, dtype=np.float64)
-    imageivar = np.asarray(imageivar, dtype=np.float64)
-    if image.shape != imageivar.shape:
-        raise perfex.RequestError(f"imageivar: shape {imageivar.shape} differs from image's {image.shape}")
-    ccd = (pxpsf.npix_y, pxpsf.npix_x)
+    grid = perfex.options.grid_of_values(np.asarray(wavelengths, dtype=np.float64), "wavelengths")
     if debug:
         log.warning("ex2d: debug=True ignored (specter opens an IPython shell; perfex.specter does not)")
-    if (
-        xyrange is None
-        and image.ndim == 2
-        and image.shape != ccd
-        and image.shape[0] <= ccd[0]
-        and image.shape[1] <= ccd[1]
-    ):
-        # specter reads a smaller image as the CCD's first rows and columns.
-        xyrange = (0, image.shape[1], 0, image.shape[0])
-    if xyrange is not None:
-        xmin, xmax, ymin, ymax = (int(v) for v in xyrange)
-        if image.shape != (ymax - ymin, xmax - xmin) or xmin < 0 or ymin < 0 or xmax > ccd[1] or ymax > ccd[0]:
-            raise perfex.RequestError(
-                f"xyrange {tuple(xyrange)}: must be a box of the PSF's {ccd[0]} x {ccd[1]} CCD of the image's "
-                f"shape {image.shape}"
-            )
-        pixels, ivar = _on_ccd(image, xyrange, ccd, 0.0), _on_ccd(imageivar, xyrange, ccd, 0.0)
-    else:
-        pixels, ivar = image, imageivar
+    pixels, ivar, xyrange = _image_on_ccd(image, imageivar, xyrange, (pxpsf.npix_y, pxpsf.npix_x))
     frame = perfex.extract_frame(
         pixels,
         ivar,
@@ -125,18 +101,12 @@ def ex2d(
         progress=None if verbose else False,
     )
     specter_psf = psf if isinstance(psf, PSF) else psf_of(pxpsf)
-    ndiag = resolution_ndiag(specter_psf, specmin, nspec, grid[2])
-    band = frame.resolution
-    centre = (band.shape[1] - 1) // 2
-    if ndiag <= centre:
-        rdata = band[:, centre - ndiag : centre + ndiag + 1, :]
-    else:
-        rdata = np.zeros((band.shape[0], 2 * ndiag + 1, band.shape[2]))
-        rdata[:, ndiag - centre : ndiag + centre + 1, :] = band
+    rdata = _specter_band(frame.resolution, resolution_ndiag(specter_psf, specmin, nspec, grid[2]))
     if not full_output:
         return frame.flux, frame.ivar, rdata
     model = frame.model
     if xyrange is not None:
+        xmin, xmax, ymin, ymax = xyrange
         model = model[ymin:ymax, xmin:xmax]
     return dict(
         flux=frame.flux,
@@ -146,6 +116,40 @@ def ex2d(
         pixmask_fraction=frame.pixmask_fraction,
         chi2pix=frame.chi2pix,
     )
+
+
+def _image_on_ccd(image, imageivar, xyrange, ccd):
+    """(pixels, ivar, xyrange) on the PSF's CCD (rows, columns): image and imageivar as given
+    when they cover it, else placed in their box xyrange (an image smaller than the CCD without
+    xyrange: its first rows and columns, as specter reads it), ivar 0 elsewhere."""
+    image = np.asarray(image, dtype=np.float64)
+    imageivar = np.asarray(imageivar, dtype=np.float64)
+    if image.shape != imageivar.shape:
+        raise perfex.RequestError(f"imageivar: shape {imageivar.shape} differs from image's {image.shape}")
+    if xyrange is None and image.ndim == 2 and image.shape != ccd:
+        if image.shape[0] <= ccd[0] and image.shape[1] <= ccd[1]:
+            xyrange = (0, image.shape[1], 0, image.shape[0])
+    if xyrange is None:
+        return image, imageivar, None
+    xmin, xmax, ymin, ymax = (int(v) for v in xyrange)
+    if image.shape != (ymax - ymin, xmax - xmin) or xmin < 0 or ymin < 0 or xmax > ccd[1] or ymax > ccd[0]:
+        raise perfex.RequestError(
+            f"xyrange {tuple(xyrange)}: must be a box of the PSF's {ccd[0]} x {ccd[1]} CCD of the image's "
+            f"shape {image.shape}"
+        )
+    box = (xmin, xmax, ymin, ymax)
+    return _on_ccd(image, box, ccd, 0.0), _on_ccd(imageivar, box, ccd, 0.0), box
+
+
+def _specter_band(band, ndiag):
+    """The resolution band [nspec][2*ndiag+1][nwave] of specter's width ndiag from perfex's
+    (cut, or zero-padded where specter's is wider)."""
+    centre = (band.shape[1] - 1) // 2
+    if ndiag <= centre:
+        return band[:, centre - ndiag : centre + ndiag + 1, :]
+    rdata = np.zeros((band.shape[0], 2 * ndiag + 1, band.shape[2]))
+    rdata[:, ndiag - centre : ndiag + centre + 1, :] = band
+    return rdata
 
 
 # ---- one patch, solved densely (Bolton & Schlegel 2010; the spec's section 6) ---------------
