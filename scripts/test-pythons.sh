@@ -87,7 +87,7 @@ for version in $versions; do
     say "Python $version ($python): a clean virtual environment, pip install . ($numpy)"
     "$python" -m venv "$venv"
     log=$work/logs/pip-$version.log
-    if ! "$venv/bin/pip" install "${pip_args[@]}" "$work/src" "$numpy" pytest astropy >"$log" 2>&1; then
+    if ! "$venv/bin/pip" install "${pip_args[@]}" "$work/src[specter]" "$numpy" pytest >"$log" 2>&1; then
       tail -n 40 "$log"
       say "FAILED Python $version: pip install . (log: $log)"
       failed+=("$version (pip install)")
@@ -97,12 +97,13 @@ for version in $versions; do
     "$venv/bin/pip" install "${pip_args[@]}" mpi4py >>"$log" 2>&1 \
       || say "Python $version: mpi4py did not install from the package index: its MPI case skips"
     if [[ $desispec_versions == *" $version "* ]]; then
-      if "$venv/bin/python" -c "import perfex.specter" 2>/dev/null; then
+      if specter_error=$("$venv/bin/python" -c "import perfex.specter" 2>&1); then
         mapfile -t desi < <(grep -E '^(desispec|desiutil)==' "$root/python/requirements/dev.txt")
         "$venv/bin/pip" install "${pip_args[@]}" "${desi[@]}" "$numpy" >>"$log" 2>&1 \
           || say "Python $version: ${desi[*]} did not install: desispec's test_extract.py skips"
       else
-        say "Python $version: desispec's test_extract.py with both drop-ins skipped: this perfex has no perfex.specter"
+        say "Python $version: desispec's test_extract.py with both drop-ins skipped: perfex.specter" \
+            "does not import ($(tail -n 1 <<<"$specter_error"))"
       fi
     fi
     python=$venv/bin/python
