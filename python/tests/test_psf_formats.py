@@ -41,6 +41,26 @@ def files(tmp_path_factory):
     return out
 
 
+def cli_args(image_path, psf_path):
+    """The command lines' options for the tests' request: fibres 0-4 as one bundle."""
+    return [
+        "-i",
+        image_path,
+        "-p",
+        psf_path,
+        "-w",
+        WAVELENGTH,
+        "-s",
+        "0",
+        "-n",
+        "5",
+        "--bundlesize",
+        "5",
+        "--nsubbundles",
+        "1",
+    ]
+
+
 def read_frame_flux(path):
     from astropy.io import fits
 
@@ -78,22 +98,7 @@ def test_every_front_end_extracts_every_format(files, name, tmp_path):
     assert np.array_equal(dropin["specflux"], api.flux)
     assert np.array_equal(dropin["specivar"], api.ivar)
     # The Python command line and the C++ tool write the same frame.
-    args = [
-        "-i",
-        image_path,
-        "-p",
-        psf_path,
-        "-w",
-        WAVELENGTH,
-        "-s",
-        "0",
-        "-n",
-        "5",
-        "--bundlesize",
-        "5",
-        "--nsubbundles",
-        "1",
-    ]
+    args = cli_args(image_path, psf_path)
     python_out = str(tmp_path / "python.fits")
     result = run_python(["-m", "perfex.extract", *args, "-o", python_out])
     assert result.returncode == 0, result.stdout + result.stderr
@@ -133,22 +138,7 @@ def test_a_psf_without_light_fails_its_patches(files, name, tmp_path, caplog):
     dropin = gs.core.extract_frame(gs.io.read_img(image_path), gs.io.read_psf(dark), 5, 0, 5, WAVELENGTH, nsubbundles=1)
     assert dropin["specmask"].all()
     assert any("no light" in r.message and r.name.startswith("desimeter") for r in caplog.records)
-    args = [
-        "-i",
-        image_path,
-        "-p",
-        dark,
-        "-w",
-        WAVELENGTH,
-        "-s",
-        "0",
-        "-n",
-        "5",
-        "--bundlesize",
-        "5",
-        "--nsubbundles",
-        "1",
-    ]
+    args = cli_args(image_path, dark)
     result = run_python(["-m", "perfex.extract", *args, "-o", str(tmp_path / "python.fits")])
     assert result.returncode == 3 and "no light" in result.stderr, result.stdout + result.stderr
     exe = os.environ.get("PERFEX_EXTRACT_EXE")
