@@ -25,6 +25,7 @@ LAYERS = [
     {"exposure"},
     {"cli"},
     {
+        "aliases",
         "extract",
         "plot",
         "gpu_specter",

@@ -26,6 +26,7 @@ import importlib
 import sys
 
 import perfex
+from perfex import aliases as aliases_
 
 from . import core, io, mpi, util
 from .core import extract_frame
@@ -51,17 +52,9 @@ def install_alias():
     then fail to import. Raises perfex.Error when another gpu_specter is already imported.
     Returns the module names installed."""
     package = sys.modules[__name__]
-    present = sys.modules.get("gpu_specter")
-    if present is not None and present is not package:
-        where = getattr(present, "__file__", None) or repr(present)
-        raise perfex.Error(
-            f"install_alias: gpu_specter is already imported (from {where}); alias it "
-            "before anything imports gpu_specter"
-        )
     aliases = {"gpu_specter": package}
     aliases.update({f"gpu_specter.{name}": getattr(package, name) for name in _SUBMODULES})
-    sys.modules.update(aliases)
-    return sorted(aliases)
+    return aliases_.install("gpu_specter", aliases)
 
 
 __all__ = ["__version__", "core", "extract_frame", "install_alias", "io", "mpi", "read_psf", "spex", "util"]

@@ -32,6 +32,8 @@ if _MISSING:
         name=_MISSING[0],
     )
 
+from perfex import aliases as aliases_  # noqa: E402
+
 from . import extract, psf, util  # noqa: E402
 from .extract import ex2d  # noqa: E402
 from .psf import load_psf  # noqa: E402
@@ -65,18 +67,11 @@ def install_alias():
     fail to import. Raises perfex.Error when another specter is already imported. Returns the
     module names installed."""
     package = sys.modules[__name__]
-    present = sys.modules.get("specter")
-    if present is not None and present is not package:
-        where = getattr(present, "__file__", None) or repr(present)
-        raise perfex.Error(
-            f"install_alias: specter is already imported (from {where}); alias it before anything imports specter"
-        )
     modules = {"psf": psf, "extract": extract, "util": util, "traceset": traceset, "util_util": util.util}
     aliases = {
         ("specter." + name).rstrip("."): package if ours is None else modules[ours] for name, ours in _MODULES.items()
     }
-    sys.modules.update(aliases)
-    return sorted(aliases)
+    return aliases_.install("specter", aliases)
 
 
 __all__ = ["__version__", "ex2d", "extract", "install_alias", "load_psf", "psf", "util"]
