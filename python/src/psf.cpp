@@ -233,17 +233,27 @@ HostSpots host_spots(const AnyPsfData& psf, int fibremin, int nfibre,
     throw RequestError("fibres " + std::to_string(fibremin) + "-" +
                        std::to_string(fibremin + nfibre - 1) + " outside the PSF's 0-" +
                        std::to_string(s.nfib - 1));
-  // Spots are defined on the PSF's domain (its parameters and traces); beyond it a position
-  // extrapolated without bound cannot be a pixel index.
-  const double w0 = std::max(s.wavemin, s.trace_wavemin), w1 = std::min(s.wavemax, s.trace_wavemax);
-  for (const double wavelength : waves)
-    if (!(wavelength >= w0 && wavelength <= w1)) {
-      std::ostringstream m;
-      m << "wavelength " << wavelength << ": " << (std::isfinite(wavelength) ? "outside" : "not in")
-        << " the PSF's domain " << w0 << "-" << w1
-        << " A, where its spots are defined (specter's xypix gives an empty spot there)";
-      throw RequestError(m.str());
+  // Spots are defined on the PSF's domain, extended while they stay near the CCD (specter's
+  // PSFs extrapolate there); beyond, a position extrapolated without bound is no pixel index.
+  double wlo = s.wavemin, whi = s.wavemax;
+  for (int f = fibremin; f < fibremin + nfibre; ++f) {
+    const perfex::psf::SpotWavelengths domain = perfex::psf::spot_wavelengths(psf, f);
+    for (const double wavelength : waves) {
+      if (!domain.contains(wavelength)) {
+        std::ostringstream m;
+        m << "wavelength " << wavelength << ": "
+          << (std::isfinite(wavelength) ? "outside" : "not in") << " fibre " << f
+          << "'s spot domain " << domain.lo << "-" << domain.hi
+          << " A (the PSF's domain, extended to where its trace leaves the CCD), where its "
+             "spots are defined (specter's xypix gives an empty spot beyond)";
+        throw RequestError(m.str());
+      }
+      wlo = std::min(wlo, wavelength);
+      whi = std::max(whi, wavelength);
     }
+  }
+  if (wlo < s.wavemin) psf.check_over(wlo, s.wavemin);
+  if (whi > s.wavemax) psf.check_over(s.wavemax, whi);
   HostSpots out;
   const int nwave = static_cast<int>(waves.size());
   kokkos_thread().run([&] {
@@ -337,12 +347,13 @@ void register_psf(py::module_& m) {
       .def("xypix", &xypix, py::arg("fibre"), py::arg("wavelength"),
            "(xslice, yslice, pixels): the normalised spot of a fibre at a wavelength and the "
            "CCD columns and rows it covers (specter's PSF.xypix, not clipped to the CCD). A "
-           "wavelength outside the PSF's domain (or not finite) is a RequestError.")
+           "wavelength outside the fibre's spot domain (the PSF's, extended while the spot stays "
+           "near the CCD) or not finite is a RequestError.")
       .def("spots", &spots, py::arg("fibremin"), py::arg("nfibre"), py::arg("wavelengths"),
            "(pixels[nfibre][nwave][ny][nx], xcorner[nfibre][nwave], ycorner[nfibre][nwave]): "
            "the normalised spots of fibres fibremin.. at every wavelength in one evaluation, "
-           "each covering CCD columns xcorner.. and rows ycorner.. (not clipped to the CCD). A "
-           "wavelength outside the PSF's domain (or not finite) is a RequestError.")
+           "each covering CCD columns xcorner.. and rows ycorner.. (not clipped to the CCD), with "
+           "xypix's refusals.")
       .def("__repr__",
            [](const AnyPsfData& d) {
              const auto s = d.summary();

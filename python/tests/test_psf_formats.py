@@ -151,14 +151,24 @@ def test_a_psf_without_light_fails_its_patches(files, name, tmp_path, caplog):
 def test_xypix_refuses_wavelengths_without_a_spot(files, name):
     """NaN, infinities, 1e30 and wavelengths beyond the domain made slices start at -2**31 (an
     out-of-range float-to-int conversion) with an all-zero spot: now a RequestError naming the
-    domain; its ends still give spots."""
+    fibre's spot domain; its ends give spots, and so do wavelengths a little beyond them while
+    the spot stays on the CCD (specter's PSFs extrapolate there), their spots next to the ends'."""
     psf = perfex.read_psf(files[name][0])
     for wavelength in (float("nan"), float("inf"), -float("inf"), 1e30, -1e30, 100.0, 20000.0):
-        with pytest.raises(perfex.RequestError, match="the PSF's domain"):
+        with pytest.raises(perfex.RequestError, match="fibre 2's spot domain"):
             psf.xypix(2, wavelength)
     for wavelength in (psf.wavemin, psf.wavemax):
         xs, ys, pix = psf.xypix(2, wavelength)
         assert pix.shape == (psf.spot_rows, psf.spot_cols) and abs(pix.sum() - 1) < 1e-9
+    dw = 1e-3 * (psf.wavemax - psf.wavemin)
+    for end, beyond in ((psf.wavemin, psf.wavemin - dw), (psf.wavemax, psf.wavemax + dw)):
+        ys_end = psf.xypix(2, end)[1]
+        if 0 <= ys_end.start and ys_end.stop <= psf.npix_y:
+            xs, ys, pix = psf.xypix(2, beyond)
+            assert 0 < abs(ys.start - ys_end.start) <= 5 and abs(pix.sum() - 1) < 1e-9, (end, ys_end, ys)
+        elif ys_end.stop < -psf.spot_rows or ys_end.start > psf.npix_y + psf.spot_rows:
+            with pytest.raises(perfex.RequestError, match="fibre 2's spot domain"):
+                psf.xypix(2, beyond)
 
 
 @pytest.mark.parametrize("name", FORMATS)
@@ -174,7 +184,7 @@ def test_spots_are_xypix_in_one_call(files, name):
             xs, ys, pix = psf.xypix(1 + i, wavelength)
             assert (xs.start, ys.start) == (xcorner[i, j], ycorner[i, j])
             np.testing.assert_array_equal(pixels[i, j], pix)
-    with pytest.raises(perfex.RequestError, match="wavelength 20000: outside the PSF's domain"):
+    with pytest.raises(perfex.RequestError, match="wavelength 20000: outside fibre 0's spot domain"):
         psf.spots(0, 1, [psf.wavemin, 20000.0])
     with pytest.raises(perfex.RequestError, match=f"fibres 0-{psf.nfib} outside the PSF's 0-{psf.nfib - 1}"):
         psf.spots(0, psf.nfib + 1, waves)

@@ -70,9 +70,10 @@ inline void check_fibres(const ExtractionOptions& o, const psf::AnyPsfData& psf)
                      std::to_string(nfib) + " fibres (0-" + std::to_string(nfib - 1) + ")");
 }
 
-// Throws unless the grid wmin,wmax,dw has 1 to kMaxGridLength bins and at least one inside
-// the PSF's trace domain. Returns a warning ("" if none) when some bins fall outside it:
-// there the traces are extrapolated, and bins off the CCD end up NODATA.
+// Throws unless the grid wmin,wmax,dw has 1 to kMaxGridLength bins and at least one where a
+// requested fibre has a spot (the PSF's trace domain, extended while the spot stays near the
+// CCD: psf::spot_wavelengths). Returns a warning ("" if none) when some bins fall outside the
+// trace domain: there the traces are extrapolated, and bins off the CCD end up NODATA.
 inline std::string check_wavelength_grid(const ExtractionOptions& o, const psf::AnyPsfData& psf) {
   using namespace preflight_detail;
   const double n = wavelength_grid_length(o.wmin, o.wmax, o.dw);
@@ -84,10 +85,23 @@ inline std::string check_wavelength_grid(const ExtractionOptions& o, const psf::
   const psf::PsfSummary ps = psf.summary();
   const double lo = ps.trace_wavemin, hi = ps.trace_wavemax;
   const double last = o.wmin + (n - 1) * o.dw;
-  if (last < lo || o.wmin > hi)
-    throw RequestError("wavelength grid " + grid_text(o) + " (" + number(o.wmin) + "-" +
-                       number(last) + " A) lies entirely outside the PSF's domain " + number(lo) +
-                       "-" + number(hi) + " A");
+  if (last < lo || o.wmin > hi) {
+    const int f0 = std::max(0, std::min(o.specmin, ps.nfib - 1));
+    const int f1 = std::max(f0, std::min(o.specmin + std::max(o.nspec, 1) - 1, ps.nfib - 1));
+    double spot_lo = lo, spot_hi = hi;
+    for (int f = f0; f <= f1; ++f) {
+      const psf::SpotWavelengths spots = psf::spot_wavelengths(psf, f);
+      spot_lo = std::min(spot_lo, spots.lo);
+      spot_hi = std::max(spot_hi, spots.hi);
+    }
+    if (last < spot_lo || o.wmin > spot_hi)
+      throw RequestError("wavelength grid " + grid_text(o) + " (" + number(o.wmin) + "-" +
+                         number(last) + " A) lies entirely outside the PSF's domain " +
+                         number(lo) + "-" + number(hi) + " A and where fibres " +
+                         std::to_string(f0) + "-" + std::to_string(f1) +
+                         " have spots beyond it (" + number(spot_lo) + "-" + number(spot_hi) +
+                         " A, while they stay on the CCD)");
+  }
   const double below = o.wmin < lo ? std::ceil((lo - o.wmin) / o.dw) : 0.0;
   const double above = last > hi ? std::ceil((last - hi) / o.dw) : 0.0;
   if (below + above == 0) return "";

@@ -4,6 +4,7 @@
 // model (with_psf_model). Each format lives in its own folder, psf/<format>/ (data.hpp,
 // device.hpp, model.hpp, read.hpp); adding one is its folder and its line in Formats below
 // (docs/library.md, "Adding a PSF format").
+#include <algorithm>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -60,6 +61,10 @@ class AnyPsfData {
   const LegendreTraceSet& rows() const {
     return visit([](const auto& d) -> const LegendreTraceSet& { return d.rows(); });
   }
+  // The trace's columns, x_f(λ).
+  const LegendreTraceSet& columns() const {
+    return visit([](const auto& d) -> const LegendreTraceSet& { return d.columns(); });
+  }
   // Throws unless the model stays valid over [w0, w1] (where a grid makes it extrapolate).
   void check_over(double w0, double w1) const {
     visit([&](const auto& d) { d.check_over(w0, w1); });
@@ -72,6 +77,30 @@ class AnyPsfData {
   }
   Formats data_;
 };
+
+// Wavelengths [lo, hi] where fibre f has a spot: the PSF's domain, extended (its series
+// extrapolated, as specter's PSFs do) while the spot's centre stays within a spot box of the CCD,
+// by at most half the domain on each side, so that an extrapolated position is always a pixel
+// index. Whether the model stays valid there is check_over's business.
+struct SpotWavelengths {
+  double lo = 0, hi = 0;
+  bool contains(double w) const { return w >= lo && w <= hi; }  // false for NaN
+};
+inline SpotWavelengths spot_wavelengths(const AnyPsfData& psf, int f) {
+  const PsfSummary s = psf.summary();
+  const double w0 = std::max(s.wavemin, s.trace_wavemin), w1 = std::min(s.wavemax, s.trace_wavemax);
+  const auto near_ccd = [&](double w) {
+    const double x = psf.columns().value(f, w), y = psf.rows().value(f, w);
+    return x >= -0.5 - s.spot_cols && x <= s.npix_x - 0.5 + s.spot_cols &&
+           y >= -0.5 - s.spot_rows && y <= s.npix_y - 0.5 + s.spot_rows;
+  };
+  constexpr int steps = 4096;  // of half the domain: a small part of a spot box each
+  const double h = 0.5 * (w1 - w0) / steps;
+  SpotWavelengths r{w0, w1};
+  for (int i = 1; i <= steps && near_ccd(w0 - i * h); ++i) r.lo = w0 - i * h;
+  for (int i = 1; i <= steps && near_ccd(w1 + i * h); ++i) r.hi = w1 + i * h;
+  return r;
+}
 
 // The device model of PSF data of one format in exec's memory (what upload_psf returns).
 template <class ExecSpace, class Data>

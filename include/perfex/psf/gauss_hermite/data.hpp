@@ -150,7 +150,8 @@ struct GaussHermitePsfData {
     check_widths(wavemin, wavemax);
   }
 
-  const LegendreTraceSet& rows() const { return ytrace; }  // y(λ): CCD rows
+  const LegendreTraceSet& rows() const { return ytrace; }     // y(λ): CCD rows
+  const LegendreTraceSet& columns() const { return xtrace; }  // x(λ): CCD columns
   PsfSummary summary() const {
     return {psftype,
             source,

@@ -24,6 +24,7 @@ struct GaussHermite2PsfData {
 
   std::string label() const { return gh.label(); }
   const LegendreTraceSet& rows() const { return gh.ytrace; }
+  const LegendreTraceSet& columns() const { return gh.xtrace; }
   PsfSummary summary() const {
     PsfSummary s = gh.summary();
     s.type = psftype;

@@ -44,7 +44,8 @@ struct SpotGridPsfData {
   int box_cols() const { return rebin() > 0 ? spot_nx / rebin() + 1 : 0; }
   std::string label() const { return psf_label(source); }
 
-  const LegendreTraceSet& rows() const { return ytrace; }  // y(λ): CCD rows
+  const LegendreTraceSet& rows() const { return ytrace; }     // y(λ): CCD rows
+  const LegendreTraceSet& columns() const { return xtrace; }  // x(λ): CCD columns
   PsfSummary summary() const {
     const double w0 = std::max(xtrace.wavemin, ytrace.wavemin);
     const double w1 = std::min(xtrace.wavemax, ytrace.wavemax);
