@@ -55,7 +55,9 @@ std::vector<double> pulls(const Frame& f) {
 TEST_CASE("patch planning follows gpu_specter and specter's rules", "[extract]") {
   using namespace perfex::extract;
   CHECK(split_sizes(25, 5) == std::vector<int>{5, 5, 5, 5, 5});
-  CHECK(split_sizes(25, 4) == std::vector<int>{7, 6, 6, 6});
+  CHECK(split_sizes(25, 4) == std::vector<int>{6, 6, 6, 7});
+  CHECK(split_sizes(11, 3) == std::vector<int>{4, 3, 4});
+  CHECK(split_sizes(5, 2) == std::vector<int>{2, 3});
   CHECK(split_sizes(8, 3) == std::vector<int>{3, 2, 3});
   CHECK(split_sizes(3, 5) == std::vector<int>{1, 1, 1});
   const auto wave = make_wavelength_grid(5760.0, 7620.0, 0.8);

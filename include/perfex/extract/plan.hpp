@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace perfex {
@@ -36,21 +37,22 @@ struct SubBundle {
   int count = 0;  // fibres kept
 };
 
-// Splits n fibres into nsub sub-bundles like specter's split_bundle: numpy.array_split sizes,
-// the larger ones at the two ends so any smaller ones sit in the middle.
+// Splits n fibres into nsub sub-bundles as specter's split_bundle does: numpy.array_split's
+// sizes (the larger first), then one pass that swaps each part larger than the next, so the
+// last part and the first extra - 1 are the larger (25 / 4: 6, 6, 6, 7; 11 / 3: 4, 3, 4).
 inline std::vector<int> split_sizes(int n, int nsub) {
   nsub = std::max(1, std::min(nsub, n));
   const int base = n / nsub, extra = n % nsub;
   std::vector<int> sizes(static_cast<std::size_t>(nsub), base);
-  for (int i = 0; i < extra; ++i) {
-    const int pos = (i % 2 == 0) ? i / 2 : nsub - 1 - i / 2;
-    sizes[static_cast<std::size_t>(pos)] += 1;
-  }
+  for (int i = 0; i < extra; ++i) sizes[static_cast<std::size_t>(i)] += 1;
+  for (std::size_t i = 0; i + 1 < sizes.size(); ++i)
+    if (sizes[i] > sizes[i + 1]) std::swap(sizes[i], sizes[i + 1]);
   return sizes;
 }
 
 // Bundles are the physical ones, [b*bundlesize, (b+1)*bundlesize), intersected with the
-// requested fibres; padding fibres may come from the rest of the physical bundle.
+// requested fibres, padding fibres possibly from the rest of the physical bundle (gpu_specter);
+// with the specter geometry, bundlesize fibres from specmin on, the requested ones alone.
 struct BundlePlan {
   int bundle_lo = 0, bundle_hi = 0;  // physical bundle, clipped to the PSF's fibres
   int req_lo = 0, req_hi = 0;        // requested fibres inside it
