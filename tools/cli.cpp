@@ -63,6 +63,8 @@ std::string extract_options_help(bool input_output) {
     << "      --regularize X      regularisation (default " << d.regularize << ")\n"
     << "      --psferr X          PSF error for chi2pix (default: the PSF's PSFERR, else 0.01)\n"
     << "      --decorrelate-fibers  decorrelate across fibres (full H^1/2; not recommended)\n"
+    << "      --geometry NAME     patches cut as gpu_specter or specter cuts them (default:\n"
+    << "                          gpu_specter for specex's GAUSS-HERMITE files, else specter)\n"
     << "      --allow-image-size-mismatch\n"
     << "                          accept an image that is not the PSF's NPIX_Y x NPIX_X CCD\n"
     << "      --backend NAME      execution space: " << join_names(backend_names()) << " (default "
@@ -235,6 +237,9 @@ bool parse_extract_option(ArgReader& r, ExtractArgs& a) {
   } else if (r.is(nullptr, "--decorrelate-fibers")) {
     r.no_value();
     o.decorrelation = extract::Decorrelation::noise;
+  } else if (r.is(nullptr, "--geometry")) {
+    const std::string name = r.name();
+    o.geometry = extract::parse_geometry(r.value(), "option " + name);
   } else if (r.is(nullptr, "--backend")) {
     const std::string name = r.name();
     a.backend = r.value();

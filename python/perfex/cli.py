@@ -105,6 +105,12 @@ def parser(prog="python3 -m perfex.extract"):
         help="execution space (default: %s; --no-gpu skips cuda)" % runtime.default_backend(),
     )
     g.add_argument(
+        "--geometry",
+        choices=("gpu_specter", "specter"),
+        help="patches cut as gpu_specter or as specter cuts them (default: gpu_specter for specex's "
+        "GAUSS-HERMITE files, specter for the other formats)",
+    )
+    g.add_argument(
         "--timing", action="store_true", help="log each frame's phases with their times (perfex-extract --timing's)"
     )
     g.add_argument(
@@ -279,6 +285,7 @@ def extraction_options(args):
         pixpad_frac=args.pixpad_frac,
         wavepad_frac=args.wavepad_frac,
         decorrelation="noise" if args.decorrelate_fibers else "signal",
+        geometry=args.geometry or "automatic",
     )
 
 

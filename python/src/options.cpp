@@ -14,8 +14,8 @@ using perfex::extract::ExtractionOptions;
 
 namespace {
 
-// Every numeric field of ExtractionOptions by its C++ name (decorrelation is a string in
-// Python: "signal" or "noise").
+// Every numeric field of ExtractionOptions by its C++ name (decorrelation and geometry are
+// strings in Python: "signal" or "noise"; "automatic", "gpu_specter" or "specter").
 template <class F>
 void for_each_option(F&& f) {
   f("wmin", &ExtractionOptions::wmin);
@@ -58,6 +58,7 @@ py::dict options_to_dict(const ExtractionOptions& o) {
   py::dict d;
   for_each_option([&](const char* name, auto member) { d[name] = o.*member; });
   d["decorrelation"] = decorrelation_name(o.decorrelation);
+  d["geometry"] = perfex::extract::geometry_name(o.geometry);
   return d;
 }
 
@@ -65,7 +66,7 @@ py::dict options_to_dict(const ExtractionOptions& o) {
 // value that does not convert exactly (2**31 for an int, 0.5 for an int, "x" for a number).
 ExtractionOptions options_from_dict(const py::dict& d) {
   ExtractionOptions o;
-  std::set<std::string> known{"decorrelation"};
+  std::set<std::string> known{"decorrelation", "geometry"};
   for_each_option([&](const char* name, auto member) {
     known.insert(name);
     if (!d.contains(name)) return;
@@ -97,6 +98,9 @@ ExtractionOptions options_from_dict(const py::dict& d) {
   });
   if (d.contains("decorrelation"))
     o.decorrelation = parse_decorrelation(py::str(d["decorrelation"]).cast<std::string>());
+  if (d.contains("geometry"))
+    o.geometry = perfex::extract::parse_geometry(py::str(d["geometry"]).cast<std::string>(),
+                                                 "extraction option geometry");
   for (const auto& item : d) {
     const std::string key = py::str(item.first);
     if (!known.count(key)) throw RequestError("unknown extraction option '" + key + "'");
@@ -112,6 +116,12 @@ void register_options(py::module_& m) {
       "decorrelation",
       [](const ExtractionOptions& o) { return decorrelation_name(o.decorrelation); },
       [](ExtractionOptions& o, const std::string& v) { o.decorrelation = parse_decorrelation(v); });
+  options.def_property(
+      "geometry",
+      [](const ExtractionOptions& o) { return perfex::extract::geometry_name(o.geometry); },
+      [](ExtractionOptions& o, const std::string& v) {
+        o.geometry = perfex::extract::parse_geometry(v, "extraction option geometry");
+      });
   options.def("validate", [](const ExtractionOptions& o) {
     try {
       o.validate();

@@ -268,8 +268,9 @@ def test_desi_extract_spectra(nranks, desi_preproc, psf_path, perfex_production,
 def test_desi_extract_spectra_use_specter_drop_ins(nranks, psf_path, tmp_path_factory, tmp_path):
     """desi_extract_spectra --use-specter (desispec's main_mpi: specter's ex2d per bundle of 5,
     dealt over the ranks, then merged) with both drop-ins and no checkout: the frame's flux and
-    ivar are perfex.extract_frame's with the same options, its resolution band that band cut to
-    specter's width."""
+    ivar are perfex.extract_frame's with the same options and specter's geometry, its resolution
+    band that band cut to specter's width (to rounding: each of desispec's bundles is its own
+    plan, whose padding is its own patches' largest)."""
     if importlib.util.find_spec("perfex.specter") is None:
         pytest.skip("perfex.specter (the specter drop-in) is not in this perfex")
     need("desispec", "desiutil", "desitarget")
@@ -285,20 +286,48 @@ def test_desi_extract_spectra_use_specter_drop_ins(nranks, psf_path, tmp_path_fa
     assert re.search(r"^client specter perfex \S+ from \S*perfex/specter$", output, re.M), output
     expected = perfex.extract_frame(
         perfex.read_preproc(preproc), psf=psf_path, wavelength="5760,7620,0.8", specmin=0, nspec=10,
-        bundlesize=5, nsubbundles=2, nwavestep=50, psferr=0.01, progress=False,
+        bundlesize=5, nsubbundles=2, nwavestep=50, psferr=0.01, geometry="specter", progress=False,
     )  # fmt: skip
     with fits.open(out) as hdus:
         assert hdus["FLUX"].header["SPECTER"] == f"perfex {perfex.__version__}"
         # Over ranks desispec merges the bundles' frames into one of 500 fibres (mergebundles).
         nfib = 10 if nranks == 1 else 500
         assert hdus["FLUX"].data.shape[0] == nfib and not np.any(hdus["IVAR"].data[10:])
-        assert np.array_equal(hdus["FLUX"].data[:10], expected.flux.astype(np.float32))
-        assert np.array_equal(hdus["IVAR"].data[:10], expected.ivar.astype(np.float32))
+        flux, ivar = hdus["FLUX"].data[:10], hdus["IVAR"].data[:10]
         band = np.asarray(hdus["RESOLUTION"].data[:10])
+    assert np.all(ivar[expected.ivar > 0] > 0)
+    np.testing.assert_allclose(ivar, expected.ivar, rtol=1e-5)
+    assert np.max(np.abs(flux - expected.flux) * np.sqrt(expected.ivar)) < 1e-4  # float32 rounding
     ndiag, centre = (band.shape[1] - 1) // 2, expected.ndiag
     assert 0 < ndiag <= centre
     cut = expected.resolution[:, centre - ndiag : centre + ndiag + 1]
-    assert np.array_equal(band, cut.astype(np.float32))
+    np.testing.assert_allclose(band, cut, rtol=0, atol=1e-6)
+
+
+def test_desi_extract_spectra_use_specter_against_specter(psf_path, tmp_path_factory, tmp_path):
+    """desi_extract_spectra --use-specter with the specter drop-in against the same command with
+    specter's checkout (one bundle of 5 fibres in 2 sub-bundles, 250 bins): the same frame to
+    float32 rounding (flux in sigma, ivar, resolution band)."""
+    if importlib.util.find_spec("perfex.specter") is None:
+        pytest.skip("perfex.specter (the specter drop-in) is not in this perfex")
+    need("desispec", "desiutil", "desitarget", "specter")
+    fits = pytest.importorskip("astropy.io.fits")
+    preproc = write_desi_preproc(tmp_path_factory)
+    options = ["-w", "5760,5959.2,0.8", "--psferr", "0.01", "--nsubbundles", "2", "--nwavestep", "50"]
+    options += ["-s", "0", "-n", "5", "--bundlesize", "5", "--use-specter"]
+    frames = {}
+    for command in ("desi-extract", "desi-extract-drop-ins"):
+        out = str(tmp_path / f"{command}.fits")
+        output = check(run_python([CLIENTS_PY, command, "-i", preproc, "-p", psf_path, "-o", out] + options), command)
+        drop_in = re.search(r"^client specter perfex \S+ from \S*perfex/specter$", output, re.M)
+        assert bool(drop_in) == (command == "desi-extract-drop-ins"), output
+        with fits.open(out) as hdus:
+            frames[command] = {name: np.asarray(hdus[name].data, np.float64) for name in ("FLUX", "IVAR", "RESOLUTION")}
+    theirs, ours = frames["desi-extract"], frames["desi-extract-drop-ins"]
+    assert np.all(theirs["IVAR"] > 0)
+    np.testing.assert_allclose(ours["IVAR"], theirs["IVAR"], rtol=1e-5)
+    assert np.max(np.abs(ours["FLUX"] - theirs["FLUX"]) * np.sqrt(theirs["IVAR"])) < 1e-4
+    np.testing.assert_allclose(ours["RESOLUTION"], theirs["RESOLUTION"], rtol=0, atol=1e-6)
 
 
 @pytest.mark.parametrize("nranks", [1, pytest.param(3, marks=pytest.mark.mpi)])

@@ -61,10 +61,13 @@ def cli_args(image_path, psf_path):
     ]
 
 
-def read_frame_flux(path):
+def read_frame_flux(path, geometry=None):
+    """(flux, ivar) of a frame file, asserting its header's GEOMETRY when given."""
     from astropy.io import fits
 
     with fits.open(path) as hdus:
+        if geometry is not None:
+            assert hdus["FLUX"].header["GEOMETRY"] == geometry
         return np.asarray(hdus["FLUX"].data, dtype=np.float64), np.asarray(hdus["IVAR"].data, dtype=np.float64)
 
 
@@ -89,27 +92,38 @@ def test_every_front_end_extracts_every_format(files, name, tmp_path):
     assert api.failed_patches == 0
     good = api.ivar > 0
     assert good.mean() > 0.99
-    # The drop-in: gpu_specter's read_psf / read_img / extract_frame on the same files.
+    # gpu_specter's patches for the specex layout it reads, specter's for every other format.
+    assert api.options["geometry"] == ("gpu_specter" if name == "gauss-hermite-v3" else "specter")
+    # The drop-in: gpu_specter's read_psf / read_img / extract_frame on the same files, with
+    # gpu_specter's patches whatever the format.
     psfdata = gs.io.read_psf(psf_path)
     assert psfdata["PSF"].meta["WAVEMIN"] == pytest.approx(perfex.read_psf(psf_path).wavemin)
     dropin = gs.core.extract_frame(
         gs.io.read_img(image_path), psfdata, bundlesize=5, specmin=0, nspec=5, wavelength=WAVELENGTH, nsubbundles=1
     )
-    assert np.array_equal(dropin["specflux"], api.flux)
-    assert np.array_equal(dropin["specivar"], api.ivar)
+    gpu = perfex.extract_frame(img, psf=perfex.read_psf(psf_path), progress=False, geometry="gpu_specter", **OPTIONS)
+    assert np.array_equal(dropin["specflux"], gpu.flux)
+    assert np.array_equal(dropin["specivar"], gpu.ivar)
     # The Python command line and the C++ tool write the same frame.
     args = cli_args(image_path, psf_path)
     python_out = str(tmp_path / "python.fits")
     result = run_python(["-m", "perfex.extract", *args, "-o", python_out])
     assert result.returncode == 0, result.stdout + result.stderr
-    flux, ivar = read_frame_flux(python_out)
+    flux, ivar = read_frame_flux(python_out, api.options["geometry"])
     assert np.array_equal(flux, api.flux.astype(np.float32))
     exe = os.environ.get("PERFEX_EXTRACT_EXE")
     if exe:
         tool_out = str(tmp_path / "tool.fits")
         done = subprocess.run([exe, *args, "-o", tool_out], capture_output=True, text=True)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert np.array_equal(read_frame_flux(tool_out)[0], flux)
+        assert np.array_equal(read_frame_flux(tool_out, api.options["geometry"])[0], flux)
+        # --geometry chooses the other patches.
+        done = subprocess.run([exe, *args, "--geometry", "gpu_specter", "-o", tool_out], capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert np.array_equal(read_frame_flux(tool_out, "gpu_specter")[0], gpu.flux.astype(np.float32))
+    result = run_python(["-m", "perfex.extract", *args, "--geometry", "gpu_specter", "-o", python_out])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert np.array_equal(read_frame_flux(python_out, "gpu_specter")[0], gpu.flux.astype(np.float32))
     # Pulls against the image's own fit: chi2pix near 1 where the spectra are.
     assert 0.5 < np.median(api.chi2pix[good]) < 2.0
 

@@ -71,6 +71,8 @@ TEST_CASE("cli: desi_extract_spectra options", "[cli]") {
                                                 "--psferr",
                                                 "0.04",
                                                 "--decorrelate-fibers",
+                                                "--geometry",
+                                                "specter",
                                                 "-m",
                                                 "model.fits",
                                                 "--backend",
@@ -97,6 +99,7 @@ TEST_CASE("cli: desi_extract_spectra options", "[cli]") {
   CHECK(a.options.regularize == 1e-3);
   CHECK(a.options.psferr == 0.04);
   CHECK(a.options.decorrelation == perfex::extract::Decorrelation::noise);
+  CHECK(a.options.geometry == perfex::extract::Geometry::specter);
   CHECK(a.backend == "serial");
   CHECK(a.threads == 3);
   CHECK(a.options.memory_budget == std::int64_t(8192) << 20);
@@ -108,6 +111,7 @@ TEST_CASE("cli: desi_extract_spectra options", "[cli]") {
   CHECK(d.options.nspec == o.nspec);
   CHECK(d.options.nsubbundles == o.nsubbundles);
   CHECK(d.options.decorrelation == perfex::extract::Decorrelation::signal);
+  CHECK(d.options.geometry == perfex::extract::Geometry::automatic);
   CHECK_FALSE(d.options.model_image);
   CHECK(d.backend == perfex::default_backend());
   CHECK(d.threads == 0);
@@ -185,6 +189,9 @@ TEST_CASE("cli: bad options name the option", "[cli]") {
   CHECK_THAT(error_of(with_files({"--memory-budget", "0"})), Contains("--memory-budget"));
   CHECK_THAT(error_of(with_files({"--nspec"})), Contains("--nspec") && Contains("needs a value"));
   CHECK_THAT(error_of(with_files({"--decorrelate-fibers=yes"})), Contains("--decorrelate-fibers"));
+  CHECK_THAT(error_of(with_files({"--geometry", "desi"})),
+             Contains("option --geometry must be 'gpu_specter', 'specter' or 'automatic'") &&
+                 Contains("'desi'"));
   CHECK_THAT(error_of(with_files({"--frobnicate"})),
              Contains("--frobnicate") && Contains("unknown"));
   CHECK_THAT(error_of(with_files({"stray"})), Contains("stray"));

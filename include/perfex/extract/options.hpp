@@ -18,6 +18,35 @@ constexpr double kMaxWavepadFrac = 10.0;
 // per-fibre blocks of H^-1 (gpu_specter's and DESI's choice) or the full H^(1/2).
 enum class Decorrelation { signal /* per-fibre blocks, DESI default */, noise /* full H^(1/2) */ };
 
+// How a frame is cut into patches (a sub-bundle's fibres, nwavestep core bins, their padding
+// and pixel window):
+//   gpu_specter  gpu_specter's extract_frame: physical bundles; each core padded by wavepad()
+//                bins on each side; the pixel window spans the padded spots, its rows cut to
+//                pixpad_frac of the padding rows.
+//   specter      specter's ex2d: bundles of bundlesize fibres from specmin; each patch's pixel
+//                box is PSF.xyrange over its fibres and core, its rows padded by
+//                round(pixpad_frac x spot rows); its padding reaches the bins of the first
+//                fibre int(wavepad_frac x spot rows) rows beyond that box (at least the
+//                resolution half-width), so it differs from patch to patch.
+//   automatic    resolve_request chooses: gpu_specter for the PSFs gpu_specter reads
+//                (GAUSS-HERMITE with specex's PSF, XTRACE and YTRACE HDUs, and gpu_specter's
+//                PSF dicts), specter for every other format; a plan made without it takes
+//                gpu_specter.
+enum class Geometry { automatic, gpu_specter, specter };
+
+// A geometry's name in options, command lines and frame headers.
+inline const char* geometry_name(Geometry g) {
+  return g == Geometry::specter       ? "specter"
+         : g == Geometry::gpu_specter ? "gpu_specter"
+                                      : "automatic";
+}
+// The geometry of a name; throws RequestError naming `what` (the option) for any other.
+inline Geometry parse_geometry(const std::string& name, const std::string& what = "geometry") {
+  for (Geometry g : {Geometry::automatic, Geometry::gpu_specter, Geometry::specter})
+    if (name == geometry_name(g)) return g;
+  throw RequestError(what + " must be 'gpu_specter', 'specter' or 'automatic', got '" + name + "'");
+}
+
 // Every setting of a frame extraction, with the DESI / gpu_specter production defaults
 // (desi_extract_spectra's). The numerical policy lives here too and is written into the frame
 // header; the execution settings at the end change how the work is cut, never the results.
@@ -29,7 +58,10 @@ struct ExtractionOptions {
   int bundlesize = 25;
   int nsubbundles = 5;
   int nwavestep = 50;
-  int wavepad0 = 10;  // wavepad = wavepad0 + int(wavepad0 * wavepad_frac)
+  Geometry geometry = Geometry::automatic;
+  // wavepad = wavepad0 + int(wavepad0 * wavepad_frac); with the specter geometry, the bound
+  // on every patch's padding that resolve_request sets from the PSF's traces.
+  int wavepad0 = 10;
   double wavepad_frac = 0.2;
   double pixpad_frac = 0.8;
   double regularize = 0.0;

@@ -82,8 +82,18 @@ struct PatchSolver {
     const int n = p.nfib * nwt;
     normal_equations(member, ip, p, n);
     member.team_barrier();
+    const bool unfitted = p.wave_lo > 0 || p.wave_hi < nwt;
+    if (unfitted) {
+      leave_out_unfitted(member, p, n, band_view(ip, p, n), first(ws.b, n, ip),
+                         first(ws.omega, n, ip));
+      member.team_barrier();
+    }
     const double wmax = regularize_diagonal(member, n, band_view(ip, p, n), first(ws.omega, n, ip));
     member.team_barrier();
+    if (unfitted) {
+      scale_unfitted(member, p, n, band_view(ip, p, n));
+      member.team_barrier();
+    }
     // No weighted light at all: every pixel masked or off the CCD (the bins are NODATA), or a
     // PSF that gives no light here (the patch fails: its spots are all zero).
     int status = wmax > 0 || patch::has_light(member, *this, p) ? linalg::ok : no_light;
@@ -173,6 +183,48 @@ struct PatchSolver {
   template <class V>
   KOKKOS_INLINE_FUNCTION static auto first(const V& v, int n, int ip) {
     return Kokkos::subview(v, Kokkos::make_pair(0, n), ip);
+  }
+
+  // Whether unknown j's wavelength is among the patch's fitted ones, [wave_lo, wave_hi).
+  KOKKOS_INLINE_FUNCTION static bool fitted(const PatchDesc& p, const PatchUnknowns& u, int j) {
+    const int k = u.bin(j);
+    return k >= p.wave_lo && k < p.wave_hi;
+  }
+
+  // The unknowns outside the patch's fitted wavelengths left out: their rows and columns of H
+  // and their b and ω zeroed, so that they couple to nothing and come out 0; the others'
+  // solution is that of the patch without them (Cholesky keeps the zeros exact).
+  template <class HV, class BV, class OV>
+  KOKKOS_INLINE_FUNCTION void leave_out_unfitted(const Member& member, const PatchDesc& p, int n,
+                                                 const HV& H, const BV& b, const OV& omega) const {
+    const PatchUnknowns u(p);
+    const int band = static_cast<int>(H.extent(0)) - 1;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](int c) {
+      const bool column_fitted = fitted(p, u, c);
+      if (!column_fitted) b(c) = omega(c) = 0.0;
+      for (int d = 0; d <= band && c + d < n; ++d)
+        if (!column_fitted || !fitted(p, u, c + d)) H(d, c) = 0.0;
+    });
+  }
+
+  // After the regularisation, the left-out unknowns' diagonal (minweight^2, tiny) raised to the
+  // fitted ones' largest: a fibre's block of H^-1 then keeps the fitted unknowns' scale, so its
+  // eigendecomposition resolves them as finely as without the others (an eigenvalue of 1e13
+  // beside ones of 1e2 would cost them 11 digits) and the eigenvalue clip stays theirs.
+  template <class HV>
+  KOKKOS_INLINE_FUNCTION void scale_unfitted(const Member& member, const PatchDesc& p, int n,
+                                             const HV& H) const {
+    const PatchUnknowns u(p);
+    double largest = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(member, n),
+        [&](int j, double& m) {
+          if (fitted(p, u, j)) m = math::max(m, H(0, j));
+        },
+        Kokkos::Max<double>(largest));
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, n), [&](int j) {
+      if (!fitted(p, u, j)) H(0, j) = largest;
+    });
   }
 
   // H += diag(rho), rho_J = alpha_J^2 + 1e-15 with alpha as gpu_specter; returns max ω.

@@ -1,7 +1,7 @@
 #pragma once
-// Host-side patch planning, gpu_specter's rules: bundles, sub-bundles with padding fibres,
-// wavelength patches and their pixel windows; then how the frame's patches are cut into spot
-// groups and solver launches within a memory budget.
+// Host-side patch planning: bundles, sub-bundles with padding fibres, wavelength patches and,
+// by gpu_specter's rules, their pixel windows (specter's: specter_geometry.hpp); then how the
+// frame's patches are cut into spot groups and solver launches within a memory budget.
 #include <perfex/error.hpp>
 #include <perfex/extract/options.hpp>
 
@@ -28,6 +28,9 @@ struct PatchDesc {
   int nkeep = 0;     // kept (core) wavelengths, <= nwavestep
   int row0 = 0, row1 = 0, col0 = 0, col1 = 0;  // pixel window, half-open, clipped to the CCD
   int out_fibre0 = 0;  // frame row (fibre - specmin) of the first kept fibre
+  // The fitted wavelengths [wave_lo, wave_hi) of the patch's nwt (all with gpu_specter's
+  // geometry; specter's pads each patch by its own number of bins): the others are left out.
+  int wave_lo = 0, wave_hi = 0;
   // Half-bandwidth of the normal matrix, unknowns wavelength-major (set on the device).
   int band = 0;
 };
@@ -68,10 +71,12 @@ inline std::vector<BundlePlan> plan_bundles(const ExtractionOptions& opt, int ps
                        ") outside the PSF's " + std::to_string(psf_nfib) +
                        " fibres (specmin/nspec)");
   const int lo = opt.specmin, hi = opt.specmin + opt.nspec;
-  for (int b0 = (lo / opt.bundlesize) * opt.bundlesize; b0 < hi; b0 += opt.bundlesize) {
+  const bool specter = opt.geometry == Geometry::specter;
+  for (int b0 = specter ? lo : (lo / opt.bundlesize) * opt.bundlesize; b0 < hi;
+       b0 += opt.bundlesize) {
     BundlePlan p;
     p.bundle_lo = b0;
-    p.bundle_hi = std::min(b0 + opt.bundlesize, psf_nfib);
+    p.bundle_hi = std::min(b0 + opt.bundlesize, specter ? hi : psf_nfib);
     p.req_lo = std::max(b0, lo);
     p.req_hi = std::min(p.bundle_hi, hi);
     int first = p.req_lo;
@@ -132,13 +137,10 @@ inline FibreRange spot_fibres(const BundlePlan& bundle) {
 }
 
 // A bundle's patches, sub-bundle by sub-bundle, each over the nwave output wavelengths in steps
-// of nwavestep, with their pixel windows. Fibre indices are local to spot_fibres(bundle);
-// corner functions as for set_patch_window; npix_x x npix_y is the CCD.
-template <class XCornerFn, class YCornerFn>
-std::vector<PatchDesc> plan_patches(const BundlePlan& bundle, const ExtractionOptions& opt,
-                                    int nwave, int nx, int ny, int npix_x, int npix_y,
-                                    const XCornerFn& xcorner, const YCornerFn& ycorner) {
-  const int wavepad = opt.wavepad(), nwt = opt.nwavestep + 2 * wavepad;
+// of nwavestep, all nwt wavelengths fitted, without pixel windows. Fibre indices are local to
+// spot_fibres(bundle).
+inline std::vector<PatchDesc> bundle_patches(const BundlePlan& bundle, const ExtractionOptions& opt,
+                                             int nwave, int nwt) {
   const int spot_lo = spot_fibres(bundle).lo;
   std::vector<PatchDesc> plan;
   for (const auto& sub : bundle.subbundles) {
@@ -152,35 +154,57 @@ std::vector<PatchDesc> plan_patches(const BundlePlan& bundle, const ExtractionOp
       p.kf0 = k0;
       p.nkeep = std::min(opt.nwavestep, nwave - k0);
       p.out_fibre0 = sub.first - opt.specmin;
-      set_patch_window(p, nwt, wavepad, opt.nwavestep, nx, ny, opt.pixpad_frac, npix_x, npix_y,
-                       xcorner, ycorner);
+      p.wave_lo = 0;
+      p.wave_hi = nwt;
       plan.push_back(p);
     }
   }
   return plan;
 }
 
-// Every patch of the frame, bundle by bundle, with fibre indices relative to the frame's first
-// spot fibre, spot_fibres(bundles.front()).lo; the corner functions take such indices too.
+// bundle_patches with gpu_specter's pixel windows; corner functions as for set_patch_window;
+// npix_x x npix_y is the CCD.
 template <class XCornerFn, class YCornerFn>
-std::vector<PatchDesc> plan_frame_patches(const std::vector<BundlePlan>& bundles,
-                                          const ExtractionOptions& opt, int nwave, int nx, int ny,
-                                          int npix_x, int npix_y, const XCornerFn& xcorner,
-                                          const YCornerFn& ycorner) {
+std::vector<PatchDesc> plan_patches(const BundlePlan& bundle, const ExtractionOptions& opt,
+                                    int nwave, int nx, int ny, int npix_x, int npix_y,
+                                    const XCornerFn& xcorner, const YCornerFn& ycorner) {
+  const int wavepad = opt.wavepad(), nwt = opt.nwavestep + 2 * wavepad;
+  std::vector<PatchDesc> plan = bundle_patches(bundle, opt, nwave, nwt);
+  for (PatchDesc& p : plan)
+    set_patch_window(p, nwt, wavepad, opt.nwavestep, nx, ny, opt.pixpad_frac, npix_x, npix_y,
+                     xcorner, ycorner);
+  return plan;
+}
+
+// Every patch of the frame, bundle by bundle, without pixel windows, fibre indices relative to
+// the frame's first spot fibre, spot_fibres(bundles.front()).lo.
+inline std::vector<PatchDesc> frame_patches(const std::vector<BundlePlan>& bundles,
+                                            const ExtractionOptions& opt, int nwave, int nwt) {
   std::vector<PatchDesc> all;
   if (bundles.empty()) return all;
   const int frame_lo = spot_fibres(bundles.front()).lo;
   for (const BundlePlan& bundle : bundles) {
     const int offset = spot_fibres(bundle).lo - frame_lo;
-    std::vector<PatchDesc> plan = plan_patches(
-        bundle, opt, nwave, nx, ny, npix_x, npix_y,
-        [&](int f, int k) { return xcorner(f + offset, k); },
-        [&](int f, int k) { return ycorner(f + offset, k); });
-    for (PatchDesc& p : plan) {
+    for (PatchDesc& p : bundle_patches(bundle, opt, nwave, nwt)) {
       p.fib0 += offset;
       all.push_back(p);
     }
   }
+  return all;
+}
+
+// frame_patches with gpu_specter's pixel windows; the corner functions take frame-relative
+// fibre indices.
+template <class XCornerFn, class YCornerFn>
+std::vector<PatchDesc> plan_frame_patches(const std::vector<BundlePlan>& bundles,
+                                          const ExtractionOptions& opt, int nwave, int nx, int ny,
+                                          int npix_x, int npix_y, const XCornerFn& xcorner,
+                                          const YCornerFn& ycorner) {
+  const int wavepad = opt.wavepad(), nwt = opt.nwavestep + 2 * wavepad;
+  std::vector<PatchDesc> all = frame_patches(bundles, opt, nwave, nwt);
+  for (PatchDesc& p : all)
+    set_patch_window(p, nwt, wavepad, opt.nwavestep, nx, ny, opt.pixpad_frac, npix_x, npix_y,
+                     xcorner, ycorner);
   return all;
 }
 

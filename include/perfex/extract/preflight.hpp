@@ -6,8 +6,10 @@
 //
 //   check_fibres            the fibres exist in the PSF
 //   check_wavelength_grid   the grid has a sane length and reaches the PSF's domain
+//   resolve_geometry        an automatic patch geometry chosen by the PSF's format
 //   fit_padding_to_psf      the wavelength padding widened to cover the PSF's spots
 //   fit_patches_to_grid     nwavestep and the wavelength padding clamped to the grid
+//   bound_specter_padding   the specter geometry's padding bounded from the traces
 //   check_psf_over_grid     the PSF's widths stay valid where the padded grid extrapolates
 //   check_image_size        the image is the PSF's CCD (not transposed, not cut)
 //   estimate_run_size       the memory the extraction will use, to compare with what is free
@@ -96,11 +98,10 @@ inline std::string check_wavelength_grid(const ExtractionOptions& o, const psf::
     }
     if (last < spot_lo || o.wmin > spot_hi)
       throw RequestError("wavelength grid " + grid_text(o) + " (" + number(o.wmin) + "-" +
-                         number(last) + " A) lies entirely outside the PSF's domain " +
-                         number(lo) + "-" + number(hi) + " A and where fibres " +
-                         std::to_string(f0) + "-" + std::to_string(f1) +
-                         " have spots beyond it (" + number(spot_lo) + "-" + number(spot_hi) +
-                         " A, while they stay on the CCD)");
+                         number(last) + " A) lies entirely outside the PSF's domain " + number(lo) +
+                         "-" + number(hi) + " A and where fibres " + std::to_string(f0) + "-" +
+                         std::to_string(f1) + " have spots beyond it (" + number(spot_lo) + "-" +
+                         number(spot_hi) + " A, while they stay on the CCD)");
   }
   const double below = o.wmin < lo ? std::ceil((lo - o.wmin) / o.dw) : 0.0;
   const double above = last > hi ? std::ceil((last - hi) / o.dw) : 0.0;
@@ -118,6 +119,7 @@ inline std::string check_wavelength_grid(const ExtractionOptions& o, const psf::
 // raising wavepad0 (wavepad_frac kept). Returns a warning when it changes the padding.
 inline std::vector<std::string> fit_padding_to_psf(ExtractionOptions& o,
                                                    const psf::AnyPsfData& psf) {
+  if (o.geometry == Geometry::specter) return {};  // its padding follows the traces
   const double n = wavelength_grid_length(o.wmin, o.wmax, o.dw);
   const psf::PsfSummary ps = psf.summary();
   if (!(n >= 1 && n <= kMaxGridLength) || o.specmin < 0 || o.nspec < 1 ||
@@ -160,7 +162,7 @@ inline std::vector<std::string> fit_patches_to_grid(ExtractionOptions& o) {
     o.nwavestep = max_step;
   }
   const int limit = std::max(nwave, desi.wavepad());
-  if (o.wavepad() > limit) {
+  if (o.geometry != Geometry::specter && o.wavepad() > limit) {
     const int requested = o.wavepad(), requested_pad0 = o.wavepad0;
     const double requested_frac = o.wavepad_frac;
     if (o.wavepad0 > limit) {
@@ -181,6 +183,51 @@ inline std::vector<std::string> fit_patches_to_grid(ExtractionOptions& o) {
                        ", wavepad_frac " + preflight_detail::number(o.wavepad_frac) + ")");
   }
   return warnings;
+}
+
+// An automatic geometry (options.hpp) made gpu_specter's for the PSFs gpu_specter reads
+// (GAUSS-HERMITE in specex's HDUs, gpu_specter's PSF dicts), specter's for every other.
+inline void resolve_geometry(ExtractionOptions& o, const psf::AnyPsfData& psf) {
+  if (o.geometry != Geometry::automatic) return;
+  const auto* gh = psf.get_if<psf::GaussHermitePsfData>();
+  o.geometry = gh && gh->specex_layout() ? Geometry::gpu_specter : Geometry::specter;
+}
+
+// With the specter geometry, wavepad0 raised until wavepad() bounds every patch's padding (the
+// plan computes each exactly): the rows from a core's edge to the end of its padding (a spot,
+// round(pixpad_frac x spot rows), int(wavepad_frac x spot rows), the spread of a bundle's traces
+// and two more) in bins at the PSF's smallest dispersion over the grid, and at least half a
+// spot. What the padded grid then spans is what check_psf_over_grid and the memory estimate see.
+inline void bound_specter_padding(ExtractionOptions& o, const psf::AnyPsfData& psf) {
+  if (o.geometry != Geometry::specter) return;
+  const double n = wavelength_grid_length(o.wmin, o.wmax, o.dw);
+  const psf::PsfSummary ps = psf.summary();
+  if (!(n >= 1 && n <= kMaxGridLength) || o.specmin < 0 || o.nspec < 1 ||
+      o.specmin + static_cast<long long>(o.nspec) > ps.nfib)
+    return;  // the other checks' business
+  const double lo = std::max(ps.trace_wavemin, o.wmin);
+  const double hi = std::min(ps.trace_wavemax, o.wmin + (n - 1) * o.dw);
+  const psf::LegendreTraceSet& rows = psf.rows();
+  double spread = 0;
+  for (int b0 = o.specmin; b0 < o.specmin + o.nspec; b0 += o.bundlesize) {
+    const int f1 = std::min(b0 + o.bundlesize, o.specmin + o.nspec);
+    for (int i = 0; i <= 16; ++i) {
+      const double w = hi > lo ? lo + (hi - lo) * i / 16 : lo;
+      double ylo = HUGE_VAL, yhi = -HUGE_VAL;
+      for (int f = b0; f < f1; ++f) {
+        ylo = std::min(ylo, rows.value(f, w));
+        yhi = std::max(yhi, rows.value(f, w));
+      }
+      spread = std::max(spread, yhi - ylo);
+    }
+  }
+  const double span = ps.spot_rows + std::nearbyint(o.pixpad_frac * ps.spot_rows) +
+                      std::floor(o.wavepad_frac * ps.spot_rows) + spread + 2;
+  const double rows_per_bin = rows.min_slope(o.specmin, o.nspec, lo, hi) * o.dw;
+  if (!(rows_per_bin > 0) || !std::isfinite(rows_per_bin)) return;
+  const double needed = std::max(std::ceil(span / rows_per_bin) + 1, ps.spot_rows / 2.0);
+  if (!(needed <= kMaxGridLength)) return;
+  while (o.wavepad() < needed) ++o.wavepad0;
 }
 
 // The PSF's validity (for a Gauss-Hermite PSF: its widths) over the padded grid the extraction
@@ -286,8 +333,10 @@ inline std::vector<std::string> preflight(ExtractionOptions& o, const psf::AnyPs
   std::vector<std::string> warnings;
   const std::string outside = check_wavelength_grid(o, psf);
   if (!outside.empty()) warnings.push_back(outside);
+  resolve_geometry(o, psf);
   for (auto& w : fit_padding_to_psf(o, psf)) warnings.push_back(w);
   for (auto& w : fit_patches_to_grid(o)) warnings.push_back(w);
+  bound_specter_padding(o, psf);
   check_psf_over_grid(o, psf);
   if (ccd_rows > 0 && ccd_cols > 0) check_image_size(psf, ccd_rows, ccd_cols);
   return warnings;
@@ -366,10 +415,12 @@ inline ResolvedRequest resolve_request(const Request& request, const psf::AnyPsf
   } catch (const Error& e) {
     refuse(grid_name, e.what());
   }
+  resolve_geometry(o, psf);
   for (const std::string& w : fit_padding_to_psf(o, psf))
     r.warnings.push_back(names.patches + ": " + w);
   for (const std::string& w : fit_patches_to_grid(o))
     r.warnings.push_back(names.patches + ": " + w);
+  bound_specter_padding(o, psf);
   try {
     check_psf_over_grid(o, psf);
   } catch (const Error& e) {

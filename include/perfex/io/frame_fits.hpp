@@ -266,10 +266,11 @@ inline std::vector<std::string> write_frame(OutputSet& outputs, const std::strin
     out.write_long_string_key("IN_IMG", prov.input_image, "input preproc image");
     out.write_key("BUNDSIZE", o.bundlesize, "fibres per bundle");
     out.write_key("NSUBBUND", o.nsubbundles, "sub-bundles per bundle");
+    out.write_key("GEOMETRY", extract::geometry_name(o.geometry), "patch geometry");
     out.write_key("NWAVSTEP", o.nwavestep, "core wavelengths per patch");
     out.write_key("WAVEPAD0", o.wavepad0, "base wavelength padding [bins]");
     out.write_key("WAVEPADF", o.wavepad_frac, "wavepad_frac");
-    out.write_key("WAVEPAD", o.wavepad(), "effective wavelength padding [bins]");
+    out.write_key("WAVEPAD", o.wavepad(), "wavelength padding [bins] (specter: bound)");
     out.write_key("PIXPADF", o.pixpad_frac, "pixpad_frac");
     out.write_key("REGULARI", o.regularize, "regularize");
     out.write_key("PSFERR", o.psferr, "PSF error (chi2pix only)");
@@ -382,6 +383,13 @@ inline extract::Frame read_frame(const std::string& path) {
   opt_d("GRIDDW", o.dw);
   opt_i("BUNDSIZE", o.bundlesize);
   opt_i("NSUBBUND", o.nsubbundles);
+  if (auto geometry = in.read_key_optional<std::string>("GEOMETRY")) {
+    try {
+      o.geometry = extract::parse_geometry(*geometry);
+    } catch (const Error&) {
+      in.fail(0, "keyword 'GEOMETRY' has the unknown value '" + *geometry + "'");
+    }
+  }
   opt_i("NWAVSTEP", o.nwavestep);
   opt_i("WAVEPAD0", o.wavepad0);
   opt_d("WAVEPADF", o.wavepad_frac);

@@ -107,6 +107,7 @@ class Psf:
         ...
 class ExtractionOptions:
     decorrelation: str
+    geometry: str
     model_image: bool
     def __init__(self) -> None:
         ...

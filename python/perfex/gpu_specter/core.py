@@ -59,8 +59,10 @@ def _grid(wavelength, psf):
 def perfex_options(
     bundlesize, specmin, nspec, nwavestep, nsubbundles, model, regularize, psferr, wavepad, pixpad_frac, wavepad_frac
 ):
-    """perfex's extraction options (perfex.extract_frame's names) of gpu_specter's arguments."""
+    """perfex's extraction options (perfex.extract_frame's names) of gpu_specter's arguments,
+    with gpu_specter's patch geometry (whatever the PSF's format)."""
     return dict(
+        geometry="gpu_specter",
         bundlesize=bundlesize,
         specmin=specmin,
         nspec=nspec,

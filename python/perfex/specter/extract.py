@@ -97,6 +97,7 @@ def ex2d(
         pixpad_frac=pixpad_frac,
         wavepad_frac=wavepad_frac,
         decorrelation="noise" if ndecorr else "signal",
+        geometry="specter",
         model_image=bool(full_output),
         progress=None if verbose else False,
     )

@@ -51,6 +51,10 @@ struct GaussHermitePsfData {
   std::string params_at = "HDU 'PSF'", xtrace_at = "HDU 'XTRACE'", ytrace_at = "HDU 'YTRACE'";
   std::string origin = "synthetic PSF";  // what label() says when there is no source file
 
+  // specex's HDUs PSF, XTRACE and YTRACE (or a gpu_specter PSF dict): what gpu_specter reads.
+  bool specex_layout() const {
+    return params_at == "HDU 'PSF'" && xtrace_at == "HDU 'XTRACE'" && ytrace_at == "HDU 'YTRACE'";
+  }
   int nparam() const { return static_cast<int>(param_names.size()); }
   int ncoeff() const { return legdeg + 1; }
   std::string label() const { return psf_label(source, origin); }
