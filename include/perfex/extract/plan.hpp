@@ -162,17 +162,26 @@ inline std::vector<PatchDesc> bundle_patches(const BundlePlan& bundle, const Ext
   return plan;
 }
 
-// bundle_patches with gpu_specter's pixel windows; corner functions as for set_patch_window;
-// npix_x x npix_y is the CCD.
+// gpu_specter's pixel windows of patches of nwavestep + 2 wavepad() bins (set_patch_window;
+// corner functions as there, taking the patches' fibre indices); npix_x x npix_y is the CCD.
+template <class XCornerFn, class YCornerFn>
+void set_patch_windows(std::vector<PatchDesc>& patches, const ExtractionOptions& opt, int nx,
+                       int ny, int npix_x, int npix_y, const XCornerFn& xcorner,
+                       const YCornerFn& ycorner) {
+  const int wavepad = opt.wavepad(), nwt = opt.nwavestep + 2 * wavepad;
+  for (PatchDesc& p : patches)
+    set_patch_window(p, nwt, wavepad, opt.nwavestep, nx, ny, opt.pixpad_frac, npix_x, npix_y,
+                     xcorner, ycorner);
+}
+
+// bundle_patches with gpu_specter's pixel windows.
 template <class XCornerFn, class YCornerFn>
 std::vector<PatchDesc> plan_patches(const BundlePlan& bundle, const ExtractionOptions& opt,
                                     int nwave, int nx, int ny, int npix_x, int npix_y,
                                     const XCornerFn& xcorner, const YCornerFn& ycorner) {
-  const int wavepad = opt.wavepad(), nwt = opt.nwavestep + 2 * wavepad;
-  std::vector<PatchDesc> plan = bundle_patches(bundle, opt, nwave, nwt);
-  for (PatchDesc& p : plan)
-    set_patch_window(p, nwt, wavepad, opt.nwavestep, nx, ny, opt.pixpad_frac, npix_x, npix_y,
-                     xcorner, ycorner);
+  std::vector<PatchDesc> plan =
+      bundle_patches(bundle, opt, nwave, opt.nwavestep + 2 * opt.wavepad());
+  set_patch_windows(plan, opt, nx, ny, npix_x, npix_y, xcorner, ycorner);
   return plan;
 }
 
@@ -200,11 +209,9 @@ std::vector<PatchDesc> plan_frame_patches(const std::vector<BundlePlan>& bundles
                                           const ExtractionOptions& opt, int nwave, int nx, int ny,
                                           int npix_x, int npix_y, const XCornerFn& xcorner,
                                           const YCornerFn& ycorner) {
-  const int wavepad = opt.wavepad(), nwt = opt.nwavestep + 2 * wavepad;
-  std::vector<PatchDesc> all = frame_patches(bundles, opt, nwave, nwt);
-  for (PatchDesc& p : all)
-    set_patch_window(p, nwt, wavepad, opt.nwavestep, nx, ny, opt.pixpad_frac, npix_x, npix_y,
-                     xcorner, ycorner);
+  std::vector<PatchDesc> all =
+      frame_patches(bundles, opt, nwave, opt.nwavestep + 2 * opt.wavepad());
+  set_patch_windows(all, opt, nx, ny, npix_x, npix_y, xcorner, ycorner);
   return all;
 }
 
