@@ -55,13 +55,13 @@ class Psf:
         ...
     def spots(self, fibremin: typing.SupportsInt | typing.SupportsIndex, nfibre: typing.SupportsInt | typing.SupportsIndex, wavelengths: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> tuple:
         """
-        (pixels[nfibre][nwave][ny][nx], xcorner[nfibre][nwave], ycorner[nfibre][nwave]): the normalised spots of fibres fibremin.. at every wavelength in one evaluation, each covering CCD columns xcorner.. and rows ycorner.. (not clipped to the CCD). A wavelength outside the PSF's domain (or not finite) is a RequestError.
+        (pixels[nfibre][nwave][ny][nx], xcorner[nfibre][nwave], ycorner[nfibre][nwave]): the normalised spots of fibres fibremin.. at every wavelength in one evaluation, each covering CCD columns xcorner.. and rows ycorner.. (not clipped to the CCD), with xypix's refusals.
         """
     def to_dict(self) -> dict:
         ...
     def xypix(self, fibre: typing.SupportsInt | typing.SupportsIndex, wavelength: typing.SupportsFloat | typing.SupportsIndex) -> tuple:
         """
-        (xslice, yslice, pixels): the normalised spot of a fibre at a wavelength and the CCD columns and rows it covers (specter's PSF.xypix, not clipped to the CCD). A wavelength outside the PSF's domain (or not finite) is a RequestError.
+        (xslice, yslice, pixels): the normalised spot of a fibre at a wavelength and the CCD columns and rows it covers (specter's PSF.xypix, not clipped to the CCD). A wavelength outside the fibre's spot domain (the PSF's, extended while the spot stays near the CCD) or not finite is a RequestError.
         """
     @property
     def fibermin(self) -> int:
