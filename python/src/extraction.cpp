@@ -264,12 +264,15 @@ void register_extraction(py::module_& m) {
             const double* in = blocks.data();
             const std::size_t n = static_cast<std::size_t>(blocks.size());
             kokkos_thread().run([&] {
-              perfex::extract::fold_model_blocks(out, j.ccd_rows(), j.ccd_cols(), range, in, n);
+              perfex::extract::fold_model_blocks(
+                  out, j.ccd_rows(), j.ccd_cols(), range, in, n,
+                  perfex::extract::model_fold(j.resolved().options.geometry));
             });
           },
           py::arg("model"), py::arg("first"), py::arg("last"), py::arg("blocks"),
-          "perfex::extract::fold_model_blocks: adds the model blocks of patches [first, last) (as "
-          "a range's extract returns them) into model, in the plan's order.");
+          "perfex::extract::fold_model_blocks: folds the model blocks of patches [first, last) (as "
+          "a range's extract returns them) into model, in the plan's order, by the geometry's "
+          "rule (added, or written over: specter's).");
 #ifdef KOKKOS_ENABLE_CUDA
   def_extract<CudaArrayImage>(job);
 #endif

@@ -307,7 +307,8 @@ def test_desi_extract_spectra_use_specter_drop_ins(nranks, psf_path, tmp_path_fa
 def test_desi_extract_spectra_use_specter_against_specter(psf_path, tmp_path_factory, tmp_path):
     """desi_extract_spectra --use-specter with the specter drop-in against the same command with
     specter's checkout (one bundle of 5 fibres in 2 sub-bundles, 250 bins): the same frame to
-    float32 rounding (flux in sigma, ivar, resolution band)."""
+    float32 rounding (flux in sigma, ivar, resolution band), and specter's model image (each
+    patch's fit over its box, the later patches' over the earlier) to rounding."""
     if importlib.util.find_spec("perfex.specter") is None:
         pytest.skip("perfex.specter (the specter drop-in) is not in this perfex")
     need("desispec", "desiutil", "desitarget", "specter")
@@ -317,13 +318,17 @@ def test_desi_extract_spectra_use_specter_against_specter(psf_path, tmp_path_fac
     options += ["-s", "0", "-n", "5", "--bundlesize", "5", "--use-specter"]
     frames = {}
     for command in ("desi-extract", "desi-extract-drop-ins"):
-        out = str(tmp_path / f"{command}.fits")
-        output = check(run_python([CLIENTS_PY, command, "-i", preproc, "-p", psf_path, "-o", out] + options), command)
+        out, model = str(tmp_path / f"{command}.fits"), str(tmp_path / f"{command}-model.fits")
+        args = [CLIENTS_PY, command, "-i", preproc, "-p", psf_path, "-o", out, "-m", model]
+        output = check(run_python(args + options), command)
         drop_in = re.search(r"^client specter perfex \S+ from \S*perfex/specter$", output, re.M)
         assert bool(drop_in) == (command == "desi-extract-drop-ins"), output
         with fits.open(out) as hdus:
             frames[command] = {name: np.asarray(hdus[name].data, np.float64) for name in ("FLUX", "IVAR", "RESOLUTION")}
+        frames[command]["MODEL"] = fits.getdata(model).astype(np.float64)
     theirs, ours = frames["desi-extract"], frames["desi-extract-drop-ins"]
+    assert np.count_nonzero(theirs["MODEL"]) > 10000
+    np.testing.assert_allclose(ours["MODEL"], theirs["MODEL"], rtol=0, atol=1e-9 * np.abs(theirs["MODEL"]).max())
     assert np.all(theirs["IVAR"] > 0)
     np.testing.assert_allclose(ours["IVAR"], theirs["IVAR"], rtol=1e-5)
     assert np.max(np.abs(ours["FLUX"] - theirs["FLUX"]) * np.sqrt(theirs["IVAR"])) < 1e-4

@@ -102,6 +102,27 @@ def test_command_line_over_ranks_as_in_one_process(masked, psf, tmp_path):
     assert_frames_identical(perfex.read_frame(tmp_path / "ranks.fits"), perfex.read_frame(tmp_path / "one.fits"))
 
 
+def test_specter_geometry_frame_and_model_over_ranks(masked, psf, tmp_path):
+    """The specter geometry over three ranks: its frame and its model image (each patch's fit
+    written over the earlier patches', rank 0 folding the others' blocks after its own in the
+    plan's order) bitwise as in one process."""
+    fits = pytest.importorskip("astropy.io.fits")
+    grid = ["-w", "5760,5880,0.8", "-s", "3", "-n", "12", "--bundlesize", "5", "--nsubbundles", "2"]
+    grid += ["--psferr", "0.01", "--geometry", "specter", "-p", psf.source, "-i", masked.path]
+    outputs = {}
+    for name, ranks in (("ranks", 3), ("one", 1)):
+        files = ["-o", str(tmp_path / f"{name}.fits"), "-m", str(tmp_path / f"{name}-model.fits")]
+        args = ["-m", "perfex", "--mpi"] + files + grid
+        r = mpirun(ranks, args) if ranks > 1 else run_python(args[:2] + args[3:])
+        assert r.returncode == 0, r.stdout + r.stderr
+        outputs[name] = perfex.read_frame(tmp_path / f"{name}.fits"), fits.getdata(tmp_path / f"{name}-model.fits")
+    (frame, model), (one, one_model) = outputs["ranks"], outputs["one"]
+    assert frame.options["geometry"] == "specter"
+    assert_frames_identical(frame, one)
+    assert np.count_nonzero(one_model) > 10000
+    assert np.array_equal(model, one_model)
+
+
 def test_errors_cross_ranks_with_their_class(masked, psf, tmp_path):
     """A failure on rank 0 or on any other rank is raised on every rank as its class and message
     (perfex.collective), in one frame and in an exposure."""

@@ -294,13 +294,14 @@ def test_ex2d_reproduces_specter_to_rounding(against_specter):
 
 
 def specter_ex2d(image, ivar, psf, specmin, nspec, wavelengths, bundlesize, nsubbundles, wavesize):
-    """(flux, ivar) per Angstrom of specter's ex2d (specter/extract/ex2d.py: its bundles from
-    specmin, patch boxes from PSF.xyrange padded by round(0.8 spot rows), wavelength padding to
-    int(0.2 spot rows) beyond them), written again over the drop-in's PSF geometry and
-    ex2d_patch, which test_ex2d_patch_reproduces_specter holds to 1e-11 of specter's."""
+    """(flux, ivar) per Angstrom and the model image of specter's ex2d (specter/extract/ex2d.py:
+    its bundles from specmin, patch boxes from PSF.xyrange padded by round(0.8 spot rows),
+    wavelength padding to int(0.2 spot rows) beyond them, each patch's fit A x over its box),
+    written again over the drop-in's PSF geometry and ex2d_patch, which
+    test_ex2d_patch_reproduces_specter holds to 1e-11 of specter's."""
     ex = perfex.specter.extract
     dw, nwave = wavelengths[1] - wavelengths[0], len(wavelengths)
-    flux, fivar = np.zeros((nspec, nwave)), np.zeros((nspec, nwave))
+    flux, fivar, model = np.zeros((nspec, nwave)), np.zeros((nspec, nwave)), np.zeros(image.shape)
     ndiag = ex.resolution_ndiag(psf, specmin, nspec, dw)
     ny = psf.pix(0, (psf.wmin_all + psf.wmax_all) / 2).shape[0]
     for lo in range(specmin, specmin + nspec, bundlesize):
@@ -316,26 +317,34 @@ def specter_ex2d(image, ivar, psf, specmin, nspec, wavelengths, bundlesize, nsub
                 nhi = max(int((psf.wavelength(speclo, yhi + int(0.2 * ny)) - whi) / dw) - 1, ndiag)
                 ww = np.arange(wlo - nlo * dw, whi + (nhi + 0.5) * dw, dw)
                 box = np.s_[ylo:yhi, xlo:xhi]
-                f, v, _ = ex.ex2d_patch(image[box], ivar[box], psf, speclo, spechi - speclo, ww, (xlo, xhi, ylo, yhi))
-                flux[rows, k : k + wavesize] = f[keep, nlo:-nhi]
-                fivar[rows, k : k + wavesize] = v[keep, nlo:-nhi]
+                xyrange = (xlo, xhi, ylo, yhi)
+                patch = ex.ex2d_patch(
+                    image[box], ivar[box], psf, speclo, spechi - speclo, ww, xyrange, full_output=True
+                )
+                flux[rows, k : k + wavesize] = patch["flux"][keep, nlo:-nhi]
+                fivar[rows, k : k + wavesize] = patch["ivar"][keep, nlo:-nhi]
+                model[box] = (patch["A"] @ patch["xflux"].ravel()).reshape(yhi - ylo, xhi - xlo)
     dwave = np.gradient(wavelengths)
-    return flux / dwave, fivar * dwave**2
+    return flux / dwave, fivar * dwave**2, model
 
 
 @pytest.mark.parametrize("fmt", ["gauss-hermite2", "spotgrid"])
 def test_ex2d_is_specters_ex2d(synthetic, fmt):
     """The drop-in's ex2d (the library's specter geometry) against specter's ex2d written again
     in numpy (specter_ex2d): bundles from fibre 1 (not a multiple of bundlesize), sub-bundles of
-    uneven sizes, a last patch shorter than the others; flux to rounding in sigma."""
+    uneven sizes, a last patch shorter than the others; flux to rounding in sigma, and the model
+    image: each patch's fit over its box, written over the earlier patches'."""
     psf = perfex.specter.load_psf(synthetic[fmt])
     w0 = np.ceil(psf.wmin_all) + 100
     wave = np.arange(w0, w0 + 70, 1.0)
     image, ivar, _ = simulated(psf, 1, 7, wave)
     options = dict(bundlesize=5, nsubbundles=2, wavesize=30)
-    flux, fivar, _ = perfex.specter.ex2d(image, ivar, psf, 1, 7, wave, **options)
-    expected, expected_ivar = specter_ex2d(image, ivar, psf, 1, 7, wave, **options)
+    out = perfex.specter.ex2d(image, ivar, psf, 1, 7, wave, full_output=True, **options)
+    flux, fivar = out["flux"], out["ivar"]
+    expected, expected_ivar, expected_model = specter_ex2d(image, ivar, psf, 1, 7, wave, **options)
     assert np.all(fivar > 0)
+    assert np.count_nonzero(expected_model) > 1000
+    np.testing.assert_allclose(out["modelimage"], expected_model, rtol=0, atol=1e-6 * expected_model.max())
     assert np.max(np.abs(flux - expected) / np.sqrt(1 / fivar + 1 / expected_ivar)) < 1e-6
     np.testing.assert_allclose(fivar, expected_ivar, rtol=1e-6)
 

@@ -36,7 +36,7 @@ enum class TeamKernel {
 //    174 registers per thread five such teams stay resident per SM where 128-thread teams
 //    would leave two. Vector length 1 until every TeamThreadRange body of the solver keeps its
 //    side effects in ThreadVectorRange or single(PerThread): vector lanes run such a body
-//    once each, and the atomic adds of chi2 and the model image would then count N times.
+//    once each, and the adds of chi2 and the model image's blocks would then count N times.
 //  * patch bandwidth and spots, 8 x 32: 8 unknowns (or spots) per team, a warp's 32 lanes each
 //    over the band (or the spot's pixels), so that lanes read and write contiguous memory.
 //  * batched linear algebra, 64 threads: the band's kd + 1 <= 59 active rows.

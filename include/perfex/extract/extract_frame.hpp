@@ -75,7 +75,7 @@ void model_of_launch(const ExecSpace& exec, const FramePlan<typename ExecSpace::
     fold_model_blocks(
         exec, model, Kokkos::View<const double*, Mem>(ws.model_block.data(), stride * count),
         offsets, Kokkos::subview(plan.device_patches, Kokkos::make_pair(first, first + count)),
-        row0, row1);
+        row0, row1, plan.geometry.model_fold);
     return;
   }
   const auto blocks = Kokkos::create_mirror_view(ws.model_block);

@@ -68,7 +68,7 @@ struct ExtractionOptions {
   double psferr = -1.0;  // -1: the PSF file's PSFERR (0.01 when absent); else finite, >= 0
   Decorrelation decorrelation = Decorrelation::signal;
   double eigen_clip = 1e-14;  // eigenvalues clipped at eigen_clip * max (gpu_specter GPU)
-  bool model_image = false;   // also accumulate the model image (A times the reconvolved flux)
+  bool model_image = false;   // also make the model image (the geometry's: model_image.hpp)
 
   // Execution settings.
   // Bytes the extraction may allocate besides its input and output (spots, corners and the

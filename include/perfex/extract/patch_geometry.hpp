@@ -2,6 +2,7 @@
 // A patch's shape as the solver sees it: the geometry that sizes the solver's scratch and loops
 // (patch_geometry), where its unknowns sit (wavelength-major: unknown j is bin j / nfib of fibre
 // j % nfib), and the flop count of its linear algebra (patch_flops).
+#include <perfex/extract/model_image.hpp>
 #include <perfex/extract/options.hpp>
 #include <perfex/extract/plan.hpp>
 #include <perfex/linalg/band_cholesky.hpp>
@@ -27,7 +28,8 @@ struct PatchGeometry {
   int band = 0;    // widest half-bandwidth of a patch's normal matrix
   int maxpix = 0;  // largest pixel window
   Decorrelation decorrelation = Decorrelation::signal;
-  bool model_image = false;  // the patches also make their blocks of the model image
+  bool model_image = false;               // the patches also make their blocks of the model image
+  ModelFold model_fold = ModelFold::sum;  // what the blocks hold (model_image.hpp)
 
   int nmax() const { return nfib * nwt; }  // unknowns of the largest patch
   // Order of the eigenproblems: a fibre's block, or all unknowns for the noise variant.
@@ -45,6 +47,7 @@ inline PatchGeometry patch_geometry(const ExtractionOptions& options, int spot_r
   g.spot_cols = spot_cols;
   g.decorrelation = options.decorrelation;
   g.model_image = options.model_image;
+  g.model_fold = model_fold(options.geometry);
   return g;
 }
 

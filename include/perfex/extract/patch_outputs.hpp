@@ -21,8 +21,9 @@ struct Chi2Sums {  // Σ S χ², Σ S over counted pixels, Σ S over masked pixe
   }
 };
 
-// Model A·φ on the window, chi2 per pixel, then chi2pix and pixmask_fraction of the kept
-// core bins (gpu_specter's CPU definitions).
+// Model A·φ on the window (the patch's block of specter's model image, ModelFold::overwrite),
+// chi2 per pixel, then chi2pix and pixmask_fraction of the kept core bins (gpu_specter's CPU
+// definitions, which are specter's).
 template <class Solver, class Member, class PV>
 KOKKOS_INLINE_FUNCTION void chi2_and_pixmask(const Member& member, const Solver& solver,
                                              const PatchDesc& p, const PV& phi) {
@@ -60,10 +61,13 @@ KOKKOS_INLINE_FUNCTION void chi2_and_pixmask(const Member& member, const Solver&
     }
   });
   member.team_barrier();
+  const bool fit_block =
+      solver.ws.geometry.model_image && solver.ws.geometry.model_fold == ModelFold::overwrite;
   Kokkos::parallel_for(Kokkos::TeamThreadRange(member, wrows), [&](int r) {
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, wcols), [&](int c) {
       const int q = r * wcols + c;
       const double w = solver.image.weight(p.row0 + r, p.col0 + c), m = pm(q);
+      if (fit_block) solver.ws.model_block(q, ip) = m;
       const double vmodel = (solver.psferr * m + 1e-32) * (solver.psferr * m + 1e-32);
       const double t = w > 0 ? 1.0 / (vmodel + 1.0 / w) : 0.0;
       const double resid = solver.image.value(p.row0 + r, p.col0 + c) - m;
@@ -101,11 +105,10 @@ KOKKOS_INLINE_FUNCTION void chi2_and_pixmask(const Member& member, const Solver&
   });
 }
 
-// The patch's block of the model image (gpu_specter's A·(R f), added into the image by
-// fold_model_blocks): the spots of its kept fibres' nwavestep core bins times their
-// reconvolved flux, on its pixel window. Threads over the window's rows, vector lanes over a
-// spot's columns; each pixel sums its spots in one order (fibre, then wavelength), so the
-// block is the same for every team shape.
+// The patch's block of gpu_specter's model image (A·(R f), ModelFold::sum): the spots of its kept
+// fibres' nwavestep core bins times their reconvolved flux, on its pixel window. Threads over the
+// window's rows, vector lanes over a spot's columns; each pixel sums its spots in one order (fibre,
+// then wavelength), so the block is the same for every team shape.
 template <class Solver, class Member>
 KOKKOS_INLINE_FUNCTION void model_block(const Member& member, const Solver& solver,
                                         const PatchDesc& p) {

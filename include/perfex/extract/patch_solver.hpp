@@ -156,7 +156,7 @@ struct PatchSolver {
   KOKKOS_INLINE_FUNCTION void outputs(const Member& member, int ip, const PatchDesc& p,
                                       int n) const {
     chi2_and_pixmask(member, p, first(ws.phi, n, ip));
-    if (ws.model_block.extent(0) > 0) model_block(member, p);
+    if (ws.model_flux.extent(0) > 0) model_block(member, p);
   }
   template <class PV>
   KOKKOS_INLINE_FUNCTION void chi2_and_pixmask(const Member& member, const PatchDesc& p,

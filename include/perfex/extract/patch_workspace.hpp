@@ -72,12 +72,12 @@ struct PatchWorkspace {
     visit(&PatchWorkspace::pixtest, "perfex::pixtest", static_cast<std::size_t>(g.maxpix), 1);
     visit(&PatchWorkspace::rowsum, "perfex::rowsum", nwt, 1);
     visit(&PatchWorkspace::rowflux, "perfex::rowflux", nwt, 1);
-    if (g.model_image) {
+    if (g.model_image && g.model_fold == ModelFold::sum)
       visit(&PatchWorkspace::model_flux, "perfex::model_flux",
             static_cast<std::size_t>(g.nfib) * static_cast<std::size_t>(g.nwavestep), 1);
+    if (g.model_image)
       visit(&PatchWorkspace::model_block, "perfex::model_block", static_cast<std::size_t>(g.maxpix),
             1);
-    }
   }
 
   // Bytes of one patch's scratch (the budget divides by it).

@@ -261,7 +261,7 @@ class FrameJob:
         """
     def fold_model_blocks(self, model: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], first: typing.SupportsInt | typing.SupportsIndex, last: typing.SupportsInt | typing.SupportsIndex, blocks: typing.Annotated[numpy.typing.ArrayLike, numpy.float64]) -> None:
         """
-        perfex::extract::fold_model_blocks: adds the model blocks of patches [first, last) (as a range's extract returns them) into model, in the plan's order.
+        perfex::extract::fold_model_blocks: folds the model blocks of patches [first, last) (as a range's extract returns them) into model, in the plan's order, by the geometry's rule (added, or written over: specter's).
         """
     def model_block_values(self, first: typing.SupportsInt | typing.SupportsIndex, last: typing.SupportsInt | typing.SupportsIndex) -> int:
         """

@@ -1,9 +1,6 @@
-"""specter.extract on perfex: ex2d, specter's frame extraction, run by perfex.extract_frame.
-
-The patches are perfex's (gpu_specter's geometry: each sub-bundle's wavelength steps padded by
-`wavepad` bins and its pixel box by pixpad_frac of a spot), not specter's (whose padding in
-wavelength follows the trace's dispersion at each patch): the two agree as gpu_specter and
-specter do, to a few hundredths of sigma at patch boundaries (docs/python.md).
+"""specter.extract on perfex: ex2d, specter's frame extraction, run by perfex.extract_frame with
+the library's specter geometry (specter's bundles, patch boxes and wavelength padding, and its
+model image), and specter's small dense helpers for one patch (docs/python.md).
 """
 
 import logging
