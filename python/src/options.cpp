@@ -37,17 +37,6 @@ void for_each_option(F&& f) {
   f("batch_patches", &ExtractionOptions::batch_patches);
 }
 
-std::string decorrelation_name(perfex::extract::Decorrelation d) {
-  return d == perfex::extract::Decorrelation::noise ? "noise" : "signal";
-}
-
-perfex::extract::Decorrelation parse_decorrelation(const std::string& name) {
-  if (name == "signal") return perfex::extract::Decorrelation::signal;
-  if (name == "noise") return perfex::extract::Decorrelation::noise;
-  throw RequestError("extraction option decorrelation must be 'signal' or 'noise', got '" + name +
-                     "'");
-}
-
 [[noreturn]] void throw_out_of_range(const char* name, const std::string& value) {
   throw RequestError(std::string("extraction option ") + name + ": " + value + " is out of range");
 }
@@ -57,7 +46,7 @@ perfex::extract::Decorrelation parse_decorrelation(const std::string& name) {
 py::dict options_to_dict(const ExtractionOptions& o) {
   py::dict d;
   for_each_option([&](const char* name, auto member) { d[name] = o.*member; });
-  d["decorrelation"] = decorrelation_name(o.decorrelation);
+  d["decorrelation"] = perfex::extract::decorrelation_name(o.decorrelation);
   d["geometry"] = perfex::extract::geometry_name(o.geometry);
   return d;
 }
@@ -97,7 +86,8 @@ ExtractionOptions options_from_dict(const py::dict& d) {
     }
   });
   if (d.contains("decorrelation"))
-    o.decorrelation = parse_decorrelation(py::str(d["decorrelation"]).cast<std::string>());
+    o.decorrelation = perfex::extract::parse_decorrelation(
+        py::str(d["decorrelation"]).cast<std::string>(), "extraction option decorrelation");
   if (d.contains("geometry"))
     o.geometry = perfex::extract::parse_geometry(py::str(d["geometry"]).cast<std::string>(),
                                                  "extraction option geometry");
@@ -114,8 +104,13 @@ void register_options(py::module_& m) {
   for_each_option([&](const char* name, auto member) { options.def_readwrite(name, member); });
   options.def_property(
       "decorrelation",
-      [](const ExtractionOptions& o) { return decorrelation_name(o.decorrelation); },
-      [](ExtractionOptions& o, const std::string& v) { o.decorrelation = parse_decorrelation(v); });
+      [](const ExtractionOptions& o) {
+        return perfex::extract::decorrelation_name(o.decorrelation);
+      },
+      [](ExtractionOptions& o, const std::string& v) {
+        o.decorrelation =
+            perfex::extract::parse_decorrelation(v, "extraction option decorrelation");
+      });
   options.def_property(
       "geometry",
       [](const ExtractionOptions& o) { return perfex::extract::geometry_name(o.geometry); },

@@ -443,6 +443,25 @@ TEST_CASE("frame FITS: errors name the file and the HDU", "[io]") {
                     Catch::Contains(partial) && Catch::Contains("RESOLUTION"));
 }
 
+TEST_CASE("frame FITS: an unknown DECORR or GEOMETRY is refused by name", "[io]") {
+  TempDir dir;
+  for (const char* key : {"DECORR", "GEOMETRY"}) {
+    CAPTURE(key);
+    const std::string path = dir.file(std::string(key) + ".fits");
+    perfex::io::write_frame(path, small_frame(), {});
+    int status = 0;
+    fitsfile* f = nullptr;
+    fits_open_file(&f, path.c_str(), READWRITE, &status);
+    fits_update_key_str(f, key, "sideways", nullptr, &status);
+    fits_close_file(f, &status);
+    REQUIRE(status == 0);
+    CHECK_THROWS_WITH(
+        perfex::io::read_frame(path),
+        Catch::Contains(path) &&
+            Catch::Contains("keyword '" + std::string(key) + "' has the unknown value 'sideways'"));
+  }
+}
+
 TEST_CASE("frame FITS: frames of other writers read with defaults", "[io]") {
   TempDir dir;
   const std::string path = dir.file("foreign.fits");

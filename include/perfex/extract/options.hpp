@@ -18,6 +18,18 @@ constexpr double kMaxWavepadFrac = 10.0;
 // per-fibre blocks of H^-1 (gpu_specter's and DESI's choice) or the full H^(1/2).
 enum class Decorrelation { signal /* per-fibre blocks, DESI default */, noise /* full H^(1/2) */ };
 
+// A decorrelation's name in options, command lines and frame headers.
+inline const char* decorrelation_name(Decorrelation d) {
+  return d == Decorrelation::noise ? "noise" : "signal";
+}
+// The decorrelation of a name; throws RequestError naming `what` (the option) for any other.
+inline Decorrelation parse_decorrelation(const std::string& name,
+                                         const std::string& what = "decorrelation") {
+  for (Decorrelation d : {Decorrelation::signal, Decorrelation::noise})
+    if (name == decorrelation_name(d)) return d;
+  throw RequestError(what + " must be 'signal' or 'noise', got '" + name + "'");
+}
+
 // How a frame is cut into patches (a sub-bundle's fibres, nwavestep core bins, their padding
 // and pixel window):
 //   gpu_specter  gpu_specter's extract_frame: physical bundles; each core padded by wavepad()

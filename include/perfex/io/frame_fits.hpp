@@ -90,10 +90,6 @@ inline void check_not_an_input(const std::string& path, const FrameProvenance& p
                          "; perfex never writes over its inputs");
 }
 
-inline const char* decorrelation_name(extract::Decorrelation d) {
-  return d == extract::Decorrelation::noise ? "noise" : "signal";
-}
-
 inline std::vector<float> to_f4(const std::vector<double>& v) {
   return std::vector<float>(v.begin(), v.end());
 }
@@ -274,7 +270,7 @@ inline std::vector<std::string> write_frame(OutputSet& outputs, const std::strin
     out.write_key("PIXPADF", o.pixpad_frac, "pixpad_frac");
     out.write_key("REGULARI", o.regularize, "regularize");
     out.write_key("PSFERR", o.psferr, "PSF error (chi2pix only)");
-    out.write_key("DECORR", detail::decorrelation_name(o.decorrelation),
+    out.write_key("DECORR", extract::decorrelation_name(o.decorrelation),
                   "decorrelation (signal = per fibre)");
     out.write_key("EIGCLIP", o.eigen_clip, "eigenvalue clip relative to the largest");
     out.write_key("NDIAG", frame.ndiag, "resolution half-width (2*NDIAG+1 diagonals)");
@@ -397,12 +393,11 @@ inline extract::Frame read_frame(const std::string& path) {
   opt_d("REGULARI", o.regularize);
   opt_d("PSFERR", o.psferr);
   if (auto decorr = in.read_key_optional<std::string>("DECORR")) {
-    if (*decorr == "signal")
-      o.decorrelation = extract::Decorrelation::signal;
-    else if (*decorr == "noise")
-      o.decorrelation = extract::Decorrelation::noise;
-    else
+    try {
+      o.decorrelation = extract::parse_decorrelation(*decorr);
+    } catch (const Error&) {
       in.fail(0, "keyword 'DECORR' has the unknown value '" + *decorr + "'");
+    }
   }
   opt_d("EIGCLIP", o.eigen_clip);
   o.model_image = in.read_key_optional<bool>("MODELIMG").value_or(false);
