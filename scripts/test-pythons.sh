@@ -9,7 +9,7 @@
 #     every array);
 #   - the drop-in's tests (test_gpu_specter.py), one MPI case on 2 ranks
 #     (mpi4py from the package index: skipped with a message where it does not install), and
-#     where desispec is installed (below), desispec's test_extract.py with both drop-ins;
+#     on 3.13, DESI's Python (below), desispec's test_extract.py with both drop-ins;
 #   - after the last install, every environment still imports its own extension.
 # A Python that is missing is skipped with a message; any failure fails the script.
 #
@@ -19,8 +19,9 @@
 # python3: the reference frames come from it (CTest's suites run it); without BUILD, the
 # reference is pip-installed too, in an environment that sees Debian's numpy.
 # numpy: desispec's pin (< 2.3) on 3.10, the newest 2.x elsewhere. desispec 0.70.0 and desiutil
-# (python/requirements/dev.txt's pins) are installed on 3.10 and 3.13 once perfex.specter
-# exists, for desispec's test_extract.py with both drop-ins (skipped with a message before).
+# (python/requirements/dev.txt's pins) are installed on 3.13, for desispec's test_extract.py
+# with both drop-ins (CTest's python.api runs it on the build's Python; skipped with a message
+# where perfex.specter does not import).
 # Environment: PERFEX_PYTHONS (default "3.10 3.11 3.12 3.13"), PERFEX_PYTHONS_FULL (versions
 # that run the whole Python suite instead: e.g. "3.13"), Kokkos_ROOT or install-deps' cache
 # (setup.py), PERFEX_SHARED_DATA, PERFEX_CLIENTS, PERFEX_BUILD_JOBS. pip's cache keeps the
@@ -31,7 +32,7 @@ work=$(realpath -m "$1")
 build=${2:+$(cd "$2" && pwd)}
 versions=${PERFEX_PYTHONS:-3.10 3.11 3.12 3.13}
 full=" ${PERFEX_PYTHONS_FULL:-} "
-desispec_versions=" 3.10 3.13 "
+desispec_versions=" 3.13 "
 export PERFEX_SHARED_DATA=${PERFEX_SHARED_DATA:-$(cd "$root/.." && pwd)/shared/data}
 export PERFEX_CLIENTS=${PERFEX_CLIENTS:-$(cd "$root/.." && pwd)/clients}
 export OMP_NUM_THREADS=2 OMP_PROC_BIND=false PYTHONDONTWRITEBYTECODE=1
