@@ -8,6 +8,7 @@ needs is missing."""
 import importlib.util
 import os
 import re
+import sys
 
 import numpy as np
 import perfex
@@ -45,9 +46,11 @@ def need(*names):
     installed = [n for n in names if n in clients.FROM_INDEX and importlib.util.find_spec(n) is not None]
     missing = clients.missing_clients(*(n for n in names if n not in installed))
     if missing:
+        indexed = [n for n in missing if n in clients.FROM_INDEX]
         pytest.skip(
             f"client checkout(s) {', '.join(missing)} not found in {clients.clients_root()} "
             "(set PERFEX_CLIENTS to the folder holding them)"
+            + (f"; {', '.join(indexed)} not installed in {sys.prefix} either" if indexed else "")
         )
 
 
