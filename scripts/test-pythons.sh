@@ -2,7 +2,10 @@
 # The Python package on every Python this machine has (3.10 to 3.13: Debian's python3 and
 # pyenv's builds under $(pyenv root)/versions, else pythonX.Y on PATH), as a user installs it:
 # for each, a clean virtual environment and `pip install .` from one copy of the source tree
-# (the same copy for every Python in turn), then
+# (the same copy for every Python in turn; build isolation, setuptools and pybind11 from the
+# package index; Kokkos from install-deps' cache when Kokkos_ROOT is that cache's), then
+#   - the installed package imported from the environment, extracting with its own data
+#     (python/tests/installed_check.py);
 #   - a smoke extraction: the frames of tests/test_numpy_majors.py (the reference bundle clean
 #     and masked through the API, the masked one through the gpu_specter drop-in, a 500-fibre
 #     frame), bitwise identical to those of Debian's python3 with its numpy 1.x (sha256 of
@@ -39,6 +42,14 @@ export OMP_NUM_THREADS=2 OMP_PROC_BIND=false PYTHONDONTWRITEBYTECODE=1
 export PERFEX_BUILD_JOBS=${PERFEX_BUILD_JOBS:-$(nproc)}
 unset PYTHONPATH
 [ -z "$build" ] || [ ! -x "$build/tools/perfex-extract" ] || export PERFEX_EXTRACT_EXE="$build/tools/perfex-extract"
+# A Kokkos_ROOT naming install-deps' own Kokkos is dropped: pip install . then finds it as a user's
+# does, by default (setup.py: PERFEX_DEPS_DIR).
+if [ -n "${Kokkos_ROOT:-}" ] && [ -f "$Kokkos_ROOT/.perfex-complete" ] \
+   && [ "$(basename "$(cd "$Kokkos_ROOT" && pwd -P)")" = kokkos-3.4.1-openmp ]; then
+  export PERFEX_DEPS_DIR
+  PERFEX_DEPS_DIR=$(dirname "$(cd "$Kokkos_ROOT" && pwd -P)")
+  unset Kokkos_ROOT
+fi
 tests=(test_gpu_specter.py "test_mpi.py::test_library_ranks_bitwise[2]"
        test_clients.py::test_desispec_test_extract_with_drop_ins)
 pip_args=(--quiet --disable-pip-version-check)
@@ -95,6 +106,8 @@ for version in $versions; do
       continue
     fi
     installed+=("$venv")
+    (cd "$work" && "$venv/bin/python" "$tests_dir/installed_check.py" "pip install . on $version" "$venv") \
+      || { say "FAILED Python $version: the installed package (python/tests/installed_check.py)"; failed+=("$version (installed)"); continue; }
     "$venv/bin/pip" install "${pip_args[@]}" mpi4py >>"$log" 2>&1 \
       || say "Python $version: mpi4py did not install from the package index: its MPI case skips"
     if [[ $desispec_versions == *" $version "* ]]; then
