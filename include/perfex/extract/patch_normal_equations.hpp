@@ -232,7 +232,7 @@ KOKKOS_INLINE_FUNCTION bool normal_equations_by_rows(const Solver& solver, int i
       const int a = static_cast<int>(c0[f]), w = static_cast<int>(c1[f]) - a;
       double* e = E + static_cast<std::size_t>(f) * wcols * S;
       double* wt = Wt + static_cast<std::size_t>(f) * wcols * S;
-      for (int q = 0; q < w * S; q += L) ld::store_lanes(e + q, ld::broadcast(0.0));
+      for (int q = 0; q < w * S; q += L) ld::store_lanes(e + q, ld::lane_vector{});
       for (int s = 0; s < h - l; ++s) {
         const int k = l + s, x = xs[f * cs + k * ks];
         const int from = math::max(a, x), to = math::min(a + w, x + ncol);
@@ -242,10 +242,11 @@ KOKKOS_INLINE_FUNCTION bool normal_equations_by_rows(const Solver& solver, int i
       }
       // The weighted block, and this row's part of b and ω: its columns in order.
       for (int s0 = 0; s0 < h - l; s0 += L) {
-        ld::lane_vector rb = ld::broadcast(0.0), ro = ld::broadcast(0.0);
+        ld::lane_vector rb = {}, ro = {}, ws_;
         for (int c = 0; c < w; ++c) {
           const double pw = solver.image.weight(row, a + c), pv = solver.image.value(row, a + c);
-          const ld::lane_vector ws_ = ld::load_lanes(e + c * S + s0) * pw;
+          ld::load_lanes(ws_, e + c * S + s0);
+          ws_ *= pw;
           ld::store_lanes(wt + c * S + s0, ws_);
           rb += ws_ * pv;
           ro += ws_;

@@ -291,11 +291,14 @@ KOKKOS_INLINE_FUNCTION void secular_sums(int i0, int i1, const double* w2, const
 KOKKOS_INLINE_FUNCTION void secular_terms(int i0, int i1, const double* delta, double tau,
                                           const double* w2, double& s, double& ds) {
 #ifdef PERFEX_HOST_TILES
-  lane_vector a = broadcast(0.0), b = broadcast(0.0);
-  const lane_vector t = broadcast(tau), one = broadcast(1.0);
+  lane_vector a = {}, b = {}, t, one, d, w;
+  broadcast(t, tau);
+  broadcast(one, 1.0);
   int i = i0;
   for (; i + lanes <= i1; i += lanes) {
-    const lane_vector r = one / (load_lanes(delta + i) - t), u = load_lanes(w2 + i) * r;
+    load_lanes(d, delta + i);
+    load_lanes(w, w2 + i);
+    const lane_vector r = one / (d - t), u = w * r;
     a += u;
     b += u * r;
   }
