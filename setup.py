@@ -3,8 +3,10 @@ setuptools and pybind11 from the package index; or --no-build-isolation in an en
 that has them, as desiInstall runs it) and `python setup.py build_ext --inplace`
 (etc/perfex_compile.sh, desiInstall's branch installs).
 
-Kokkos: Kokkos_ROOT when set, else the one scripts/install-deps.sh builds
-(PERFEX_DEPS_DIR, default ~/.cache/perfex). pybind11 (>= 2.12) and cmake: the ones installed
+Kokkos: Kokkos_ROOT when set, else one on CMAKE_PREFIX_PATH, else one built into the
+extension (static, its symbols hidden; offline: PERFEX_KOKKOS_ARCHIVE or
+FETCHCONTENT_SOURCE_DIR_KOKKOS). CFITSIO likewise (PERFEX_CFITSIO=auto|system|bundled,
+PERFEX_CFITSIO_ARCHIVE, FETCHCONTENT_SOURCE_DIR_CFITSIO). pybind11 (>= 2.12) and cmake: the ones installed
 for this interpreter, else cmake on PATH. CMAKE_ARGS adds CMake options (split as a shell
 would: quote an option holding spaces); PERFEX_BUILD_JOBS
 sets the parallel jobs (default: the cores). The build folder is build-pip/TAG in the source
@@ -33,18 +35,22 @@ def version():
     return re.search(r"project\(perfex VERSION ([0-9.]+)", text).group(1)
 
 
-def kokkos_root():
-    root = os.environ.get("Kokkos_ROOT")
-    if root:
-        return root
-    deps = os.environ.get("PERFEX_DEPS_DIR", os.path.expanduser("~/.cache/perfex"))
-    root = os.path.join(deps, "kokkos-3.4.1-openmp")
-    if not os.path.exists(os.path.join(root, ".perfex-complete")):
-        sys.exit(
-            f"perfex: no Kokkos found (looked for {root}): run scripts/install-deps.sh "
-            "first, or set Kokkos_ROOT to a Kokkos install with Kokkos Kernels"
-        )
-    return root
+# Passed on to CMake when set: where Kokkos is (a module, spack, E4S), and where the bundled
+# Kokkos and CFITSIO come from on a machine without network (cmake/bundled.cmake).
+FORWARDED = (
+    "Kokkos_ROOT",
+    "PERFEX_CFITSIO",
+    "PERFEX_KOKKOS_ARCHIVE",
+    "PERFEX_CFITSIO_ARCHIVE",
+    "FETCHCONTENT_SOURCE_DIR_KOKKOS",
+    "FETCHCONTENT_SOURCE_DIR_CFITSIO",
+)
+
+
+def forwarded_options():
+    """-DNAME=VALUE for each of FORWARDED set in the environment. Without Kokkos_ROOT, CMake
+    looks on CMAKE_PREFIX_PATH and, finding no Kokkos, builds one into the extension."""
+    return [f"-D{name}={os.environ[name]}" for name in FORWARDED if os.environ.get(name)]
 
 
 def pybind11_dir():
@@ -94,7 +100,6 @@ class CMakeBuild(build_ext):
     def build_extension(self, ext):
         args = [
             "-DCMAKE_BUILD_TYPE=Release",
-            f"-DKokkos_ROOT={kokkos_root()}",
             f"-DPython3_EXECUTABLE={sys.executable}",
             f"-Dpybind11_DIR={pybind11_dir()}",
             "-DPERFEX_ENABLE_PYTHON=ON",
@@ -103,7 +108,8 @@ class CMakeBuild(build_ext):
             "-DPERFEX_ENABLE_BENCHMARKS=OFF",
             "-DPERFEX_ENABLE_CONSUMER_TESTS=OFF",
             "-DPERFEX_ENABLE_HEADER_CHECK=OFF",
-        ] + shlex.split(os.environ.get("CMAKE_ARGS", ""))
+        ]
+        args += forwarded_options() + shlex.split(os.environ.get("CMAKE_ARGS", ""))
         jobs = os.environ.get("PERFEX_BUILD_JOBS", str(os.cpu_count() or 1))
         cmake = cmake_program()
         build = build_folder([sys.base_prefix, cmake] + args)

@@ -2,7 +2,7 @@
 # desiInstall's branch installs (e.g. `desiInstall perfex main`) copy the repository and run this
 # script in it with the interpreter as argument; the module file then puts python/ on
 # PYTHONPATH. It builds the extension in place (python/perfex/_perfex.*.so) with setup.py's
-# CMake build: Kokkos from Kokkos_ROOT or scripts/install-deps.sh's cache, pybind11 >= 2.12
+# CMake build: Kokkos from Kokkos_ROOT or CMAKE_PREFIX_PATH, else built in, pybind11 >= 2.12
 # and cmake from the interpreter's environment (else cmake on PATH).
 #
 #   etc/perfex_compile.sh [PYTHON]      (default: python3)

@@ -23,8 +23,10 @@
 #                         needs it: pybind11 >= 2.12)
 # Then makes the Python environment (a virtual environment of python/requirements/dev.txt from
 # the package index, in PERFEX_DEPS_DIR/venv) and prints "PERFEX_PYTHON=<its python>".
-# Prints "KOKKOS_CUDA_PREFIX=..." when the CUDA Kokkos is there, and the Kokkos prefix to
-# use as the last line of stdout ("KOKKOS_PREFIX=...").
+# Prints "KOKKOS_CUDA_PREFIX=..." when the CUDA Kokkos is there, for the test purpose the Kokkos
+# source and CFITSIO archive the tests of the bundled build use ("KOKKOS_SOURCE=...",
+# "CFITSIO_SOURCE=..."), and the Kokkos prefix to use as the last line of stdout
+# ("KOKKOS_PREFIX=...").
 set -euo pipefail
 
 purpose=${1:-test}
@@ -193,4 +195,10 @@ if [ "${PERFEX_CUDA:-ON}" != "OFF" ] && [ "$purpose" = test ] && [ -n "$nvcc" ];
   echo "KOKKOS_CUDA_PREFIX=${cuda_prefix}"
 fi
 
+# The offline sources of the tests of a Kokkos and CFITSIO built with perfex (cmake/bundled.cmake).
+if [ "$purpose" = test ]; then
+  fetch_trilinos_source
+  echo "KOKKOS_SOURCE=${src_dir}/kokkos"
+  echo "CFITSIO_SOURCE=$(download_debian_source cfitsio)"
+fi
 echo "KOKKOS_PREFIX=${openmp_prefix}"

@@ -3,7 +3,7 @@
 # pyenv's builds under $(pyenv root)/versions, else pythonX.Y on PATH), as a user installs it:
 # for each, a clean virtual environment and `pip install .` from one copy of the source tree
 # (the same copy for every Python in turn; build isolation, setuptools and pybind11 from the
-# package index; Kokkos from install-deps' cache when Kokkos_ROOT is that cache's), then
+# package index; Kokkos from Kokkos_ROOT), then
 #   - the installed package imported from the environment, extracting with its own data
 #     (python/tests/installed_check.py);
 #   - a smoke extraction: the frames of tests/test_numpy_majors.py (the reference bundle clean
@@ -26,9 +26,8 @@
 # with both drop-ins (CTest's python.api runs it on the build's Python; skipped with a message
 # where perfex.specter does not import).
 # Environment: PERFEX_PYTHONS (default "3.10 3.11 3.12 3.13"), PERFEX_PYTHONS_FULL (versions
-# that run the whole Python suite instead: e.g. "3.13"), Kokkos_ROOT or install-deps' cache
-# (setup.py), PERFEX_SHARED_DATA, PERFEX_CLIENTS, PERFEX_BUILD_JOBS. pip's cache keeps the
-# wheels it downloads or builds, so later runs install without building them again.
+# that run the whole Python suite instead: e.g. "3.13"), Kokkos_ROOT (setup.py),
+# PERFEX_SHARED_DATA, PERFEX_CLIENTS, PERFEX_BUILD_JOBS. pip's cache keeps the wheels it downloads or builds, so later runs install without building them again.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 work=$(realpath -m "$1")
@@ -42,14 +41,6 @@ export OMP_NUM_THREADS=2 OMP_PROC_BIND=false PYTHONDONTWRITEBYTECODE=1
 export PERFEX_BUILD_JOBS=${PERFEX_BUILD_JOBS:-$(nproc)}
 unset PYTHONPATH
 [ -z "$build" ] || [ ! -x "$build/tools/perfex-extract" ] || export PERFEX_EXTRACT_EXE="$build/tools/perfex-extract"
-# A Kokkos_ROOT naming install-deps' own Kokkos is dropped: pip install . then finds it as a user's
-# does, by default (setup.py: PERFEX_DEPS_DIR).
-if [ -n "${Kokkos_ROOT:-}" ] && [ -f "$Kokkos_ROOT/.perfex-complete" ] \
-   && [ "$(basename "$(cd "$Kokkos_ROOT" && pwd -P)")" = kokkos-3.4.1-openmp ]; then
-  export PERFEX_DEPS_DIR
-  PERFEX_DEPS_DIR=$(dirname "$(cd "$Kokkos_ROOT" && pwd -P)")
-  unset Kokkos_ROOT
-fi
 tests=(test_gpu_specter.py "test_mpi.py::test_library_ranks_bitwise[2]"
        test_clients.py::test_desispec_test_extract_with_drop_ins)
 pip_args=(--quiet --disable-pip-version-check)

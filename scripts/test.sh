@@ -23,8 +23,12 @@ deps=$(bash scripts/install-deps.sh)
 kokkos_prefix=$(sed -n 's/^KOKKOS_PREFIX=//p' <<<"$deps" | tail -n 1)
 kokkos_cuda_prefix=${KOKKOS_CUDA_ROOT:-$(sed -n 's/^KOKKOS_CUDA_PREFIX=//p' <<<"$deps" | tail -n 1)}
 python=$(sed -n 's/^PERFEX_PYTHON=//p' <<<"$deps" | tail -n 1)
-python_args=()
-[ -z "$python" ] || python_args=(-DPython3_EXECUTABLE="$python")
+config_args=()
+[ -z "$python" ] || config_args=(-DPython3_EXECUTABLE="$python")
+# The tests of the Kokkos and CFITSIO built with perfex, from install-deps' offline sources.
+kokkos_source=$(sed -n 's/^KOKKOS_SOURCE=//p' <<<"$deps" | tail -n 1)
+cfitsio_source=$(sed -n 's/^CFITSIO_SOURCE=//p' <<<"$deps" | tail -n 1)
+config_args+=(-DPERFEX_TEST_KOKKOS_SOURCE="$kokkos_source" -DPERFEX_TEST_CFITSIO_ARCHIVE="$cfitsio_source")
 jobs=$(nproc)
 build=${PERFEX_BUILD_DIR:-build}
 
@@ -33,7 +37,7 @@ t0=$SECONDS
 PERFEX_RUFF=${python:+$(dirname "$python")/ruff} \
 PERFEX_CODESPELL=${python:+$(dirname "$python")/codespell} \
   bash scripts/check.sh --build "$build" -- \
-    -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="${kokkos_prefix}" "${python_args[@]}"
+    -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="${kokkos_prefix}" "${config_args[@]}"
 echo "== perfex: the fast gate passed ($((SECONDS - t0)) s)"
 
 echo "== perfex: Release build, the rest"
