@@ -64,6 +64,7 @@ function(perfex_bundle_cfitsio)
     FetchContent_Populate(cfitsio)
   endif()
   set(BUILD_SHARED_LIBS OFF)
+  set(CMAKE_POLICY_DEFAULT_CMP0077 NEW)  # CFITSIO's option(BUILD_SHARED_LIBS) takes the above
   set(CMAKE_POSITION_INDEPENDENT_CODE ON)
   set(USE_CURL OFF CACHE BOOL "")
   set(USE_PTHREADS ON CACHE BOOL "")
