@@ -10,9 +10,11 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace perfex {
@@ -29,7 +31,11 @@ struct PhaseTime {
 // group, say) appears once, with its total. Phases nest by construction: a Phase started while
 // others are open on the same PhaseTimes sits one level below them, and so do the phases of a
 // driver appended then, so that drivers in both languages (a Python driver around the library's
-// job, say) can write into one PhaseTimes without counting depths.
+// job, say) can write into one PhaseTimes without counting depths. A phase that ends while
+// phases it holds are still open (a misuse: phases interleaved by two threads, or ended out of
+// order) takes only itself off the open ones, so the phases after both sit where they belong.
+// Not thread-safe: one thread records at a time.
+class Phase;
 class PhaseTimes {
  public:
   void add(const std::string& name, int depth, double seconds) {
@@ -43,7 +49,7 @@ class PhaseTimes {
   }
   // Another driver's phases, run inside one of ours: `depth` levels below the phases open now.
   void append(const PhaseTimes& inner, int depth) {
-    for (const PhaseTime& p : inner.list_) add(p.name, level_ + p.depth + depth, p.seconds);
+    for (const PhaseTime& p : inner.list_) add(p.name, level() + p.depth + depth, p.seconds);
   }
   const std::vector<PhaseTime>& list() const { return list_; }
   bool empty() const { return list_.empty(); }
@@ -53,13 +59,14 @@ class PhaseTimes {
       if (p.name == name) return p.seconds;
     return 0;
   }
-  // How many phases are open: the depth of the next one.
-  int level() const { return level_; }
+  // The depth of the next phase: one below the innermost phase open (0 when none is).
+  int level() const { return open_.empty() ? 0 : open_.back().second; }
 
  private:
   friend class Phase;
   std::vector<PhaseTime> list_;
-  int level_ = 0;
+  // The phases open, each with the level inside it.
+  std::vector<std::pair<const Phase*, int>> open_;
 };
 
 // One phase of a driver: the Kokkos profiling region "perfex::" + name from construction to
@@ -72,12 +79,11 @@ class Phase {
   Phase(const std::string& name, PhaseTimes& times, int depth = 0)
       : name_(name),
         times_(&times),
-        outer_level_(times.level_),
-        depth_(times.level_ + depth),
+        depth_(times.level() + depth),
         start_(std::chrono::steady_clock::now()) {
     Kokkos::Profiling::pushRegion("perfex::" + name_);
     times.add(name_, depth_, 0.0);
-    times.level_ = depth_ + 1;
+    times.open_.emplace_back(this, depth_ + 1);
   }
   ~Phase() { stop(); }
   Phase(const Phase&) = delete;
@@ -94,14 +100,16 @@ class Phase {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     Kokkos::Profiling::popRegion();
     times_->add(name_, depth_, s);
-    times_->level_ = outer_level_;
+    auto& open = times_->open_;
+    open.erase(
+        std::find_if(open.begin(), open.end(), [this](const auto& o) { return o.first == this; }));
     times_ = nullptr;
   }
 
  private:
   std::string name_;
   PhaseTimes* times_;
-  int outer_level_, depth_;
+  int depth_;
   std::chrono::steady_clock::time_point start_;
 };
 

@@ -18,7 +18,7 @@ import sys
 from . import runtime
 from ._perfex import Error, RequestError
 from .exposure import extract_frames
-from .files import CLI_NAMES, FailedPatches, FrameFiles, check_frame_outputs
+from .files import FailedPatches, FrameFiles, check_frame_outputs
 from .options import cxx_options, make_options
 
 # Frames named in the summary line of an exposure with failures.
@@ -260,13 +260,6 @@ def _jobs(p, args):
             job.fibermap = fibermap
     if not jobs:
         p.error("no frame to extract")
-    for n, job in enumerate(jobs, 1):
-        for name, path in vars(job).items():
-            try:
-                (path or "").encode("utf-8")
-            except UnicodeEncodeError:
-                where = f" (frame {n})" if len(jobs) > 1 else ""
-                p.error(f"{CLI_NAMES[name]}{where}: the file name {path!r} is not UTF-8; perfex takes UTF-8 file names")
     return jobs
 
 

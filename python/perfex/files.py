@@ -87,7 +87,7 @@ def _job_arguments(files, options):
     the resolved options, whether wavelength and nspec were given, and the image's size held to
     the PSF's (allow_image_size_mismatch=False)."""
     opts, wavelength_given, nspec_given = request(options)
-    paths = (files.input, files.psf, files.output, files.model or "", files.fibermap or "")
+    paths = tuple(os.fsencode(p or "") for p in (files.input, files.psf, files.output, files.model, files.fibermap))
     return (*paths, opts, wavelength_given, nspec_given, False)
 
 

@@ -67,7 +67,9 @@ class Frame:
 
 
 def _path(p):
-    return os.fspath(p) if p is not None else ""
+    """A file name as the library takes it: bytes (os.fsencode), whatever the locale's encoding;
+    b"" for None."""
+    return os.fsencode(p) if p is not None else b""
 
 
 def write_frame(path, frame, image_path=None, psf_path=None, fibermap=None):
@@ -78,7 +80,7 @@ def write_frame(path, frame, image_path=None, psf_path=None, fibermap=None):
     process removes the temporary); never over image_path, psf_path or fibermap
     (perfex.RequestError)."""
     for warning in _perfex.write_frame(_path(path), frame, _path(image_path), _path(psf_path), _path(fibermap)):
-        log.warning("%s: %s", os.fspath(path), warning)
+        log.warning("%s: %s", os.fsdecode(path), warning)
 
 
 def write_model(path, frame, image_path=None, psf_path=None):
@@ -88,7 +90,7 @@ def write_model(path, frame, image_path=None, psf_path=None):
 
 def read_frame(path):
     """Reads a frame file (perfex's, desispec's or gpu_specter's)."""
-    return Frame(**_perfex.read_frame(os.fspath(path)))
+    return Frame(**_perfex.read_frame(_path(path)))
 
 
 def frame_mask(chi2pix, pixmask_fraction, ivar, failed_bins=()):
@@ -106,32 +108,34 @@ def check_outputs(outputs, inputs, prefix=""):
 
 
 class OutputSet:
-    """The outputs of one job that must change together (a frame and its model image), as the
-    library's io::OutputSet: open(path) writes path's new content into a hidden temporary next
-    to it; commit() renames every complete one into place. Uncommitted temporaries are removed
-    (also by a signal that ends the process), so a failure while writing any output leaves every
-    existing one as it was."""
+    """The outputs of one job that must change together (a frame and its model image): the
+    library's io::OutputSet. open(path) writes path's new content into a hidden temporary next
+    to it; commit() renames every one into place, all or none (see docs/python.md). Uncommitted
+    temporaries are removed (also by a signal that ends the process), so a failure while writing
+    any output leaves every existing one as it was. One file is one output of a set: a second
+    name for it (d/./a.fits, a link to it) is a perfex.RequestError naming both."""
 
     def __init__(self):
-        self._complete = []
+        self._set = _perfex.OutputSet()
 
     @contextlib.contextmanager
     def open(self, path):
         """An open binary file for path's new content; the same output checks as write_frame
         (perfex.RequestError: a directory, a device, a missing folder)."""
-        out = _perfex.AtomicOutput(os.fspath(path))
+        temporary = self._set.start(_path(path))
         try:
-            with open(out.path, "r+b") as f:  # the temporary exists: never re-created by name
+            with open(os.fsdecode(temporary), "r+b") as f:  # it exists: never re-created by name
                 yield f
         except BaseException:
-            del out  # removed
+            self._set.drop(temporary)  # removed
             raise
-        self._complete.append(out)
 
     def commit(self):
-        for out in self._complete:
-            out.commit()
-        self._complete.clear()
+        self._set.commit()
+
+    def discard(self):
+        """Removes the temporaries not committed."""
+        self._set = _perfex.OutputSet()
 
 
 @contextlib.contextmanager
@@ -142,14 +146,15 @@ def outputs_together():
         yield outputs
         outputs.commit()
     finally:
-        outputs._complete.clear()  # uncommitted: removed
+        outputs.discard()
 
 
-def check_fits(path, hdus=()):
+def check_fits(path, hdus=(), fd=-1):
     """Opens a FITS file as every perfex reader does and requires the HDUs named: a
     perfex.Error naming the file and HDU otherwise (missing, a directory, not FITS, a damaged
-    header, an HDU missing)."""
-    _perfex.check_fits(os.fspath(path), list(hdus))
+    header, an HDU missing). hdus: the EXTNAMEs, or one as a string. fd: the file as the caller
+    holds it open (a descriptor), named path: the file the caller then reads is the one checked."""
+    _perfex.check_fits(_path(path), [hdus] if isinstance(hdus, str) else list(hdus), fd)
 
 
 @contextlib.contextmanager

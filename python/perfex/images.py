@@ -196,12 +196,12 @@ def read_preproc(path, mask_bits=0x2FF, box=None):
     (MASK & mask_bits) != 0 (DESI's rule: bits 0-7 and 9), NaN/Inf pixels masked. box:
     (row0, row1, col0, col1) to read only those rows and columns (the result's region says
     where they sit on the CCD)."""
-    return PreprocImage(**_perfex.read_preproc(os.fspath(path), mask_bits, box))
+    return PreprocImage(**_perfex.read_preproc(os.fsencode(path), mask_bits, box))
 
 
 def preproc_shape(path):
     """(rows, cols) of a preproc image's CCD, from its header alone."""
-    return tuple(_perfex.preproc_shape(os.fspath(path)))
+    return tuple(_perfex.preproc_shape(os.fsencode(path)))
 
 
 def as_image(image, ivar=None):

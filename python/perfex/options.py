@@ -1,6 +1,8 @@
 """Extraction options by name, with the DESI / gpu_specter defaults."""
 
+import contextlib
 import math
+import re
 
 from . import _perfex
 from ._perfex import RequestError
@@ -64,6 +66,28 @@ def cxx_options(opts):
     o = _perfex.options_from_dict(opts)
     o.validate()
     return o
+
+
+@contextlib.contextmanager
+def named_as(names):
+    """Inside the block, a perfex.RequestError names the options as the caller's arguments
+    (names: {the library's name: the caller's}, as specter's wavesize is nwavestep)."""
+    try:
+        yield
+    except RequestError as e:
+        message = str(e)
+        for ours, theirs in names.items():
+            message = re.sub(rf"\b{ours}\b", theirs, message)
+        if message == str(e):
+            raise
+        raise type(e)(message) from None
+
+
+def check_value(name, value, callers_name):
+    """The library's check of option `name`'s value, refused (perfex.RequestError) in the name
+    of the caller's argument that gives it."""
+    with named_as({name: callers_name}):
+        cxx_options(make_options(**{name: value}))
 
 
 def bundle_ranges(opts, nfib):

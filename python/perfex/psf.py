@@ -11,7 +11,7 @@ from ._perfex import Error, Psf
 def read_psf(path):
     """Reads a PSF file: GAUSS-HERMITE (specex, PSFVER 1-3), GAUSS-HERMITE2 or SPOTGRID, chosen
     by its PSFTYPE and PSFVER as specter's load_psf does."""
-    return _perfex.read_psf(os.fspath(path))
+    return _perfex.read_psf(os.fsencode(path))
 
 
 def psf_from_tables(psfdata, source=""):

@@ -114,6 +114,18 @@ void release_kokkos_holders();
 // Throws unless the runtime is usable in this process (started, not finalized, not a child
 // forked after it started).
 void require_runtime();
+// Starts the runtime as the API's first call does (perfex.runtime.initialize(): the default
+// threads), for entry points usable before any extraction; then require_runtime().
+void start_runtime();
+
+// ---- file names --------------------------------------------------------------------------
+
+// Text that may hold file names (messages, warnings) as Python str: decoded as os.fsdecode
+// decodes file names, since a name is bytes (the Python layer passes os.fsencode's).
+inline py::str fs_text(const std::string& s) {
+  return py::reinterpret_steal<py::str>(
+      PyUnicode_DecodeFSDefaultAndSize(s.data(), static_cast<py::ssize_t>(s.size())));
+}
 
 // ---- numpy <-> std::vector ------------------------------------------------------------------
 

@@ -39,7 +39,7 @@ perfex::io::WarningCallback warning_callback(const py::object& warn) {
   return [&warn](const std::string& w) {
     if (warn.is_none()) return;
     py::gil_scoped_acquire gil;
-    warn(w);
+    warn(fs_text(w));
   };
 }
 

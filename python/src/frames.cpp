@@ -41,7 +41,9 @@ py::dict frame_to_dict(perfex::extract::Frame&& fr) {
   d["seconds"] = fr.seconds;
   d["linalg_flops"] = fr.linalg_flops;
   d["max_band"] = fr.max_band;
-  d["warnings"] = fr.warnings;
+  py::list warnings;  // they may name files
+  for (const std::string& w : fr.warnings) warnings.append(fs_text(w));
+  d["warnings"] = warnings;
   d["phases"] = phases_to_list(fr.phases);
   return d;
 }
@@ -176,8 +178,14 @@ void register_frames(py::module_& m) {
          const std::string& psf_path, const std::string& fibermap) {
         const perfex::extract::Frame fr = frame_from_object(frame);
         perfex::io::remove_temp_files_on_signals();
-        py::gil_scoped_release nogil;
-        return perfex::io::write_frame(path, fr, provenance(image_path, psf_path, fibermap));
+        std::vector<std::string> warnings;
+        {
+          py::gil_scoped_release nogil;
+          warnings = perfex::io::write_frame(path, fr, provenance(image_path, psf_path, fibermap));
+        }
+        py::list out;
+        for (const std::string& w : warnings) out.append(fs_text(w));
+        return out;
       },
       py::arg("path"), py::arg("frame"), py::arg("image_path") = "", py::arg("psf_path") = "",
       py::arg("fibermap") = "");
@@ -189,35 +197,50 @@ void register_frames(py::module_& m) {
         perfex::io::remove_temp_files_on_signals();
         py::gil_scoped_release nogil;
         perfex::io::write_model(path, fr, provenance(image_path, psf_path, ""));
-        return std::vector<std::string>{};
       },
       py::arg("path"), py::arg("frame"), py::arg("image_path") = "", py::arg("psf_path") = "");
-  // A registered temporary for the Python writers (astropy): written through an open file
-  // object, committed by a rename, removed when dropped or when a signal ends the process.
-  py::class_<perfex::io::AtomicOutput>(m, "AtomicOutput")
-      .def(py::init([](const std::string& path) {
-             perfex::io::remove_temp_files_on_signals();
-             try {
-               return new perfex::io::AtomicOutput(path);
-             } catch (const RequestError&) {
-               throw;
-             } catch (const Error& e) {
-               throw RequestError(e.what());
-             }
-           }),
-           py::arg("path"))
-      .def_property_readonly("path", &perfex::io::AtomicOutput::path)
-      .def_property_readonly("target", &perfex::io::AtomicOutput::target)
-      .def("commit", &perfex::io::AtomicOutput::commit);
+  // The library's set of outputs for the Python writers (astropy): each written through an open
+  // file object into its registered temporary, all renamed together by commit(), removed when
+  // dropped or when a signal ends the process.
+  py::class_<perfex::io::OutputSet>(m, "OutputSet")
+      .def(py::init([] {
+        perfex::io::remove_temp_files_on_signals();
+        return new perfex::io::OutputSet();
+      }))
+      .def(
+          "start",
+          [](perfex::io::OutputSet& set, const std::string& path) {
+            try {
+              return py::bytes(set.start(path).path());
+            } catch (const RequestError&) {
+              throw;
+            } catch (const Error& e) {
+              throw RequestError(e.what());
+            }
+          },
+          py::arg("path"),
+          "The hidden temporary (bytes) that output path's writer opens and writes (without "
+          "creating or removing it); RequestError for an output that cannot be written or is "
+          "already in the set.")
+      .def("drop", &perfex::io::OutputSet::drop, py::arg("temporary"),
+           "Removes the output whose temporary start gave (its writer failed).")
+      .def(
+          "commit",
+          [](perfex::io::OutputSet& set) {
+            py::gil_scoped_release nogil;
+            set.commit();
+          },
+          "Renames every temporary over its output, all or none.");
   m.def(
       "check_fits",
-      [](const std::string& path, const std::vector<std::string>& hdus) {
+      [](const std::string& path, const std::vector<std::string>& hdus, int fd) {
         py::gil_scoped_release nogil;
-        perfex::io::check_fits_file(path, hdus);
+        perfex::io::check_fits_file(path, hdus, fd);
       },
-      py::arg("path"), py::arg("hdus") = std::vector<std::string>{},
-      "perfex::io::check_fits_file: opens the file as every perfex reader does and requires the "
-      "HDUs named (Error naming the file and HDU).");
+      py::arg("path"), py::arg("hdus") = std::vector<std::string>{}, py::arg("fd") = -1,
+      "perfex::io::check_fits_file: opens the file as every perfex reader does (fd: the file "
+      "open as this descriptor, named path) and requires the HDUs named (Error naming the file "
+      "and HDU).");
   m.def(
       "read_frame",
       [](const std::string& path) {

@@ -64,7 +64,7 @@ void register_images(py::module_& m) {
 py::dict preproc_to_dict(perfex::io::PreprocImage&& img) {
   const py::ssize_t nrows = img.ccd.nrows, ncols = img.ccd.ncols;
   py::dict d;
-  d["path"] = img.path;
+  d["path"] = fs_text(img.path);
   d["pixels"] = to_numpy(std::move(img.ccd.pixels), {nrows, ncols});
   d["ivar"] = to_numpy(std::move(img.ccd.ivar), {nrows, ncols});
   d["masked_pixels"] = img.masked_pixels;

@@ -29,6 +29,8 @@ void for_each_option(F&& f) {
   f("wavepad0", &ExtractionOptions::wavepad0);
   f("wavepad_frac", &ExtractionOptions::wavepad_frac);
   f("pixpad_frac", &ExtractionOptions::pixpad_frac);
+  f("row_min", &ExtractionOptions::row_min);
+  f("row_max", &ExtractionOptions::row_max);
   f("regularize", &ExtractionOptions::regularize);
   f("psferr", &ExtractionOptions::psferr);
   f("eigen_clip", &ExtractionOptions::eigen_clip);

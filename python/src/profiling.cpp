@@ -46,7 +46,7 @@ class PythonPhase {
       : times_(std::move(times)), name_(std::move(name)) {}
   void enter() {
     if (phase_) throw Error("phase " + name_ + ": already entered");
-    require_runtime();
+    start_runtime();
     kokkos_thread().run([&] { phase_ = std::make_unique<perfex::Phase>(name_, *times_); });
   }
   void exit() {

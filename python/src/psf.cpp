@@ -68,7 +68,7 @@ void put_traces(py::dict& s, const perfex::psf::LegendreTraceSet& x,
 py::dict gauss_hermite_dict(const GaussHermitePsfData& d) {
   py::dict s;
   s["psftype"] = "GAUSS-HERMITE";
-  s["source"] = d.source;
+  s["source"] = fs_text(d.source);
   s["origin"] = d.origin;
   s["params_at"] = d.params_at;
   s["xtrace_at"] = d.xtrace_at;
@@ -103,7 +103,7 @@ py::dict psf_to_dict(const AnyPsfData& psf) {
   const SpotGridPsfData& d = *psf.get_if<SpotGridPsfData>();
   py::dict s;
   s["psftype"] = "SPOTGRID";
-  s["source"] = d.source;
+  s["source"] = fs_text(d.source);
   s["npix_x"] = d.npix_x;
   s["npix_y"] = d.npix_y;
   s["psferr"] = d.psferr;
@@ -119,6 +119,15 @@ py::dict psf_to_dict(const AnyPsfData& psf) {
   s["ccd_pixel_size"] = d.ccd_pixel_size;
   s["spot_pixel_size"] = d.spot_pixel_size;
   return s;
+}
+
+// A file name from Python (str or bytes) as the library takes it: its bytes, as os.fsencode gives
+// them.
+std::string file_name(const py::object& name) {
+  if (py::isinstance<py::bytes>(name)) return name.cast<std::string>();
+  const auto bytes = py::reinterpret_steal<py::object>(PyUnicode_EncodeFSDefault(name.ptr()));
+  if (!bytes) throw py::error_already_set();
+  return bytes.cast<std::string>();
 }
 
 template <class T>
@@ -144,7 +153,7 @@ int traces_from(const py::dict& s, perfex::psf::LegendreTraceSet& xtrace,
 
 GaussHermitePsfData gauss_hermite_from_dict(const py::dict& s) {
   GaussHermitePsfData d;
-  d.source = field<std::string>(s, "source");
+  d.source = file_name(field<py::object>(s, "source"));
   // What the messages call the PSF and its parts (optional: a dict made by hand keeps the
   // defaults).
   for (auto [key, value] :
@@ -190,7 +199,7 @@ std::shared_ptr<AnyPsfData> psf_from_dict(const py::dict& s) {
     psf = std::move(d);
   } else if (type == "SPOTGRID") {
     SpotGridPsfData d;
-    d.source = field<std::string>(s, "source");
+    d.source = file_name(field<py::object>(s, "source"));
     d.npix_x = field<int>(s, "npix_x");
     d.npix_y = field<int>(s, "npix_y");
     d.psferr = field<double>(s, "psferr");
@@ -224,15 +233,16 @@ struct HostSpots {
   int ny = 0, nx = 0;
 };
 
-HostSpots host_spots(const AnyPsfData& psf, int fibremin, int nfibre,
-                     const std::vector<double>& waves) {
-  py::module_::import("perfex.runtime").attr("initialize")();  // as the API's first call starts it
-  require_runtime();
+// first_name, count_name: the caller's arguments, for the messages.
+HostSpots host_spots(const AnyPsfData& psf, long long first, long long count,
+                     const std::vector<double>& waves, const char* first_name,
+                     const char* count_name) {
   const perfex::psf::PsfSummary s = psf.summary();
-  if (nfibre < 1 || fibremin < 0 || fibremin + nfibre > s.nfib)
-    throw RequestError("fibres " + std::to_string(fibremin) + "-" +
-                       std::to_string(fibremin + nfibre - 1) + " outside the PSF's 0-" +
-                       std::to_string(s.nfib - 1));
+  const std::string problem =
+      perfex::psf::fibre_range_problem(first, count, s.nfib, first_name, count_name);
+  if (!problem.empty()) throw RequestError(problem);
+  const int fibremin = static_cast<int>(first), nfibre = static_cast<int>(count);
+  start_runtime();
   // Spots are defined on the PSF's domain, extended while they stay near the CCD (specter's
   // PSFs extrapolate there); beyond, a position extrapolated without bound is no pixel index.
   double wlo = s.wavemin, whi = s.wavemax;
@@ -283,8 +293,8 @@ HostSpots host_spots(const AnyPsfData& psf, int fibremin, int nfibre,
 
 // specter's PSF.xypix(ispec, wavelength) without the clipping to the CCD: (xslice, yslice,
 // pixels[ny][nx]) of the normalised spot.
-py::tuple xypix(const AnyPsfData& psf, int fibre, double wavelength) {
-  HostSpots spots = host_spots(psf, fibre, 1, {wavelength});
+py::tuple xypix(const AnyPsfData& psf, long long fibre, double wavelength) {
+  HostSpots spots = host_spots(psf, fibre, 1, {wavelength}, "fibre", "");
   const int col0 = spots.xcorner[0], row0 = spots.ycorner[0], ny = spots.ny, nx = spots.nx;
   py::object slice = py::module_::import("builtins").attr("slice");
   return py::make_tuple(slice(col0, col0 + nx), slice(row0, row0 + ny),
@@ -293,9 +303,9 @@ py::tuple xypix(const AnyPsfData& psf, int fibre, double wavelength) {
 
 // Every spot of fibres [fibremin, fibremin + nfibre) at wavelengths in one evaluation:
 // (pixels[nfibre][nwave][ny][nx], xcorner[nfibre][nwave], ycorner[nfibre][nwave]).
-py::tuple spots(const AnyPsfData& psf, int fibremin, int nfibre,
+py::tuple spots(const AnyPsfData& psf, long long fibremin, long long nfibre,
                 const std::vector<double>& wavelengths) {
-  HostSpots spots = host_spots(psf, fibremin, nfibre, wavelengths);
+  HostSpots spots = host_spots(psf, fibremin, nfibre, wavelengths, "fibremin", "nfibre");
   const py::ssize_t nwave = static_cast<py::ssize_t>(wavelengths.size());
   auto corners = [&](std::vector<int>& values) {
     py::array_t<int> array({static_cast<py::ssize_t>(nfibre), nwave});
@@ -303,7 +313,8 @@ py::tuple spots(const AnyPsfData& psf, int fibremin, int nfibre,
     return array;
   };
   return py::make_tuple(
-      to_numpy(std::move(spots.values), {nfibre, static_cast<int>(nwave), spots.ny, spots.nx}),
+      to_numpy(std::move(spots.values),
+               {static_cast<int>(nfibre), static_cast<int>(nwave), spots.ny, spots.nx}),
       corners(spots.xcorner), corners(spots.ycorner));
 }
 
@@ -314,7 +325,8 @@ void register_psf(py::module_& m) {
   auto summary = [](auto member) {
     return [member](const AnyPsfData& d) { return d.summary().*member; };
   };
-  psf.def_property_readonly("source", summary(&perfex::psf::PsfSummary::source))
+  psf.def_property_readonly("source",
+                            [](const AnyPsfData& d) { return fs_text(d.summary().source); })
       .def_property_readonly("psftype", summary(&perfex::psf::PsfSummary::type))
       .def_property_readonly("nfib", summary(&perfex::psf::PsfSummary::nfib))
       .def_property_readonly("npix_x", summary(&perfex::psf::PsfSummary::npix_x))
@@ -357,9 +369,9 @@ void register_psf(py::module_& m) {
       .def("__repr__",
            [](const AnyPsfData& d) {
              const auto s = d.summary();
-             return "<perfex.Psf " + d.label() + ": " + s.type + ", " + std::to_string(s.nfib) +
-                    " fibres, " + std::to_string(s.wavemin) + "-" + std::to_string(s.wavemax) +
-                    " A>";
+             return fs_text("<perfex.Psf " + d.label() + ": " + s.type + ", " +
+                            std::to_string(s.nfib) + " fibres, " + std::to_string(s.wavemin) + "-" +
+                            std::to_string(s.wavemax) + " A>");
            })
       .def(py::pickle([](const AnyPsfData& d) { return psf_to_dict(d); },
                       [](const py::dict& s) { return psf_from_dict(s); }));

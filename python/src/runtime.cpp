@@ -76,6 +76,11 @@ void require_runtime() {
                                   : "perfex: the runtime is not initialized (perfex.initialize)");
 }
 
+void start_runtime() {
+  py::module_::import("perfex.runtime").attr("initialize")();
+  require_runtime();
+}
+
 void register_runtime(py::module_& m) {
   pthread_atfork(nullptr, nullptr, mark_forked_child);
   m.def(

@@ -4,6 +4,7 @@ need it skip with a message when it is absent), small extraction settings, MPI l
 import logging
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -30,7 +31,8 @@ FRAME_ARRAYS = ("flux", "ivar", "mask", "wave", "resolution", "chi2pix", "pixmas
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "mpi: runs mpirun (OpenMPI + mpi4py)")
+    config.addinivalue_line("markers", "mpi: runs an MPI launcher (mpi_launcher: Open MPI or MPICH) with mpi4py")
+    config.addinivalue_line("markers", "slow: a minute or more (-m 'not slow' leaves it out)")
 
 
 def data_path(name):
@@ -145,18 +147,78 @@ def timing_phases(text):
     return re.findall(r"^( +)(\S+) +[0-9.]+ s$", text, re.MULTILINE)
 
 
+# The MPI families the tests launch, by the words their library version and their launcher's
+# --version print (Cray MPICH's library says "CRAY MPICH"); Open MPI's launcher refuses root and
+# more ranks than cores without its two options, MPICH's Hydra needs none.
+_MPI_FAMILIES = {
+    "openmpi": dict(
+        library=("open mpi",), launcher=("open mpi", "openrte"), launchers=("mpirun.openmpi", "mpiexec.openmpi")
+    ),
+    "mpich": dict(
+        library=("mpich",), launcher=("hydra",), launchers=("mpirun.mpich", "mpiexec.mpich", "mpiexec.hydra")
+    ),
+}
+_launcher = {}
+
+
+def _mpi_family(text, key):
+    return next((name for name, f in _MPI_FAMILIES.items() if any(w in text.lower() for w in f[key])), None)
+
+
+def _probe_launcher():
+    """(argv, skip reason, failure) of mpi_launcher()."""
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import mpi4py; mpi4py.rc.initialize = False; from mpi4py import MPI; print(MPI.Get_library_version())",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if probe.returncode != 0:
+        return None, f"mpi4py does not import (Debian: python3-mpi4py): {probe.stderr.strip()[-300:]}", None
+    library = (probe.stdout.strip().splitlines() or ["an unknown MPI"])[0]
+    family = _mpi_family(library, "library")
+    if os.environ.get("PERFEX_MPIRUN", "").strip():
+        argv = shlex.split(os.environ["PERFEX_MPIRUN"])
+    else:
+        names = (_MPI_FAMILIES[family]["launchers"] if family else ()) + ("mpirun", "mpiexec")
+        argv = [next((name for name in names if shutil.which(name)), None)]
+    if argv[0] is None or shutil.which(argv[0]) is None:
+        return None, f"no MPI launcher found for {library} (Debian: openmpi-bin or mpich)", None
+    version = subprocess.run(argv[:1] + ["--version"], capture_output=True, text=True, timeout=60)
+    launched = _mpi_family(version.stdout + version.stderr, "launcher")
+    if family and launched and launched != family:
+        return None, None, f"{argv[0]} starts {launched} ranks but mpi4py's MPI is {library}: set PERFEX_MPIRUN"
+    # A launcher that does not say its MPI is taken for mpi4py's, unless PERFEX_MPIRUN named it.
+    if (launched or (None if os.environ.get("PERFEX_MPIRUN", "").strip() else family)) == "openmpi":
+        argv += ["--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+    return argv, None, None
+
+
+def mpi_launcher():
+    """The command that starts MPI ranks, without its rank count: PERFEX_MPIRUN when set (a
+    command line, e.g. "mpirun.mpich"), else the launcher of the MPI library this Python's
+    mpi4py is built against (Debian: mpirun.openmpi or mpirun.mpich, else mpirun or mpiexec on
+    PATH), so that a second MPI installed beside the first changes nothing. Skips when mpi4py
+    or a launcher is missing; fails when the launcher is another MPI's than mpi4py's library
+    (every rank would run alone). Probed once per session."""
+    if not _launcher:
+        _launcher.update(zip(("argv", "skip", "fail"), _probe_launcher()))
+    if _launcher["skip"]:
+        pytest.skip(_launcher["skip"])
+    if _launcher["fail"]:
+        pytest.fail(_launcher["fail"])
+    return list(_launcher["argv"])
+
+
 def mpirun(nranks, args, timeout=600):
-    """Runs `mpirun -n nranks python3 args...` (OpenMPI; oversubscribing the cores, one
-    thread per rank); skips when mpirun or mpi4py are missing."""
-    launcher = shutil.which("mpirun") or shutil.which("mpiexec")
-    if launcher is None:
-        pytest.skip("mpirun not found (Debian: openmpi-bin)")
-    pytest.importorskip("mpi4py", reason="Debian: python3-mpi4py")
-    cmd = [launcher, "--oversubscribe", "-n", str(nranks)]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        cmd.insert(1, "--allow-run-as-root")
+    """Runs `python3 args...` on nranks MPI ranks (mpi_launcher(); oversubscribing the cores,
+    one thread per rank); skips when mpi4py or a launcher is missing."""
     return subprocess.run(
-        cmd + [sys.executable] + list(args),
+        mpi_launcher() + ["-n", str(nranks), sys.executable] + list(args),
         env=python_env(OMP_NUM_THREADS="1"),
         capture_output=True,
         text=True,

@@ -219,6 +219,7 @@ def test_bad_images(psf, pixels, ivar, error, match):
         (dict(wavelength="6000,5000,0.8"), perfex.RequestError, "wavelength grid"),
         (dict(wavelength="a,b"), perfex.RequestError, "wavelength: expected"),
         (dict(pixpad_frac=2.0), perfex.RequestError, "pixpad_frac"),
+        (dict(row_min=100, row_max=100), perfex.RequestError, "row_min, row_max must be"),
         (dict(decorrelation="full"), perfex.RequestError, "'signal' or 'noise'"),
         (dict(nspce=5), TypeError, "unknown extraction option.*nspce"),
         (dict(nspec="five"), perfex.RequestError, "nspec: cannot convert"),

@@ -200,5 +200,8 @@ def test_spots_are_xypix_in_one_call(files, name):
             np.testing.assert_array_equal(pixels[i, j], pix)
     with pytest.raises(perfex.RequestError, match="wavelength 20000: outside fibre 0's spot domain"):
         psf.spots(0, 1, [psf.wavemin, 20000.0])
-    with pytest.raises(perfex.RequestError, match=f"fibres 0-{psf.nfib} outside the PSF's 0-{psf.nfib - 1}"):
+    with pytest.raises(
+        perfex.RequestError,
+        match=rf"fibres 0-{psf.nfib} \(fibremin 0, nfibre {psf.nfib + 1}\) requested, but the PSF has {psf.nfib} ",
+    ):
         psf.spots(0, psf.nfib + 1, waves)

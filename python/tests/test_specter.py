@@ -116,6 +116,53 @@ def test_project_and_projection_matrix(synthetic):
         psf.project(wave[:-1], phot)
 
 
+def test_spot_widths_fitted_over_the_ccd_rows(synthetic):
+    """xsigma, ysigma and wdisp fit the spots at 20 wavelengths from CCD row 10 to npix_y - 10,
+    as specter's do, where the PSF's wavelength domain is narrower too (its spots
+    extrapolated)."""
+    fields = perfex.read_psf(synthetic["gauss-hermite2"]).to_dict()
+    fields["wavemin"], fields["wavemax"] = fields["wavemin"] + 300, fields["wavemax"] - 300
+    psf = specter_psf.psf_of(perfex.Psf.from_dict(fields))
+    asked, pix = [], psf.pix
+    psf.pix = lambda ispec, wavelength: asked.append(wavelength) or pix(ispec, wavelength)
+    assert psf.wdisp(1, 6500.0) > 0 and psf.xsigma(1, 6500.0) > 0
+    rows = np.linspace(10, psf.npix_y - 10, 20)
+    np.testing.assert_array_equal(asked, np.tile(psf.wavelength(1, rows), 2))
+    assert asked[0] < psf.perfex_psf.wavemin and asked[19] > psf.perfex_psf.wavemax
+
+
+@pytest.mark.parametrize("fmt", ["gauss-hermite-v3", "gauss-hermite2"])
+def test_project_leaves_out_the_first_half_row(synthetic, fmt):
+    """specter's PSF.project projects the wavelengths between the centres of the CCD's first
+    and last rows: nothing of photons at the first half row (or beyond the last row's edge),
+    part of a spot a half row further."""
+    psf = perfex.specter.load_psf(synthetic[fmt])
+    photons = [psf.project(np.array([psf.wavelength(3, row)]), np.array([1000.0]), specmin=3).sum()
+               for row in (-0.25, 0.25, psf.npix_y - 0.75, psf.npix_y - 0.25)]  # fmt: skip
+    assert photons[0] == 0 and photons[3] == 0
+    assert 300 < photons[1] < 1000 and 300 < photons[2] < 1000
+
+
+@pytest.mark.parametrize("fmt, offset", [("gauss-hermite-v3", 0.5), ("gauss-hermite2", 0.0)])
+def test_spots_clipped_by_row_0_in_specters_box(synthetic, fmt, offset):
+    """A spot whose box starts below row 0: specter's box starts at int(y - HSIZEY + offset)
+    (Python's int, toward zero: a row later than perfex's floor), the spot normalised over it;
+    what the CCD shows of it (xypix, projection_matrix) is that."""
+    psf = perfex.specter.load_psf(synthetic[fmt])
+    w = psf.wavelength(3, 1.3)
+    start = psf.y(3, w) - psf.perfex_psf.hsizey + offset
+    assert start < -1 and start != np.floor(start)
+    xs, ys, pix = psf.xypix(3, w, ymin=-20)
+    cx, cy, perfex_pix = psf.perfex_psf.xypix(3, w)
+    assert ys.start - 20 == int(start) == cy.start + 1 and ys.stop - 20 == cy.stop and xs.start == cx.start
+    np.testing.assert_allclose(pix, perfex_pix[1:] / perfex_pix[1:].sum(), rtol=1e-13, atol=0)
+    on_ccd = psf.xypix(3, w)[2]
+    np.testing.assert_array_equal(on_ccd, pix[-int(start) :])
+    xyrange = (xs.start, xs.stop, 0, 20)
+    a = psf.projection_matrix(3, [w], xyrange).toarray().reshape(20, -1)
+    np.testing.assert_array_equal(a[: on_ccd.shape[0]], on_ccd)
+
+
 @pytest.mark.parametrize("psftype", ["MONOSPOT", "PCA-PIX"])
 def test_refused_formats_are_named(tmp_path, psftype):
     from astropy.io import fits
@@ -293,13 +340,15 @@ def test_ex2d_reproduces_specter_to_rounding(against_specter):
     np.testing.assert_allclose(r1, r2, rtol=0, atol=1e-8)
 
 
-def specter_ex2d(image, ivar, psf, specmin, nspec, wavelengths, bundlesize, nsubbundles, wavesize):
+def specter_ex2d(image, ivar, psf, specmin, nspec, wavelengths, bundlesize, nsubbundles, wavesize, xyrange=None):
     """(flux, ivar) per Angstrom and the model image of specter's ex2d (specter/extract/ex2d.py:
-    its bundles from specmin, patch boxes from PSF.xyrange padded by round(0.8 spot rows),
-    wavelength padding to int(0.2 spot rows) beyond them, each patch's fit A x over its box),
-    written again over the drop-in's PSF geometry and ex2d_patch, which
-    test_ex2d_patch_reproduces_specter holds to 1e-11 of specter's."""
+    its bundles from specmin, patch boxes from PSF.xyrange padded by round(0.8 spot rows) and
+    clipped to the image's rows (the CCD's, or xyrange's: image is then that box), wavelength
+    padding to int(0.2 spot rows) beyond them, each patch's fit A x over its box), written again
+    over the drop-in's PSF geometry and ex2d_patch, which test_ex2d_patch_reproduces_specter
+    holds to 1e-11 of specter's."""
     ex = perfex.specter.extract
+    x0, _, row_min, row_max = (0, psf.npix_x, 0, psf.npix_y) if xyrange is None else xyrange
     dw, nwave = wavelengths[1] - wavelengths[0], len(wavelengths)
     flux, fivar, model = np.zeros((nspec, nwave)), np.zeros((nspec, nwave)), np.zeros(image.shape)
     ndiag = ex.resolution_ndiag(psf, specmin, nspec, dw)
@@ -312,14 +361,13 @@ def specter_ex2d(image, ivar, psf, specmin, nspec, wavelengths, bundlesize, nsub
             for k in range(0, nwave, wavesize):
                 wlo, whi = wavelengths[k], wavelengths[min(k + wavesize, nwave) - 1]
                 xlo, xhi, ylo, yhi = psf.xyrange((speclo, spechi), (wlo, whi))
-                ylo, yhi = max(ylo - round(0.8 * ny), 0), min(yhi + round(0.8 * ny), psf.npix_y)
+                ylo, yhi = max(ylo - round(0.8 * ny), row_min), min(yhi + round(0.8 * ny), row_max)
                 nlo = max(int((wlo - psf.wavelength(speclo, ylo - int(0.2 * ny))) / dw) - 1, ndiag)
                 nhi = max(int((psf.wavelength(speclo, yhi + int(0.2 * ny)) - whi) / dw) - 1, ndiag)
                 ww = np.arange(wlo - nlo * dw, whi + (nhi + 0.5) * dw, dw)
-                box = np.s_[ylo:yhi, xlo:xhi]
-                xyrange = (xlo, xhi, ylo, yhi)
+                box = np.s_[ylo - row_min : yhi - row_min, xlo - x0 : xhi - x0]
                 patch = ex.ex2d_patch(
-                    image[box], ivar[box], psf, speclo, spechi - speclo, ww, xyrange, full_output=True
+                    image[box], ivar[box], psf, speclo, spechi - speclo, ww, (xlo, xhi, ylo, yhi), full_output=True
                 )
                 flux[rows, k : k + wavesize] = patch["flux"][keep, nlo:-nhi]
                 fivar[rows, k : k + wavesize] = patch["ivar"][keep, nlo:-nhi]
@@ -328,24 +376,40 @@ def specter_ex2d(image, ivar, psf, specmin, nspec, wavelengths, bundlesize, nsub
     return flux / dwave, fivar * dwave**2, model
 
 
-@pytest.mark.parametrize("fmt", ["gauss-hermite2", "spotgrid"])
-def test_ex2d_is_specters_ex2d(synthetic, fmt):
+@pytest.mark.parametrize(
+    "fmt, where",
+    [
+        ("gauss-hermite2", "inside"),
+        ("spotgrid", "inside"),
+        ("gauss-hermite-v3", "row 0"),
+        ("gauss-hermite2", "row 0"),
+        ("gauss-hermite2", "box"),
+    ],
+)
+def test_ex2d_is_specters_ex2d(synthetic, fmt, where):
     """The drop-in's ex2d (the library's specter geometry) against specter's ex2d written again
     in numpy (specter_ex2d): bundles from fibre 1 (not a multiple of bundlesize), sub-bundles of
     uneven sizes, a last patch shorter than the others; flux to rounding in sigma, and the model
-    image: each patch's fit over its box, written over the earlier patches'."""
+    image: each patch's fit over its box, written over the earlier patches'. Inside the CCD, at
+    its first rows (spots clipped by row 0, in specter's boxes: the library's and the drop-in's
+    PSF.xypix agree), and on an xyrange box whose rows cut through the spectra."""
     psf = perfex.specter.load_psf(synthetic[fmt])
-    w0 = np.ceil(psf.wmin_all) + 100
+    w0 = np.ceil(psf.wmin_all) + 100 if where != "row 0" else np.ceil(psf.wavelength(7, 2.0))
     wave = np.arange(w0, w0 + 70, 1.0)
     image, ivar, _ = simulated(psf, 1, 7, wave)
     options = dict(bundlesize=5, nsubbundles=2, wavesize=30)
+    if where == "box":
+        xmin, xmax, ymin, ymax = psf.xyrange((1, 8), (wave[0], wave[-1]))
+        options["xyrange"] = (xmin, xmax, ymin + 3, ymax - 3)
+        image, ivar = image[ymin + 3 : ymax - 3, xmin:xmax], ivar[ymin + 3 : ymax - 3, xmin:xmax]
     out = perfex.specter.ex2d(image, ivar, psf, 1, 7, wave, full_output=True, **options)
     flux, fivar = out["flux"], out["ivar"]
     expected, expected_ivar, expected_model = specter_ex2d(image, ivar, psf, 1, 7, wave, **options)
-    assert np.all(fivar > 0)
+    seen = fivar > 0  # all but bins below the CCD's first row
+    assert np.array_equal(seen, expected_ivar > 0) and seen.mean() > 0.9
     assert np.count_nonzero(expected_model) > 1000
     np.testing.assert_allclose(out["modelimage"], expected_model, rtol=0, atol=1e-6 * expected_model.max())
-    assert np.max(np.abs(flux - expected) / np.sqrt(1 / fivar + 1 / expected_ivar)) < 1e-6
+    assert np.max(np.abs(flux - expected)[seen] / np.sqrt(1 / fivar[seen] + 1 / expected_ivar[seen])) < 1e-6
     np.testing.assert_allclose(fivar, expected_ivar, rtol=1e-6)
 
 

@@ -102,6 +102,96 @@ def test_spots_match_specter_xypix(psfs, case):
     assert worst < 1e-10
 
 
+SPECTER_CASES = ["specter-gauss-hermite-v2", "specter-gauss-hermite2"]
+
+
+def drop_in(psfs, case):
+    """(real specter's PSF, the drop-in's) of a case."""
+    from perfex.specter.psf import psf_of
+
+    sp, px = load(psfs, case)
+    return sp, psf_of(px)
+
+
+@pytest.mark.parametrize("case", SPECTER_CASES)
+def test_spot_widths_match_specter(psfs, case):
+    """xsigma, ysigma and wdisp (fitted to the spots from CCD row 10 to npix_y - 10, beyond the
+    PSF's wavelength domain too) as specter's, and so ex2d's resolution band of specter's width
+    at wide bins."""
+    specter = specter_psf_module()
+    sp, dp = drop_in(psfs, case)
+    worst = 0.0
+    for fibre in (0, sp.nspec // 2, sp.nspec - 1):
+        w = np.linspace(sp.wmin, sp.wmax, 9)
+        for name in ("xsigma", "ysigma", "wdisp"):
+            worst = max(worst, np.max(np.abs(getattr(dp, name)(fibre, w) / getattr(sp, name)(fibre, w) - 1)))
+    print(f"\n{case}: spot widths, max |drop-in / specter - 1| = {worst:.1e}")
+    assert worst < 1e-7
+    image = np.zeros((sp.npix_y, sp.npix_x))
+    for dw in (4.0, 5.0, 6.0):
+        wave = np.arange(6600.0, 6600.0 + 8 * dw, dw)
+        expected = specter.extract.ex2d(image, image + 1, sp, 0, 3, wave, wavesize=8)[2]
+        assert perfex.specter.ex2d(image, image + 1, dp, 0, 3, wave, wavesize=8)[2].shape == expected.shape, dw
+
+
+@pytest.mark.parametrize("case", SPECTER_CASES)
+def test_project_at_the_first_and_last_rows_as_specter(psfs, case):
+    """PSF.project of photons at the CCD's first and last rows, their edges' half rows
+    included (specter projects the wavelengths between the first and last rows' centres)."""
+    sp, dp = drop_in(psfs, case)
+    for fibre in (0, sp.nspec - 1):
+        for row in (-0.45, -0.25, 0.25, 2.5, sp.npix_y - 2.5, sp.npix_y - 0.75, sp.npix_y - 0.45, sp.npix_y - 0.25):
+            w, phot = np.array([sp.wavelength(fibre, row)]), np.array([1000.0])
+            expected = sp.project(w, phot, specmin=fibre)
+            np.testing.assert_allclose(dp.project(w, phot, specmin=fibre), expected, rtol=0, atol=1e-9, err_msg=row)
+
+
+@pytest.mark.parametrize("case", SPECTER_CASES)
+def test_spots_clipped_by_row_0_match_specter_xypix(psfs, case):
+    """PSF.xypix of spots clipped by the CCD's first row (specter's box starts a row later
+    than perfex's there) and of the same spots in a box below the CCD: the same slices, the
+    same pixels to 1e-12 of their peak."""
+    sp, dp = drop_in(psfs, case)
+    worst = 0.0
+    for fibre in (0, 1, sp.nspec - 1):
+        for row in np.linspace(-0.4, 8, 43):
+            w = sp.wavelength(fibre, row)
+            for box in ({}, dict(ymin=-20)):
+                xs, ys, expected = sp.xypix(fibre, w, **box)
+                xd, yd, pix = dp.xypix(fibre, w, **box)
+                assert (xd, yd) == (xs, ys), (fibre, row, box)
+                worst = max(worst, np.abs(pix - expected).max() / expected.max())
+    print(f"\n{case}: spots at row 0, max |drop-in - specter| / max spot = {worst:.2e}")
+    assert worst < 1e-12
+
+
+@pytest.mark.parametrize("case, where", [("specter-gauss-hermite2", "box"), ("specter-gauss-hermite-v2", "row 0")])
+def test_ex2d_at_edges_reproduces_specter(psfs, case, where):
+    """The drop-in's ex2d against specter's, to rounding: on an xyrange box whose rows cut
+    through the spectra (specter clips its patches to the box's rows), and at the CCD's first
+    rows (spots clipped by row 0, those of traces below it empty)."""
+    specter = specter_psf_module()
+    sp, dp = drop_in(psfs, case)
+    w0 = 6500.0 if where == "box" else np.ceil(sp.wavelength(4, 2.0))
+    wave = np.arange(w0, w0 + 100, 1.0)
+    rng = np.random.default_rng(46)
+    model = sp.project(wave, rng.uniform(100, 1000, (5, len(wave))), specmin=0)
+    image, ivar = model + rng.normal(0, np.sqrt(9.0 + model)), 1 / (9.0 + model)
+    options = dict(bundlesize=5, nsubbundles=1, wavesize=50, full_output=True)
+    if where == "box":
+        xmin, xmax, ymin, ymax = sp.xyrange((0, 5), (wave[0], wave[-1]))
+        options["xyrange"] = (xmin, xmax, ymin, ymax - 3)
+        image, ivar = image[ymin : ymax - 3, xmin:xmax], ivar[ymin : ymax - 3, xmin:xmax]
+    ref = specter.extract.ex2d(image, ivar, sp, 0, 5, wave, **options)
+    out = perfex.specter.ex2d(image, ivar, dp, 0, 5, wave, **options)
+    seen = ref["ivar"] > 0
+    assert np.array_equal(out["ivar"] > 0, seen) and seen.mean() > 0.9
+    pull = np.abs(out["flux"] - ref["flux"])[seen] / np.sqrt(1 / out["ivar"][seen] + 1 / ref["ivar"][seen])
+    model_diff = np.abs(out["modelimage"] - ref["modelimage"]).max() / ref["modelimage"].max()
+    print(f"\n{case} ({where}): ex2d max pull {pull.max():.1e}, model image {model_diff:.1e} of its peak")
+    assert pull.max() < 1e-6 and model_diff < 1e-6
+
+
 def spectra(nspec, wave, seed):
     """Photons per bin: a faint continuum and a few lines per fibre (dark-sky levels, S/N ~3 per
     bin, as the reference images)."""

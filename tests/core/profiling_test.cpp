@@ -3,6 +3,7 @@
 
 #include <perfex/profiling.hpp>
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -56,4 +57,17 @@ TEST_CASE("profiling: a phase that runs again adds to its entry; an exception cl
   CHECK(times.list()[0].name == "loop::step");
   CHECK(times.list()[1].name == "loop::failing");
   CHECK(times.list()[1].depth == 0);
+}
+
+TEST_CASE("profiling: phases ended out of order leave the later phases at their depth", "[core]") {
+  perfex::PhaseTimes times;
+  auto first = std::make_unique<perfex::Phase>("a", times);
+  auto second = std::make_unique<perfex::Phase>("b", times);  // (another thread's, say)
+  first.reset();
+  CHECK(times.level() == 2);  // b is still open, at depth 1
+  second.reset();
+  CHECK(times.level() == 0);
+  { perfex::Phase after("c", times); }
+  using Names = std::vector<std::pair<std::string, int>>;
+  CHECK(names(times) == Names{{"a", 0}, {"b", 1}, {"c", 0}});
 }

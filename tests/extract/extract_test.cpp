@@ -80,7 +80,8 @@ TEST_CASE("patch planning follows gpu_specter and specter's rules", "[extract]")
   CHECK(bundles[1].req_hi == 33);
   CHECK(o.wavepad() == 12);
   o.nspec = 600;
-  CHECK_THROWS_WITH(plan_bundles(o, 500), Catch::Contains("specmin/nspec"));
+  CHECK_THROWS_WITH(plan_bundles(o, 500),
+                    Catch::Contains("nspec 600) requested, but the PSF has 500 fibres (0-499)"));
 }
 
 PERFEX_BACKEND_TEST_CASE("extraction of a simulated image: pulls against the truth", "[extract]") {

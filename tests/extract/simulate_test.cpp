@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -111,6 +112,10 @@ PERFEX_BACKEND_TEST_CASE("simulate_image: spots off the CCD are lost; bad input 
 
   CHECK_THROWS_AS(perfex::extract::simulate_image(exec, psf, 4, 2, wave, photons, 1.0, 5u),
                   perfex::Error);
+  // specmin + nspec beyond int: refused, not wrapped into a range that passes
+  CHECK_THROWS_WITH(perfex::extract::simulate_image(exec, psf, std::numeric_limits<int>::max(), 2,
+                                                    wave, photons, 1.0, 5u),
+                    Catch::Contains("(specmin 2147483647, nspec 2) requested, but the PSF has"));
   CHECK_THROWS_AS(
       perfex::extract::simulate_image(exec, psf, 0, 2, wave, std::vector<double>(3, 1.0), 1.0, 5u),
       perfex::Error);

@@ -8,8 +8,10 @@
 
 #include <perfex/io/output_file.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -128,5 +130,85 @@ TEST_CASE("io: temporaries are removed on errors and by the signal-time cleanup"
   std::string text;
   in >> text;
   CHECK(text == "complete");
+}
+namespace {
+
+std::string content(const std::string& path) {
+  std::ifstream in(path);
+  std::string text;
+  in >> text;
+  return text;
+}
+
+// Adds an output whose content is `text` to the set.
+void add_text(perfex::io::OutputSet& set, const std::string& path, const std::string& text) {
+  set.add(path, [&](const std::string& t) { std::ofstream(t) << text; });
+}
+
+// The hidden temporaries next to `path` (.NAME.<tag>-XXXXXX).
+std::vector<std::string> temporaries(const std::string& folder) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(folder))
+    if (e.path().filename().string()[0] == '.') out.push_back(e.path().string());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("io: an output set changes all its outputs or none", "[io]") {
+  perfex_io_test::TempDir tmp;
+  const std::string a = tmp.file("a"), b = tmp.file("b"), c = tmp.file("c");
+  { std::ofstream(a) << "old-a"; }
+  { std::ofstream(b) << "old-b"; }
+
+  SECTION("a target that became a folder after the writes: nothing is renamed") {
+    perfex::io::OutputSet set;
+    add_text(set, a, "new-a");
+    add_text(set, c, "new-c");
+    REQUIRE(mkdir(c.c_str(), 0755) == 0);
+    CHECK_THROWS_WITH(set.commit(), Catch::Contains(c + ": it is now a directory") &&
+                                        Catch::Contains("no output of the set was changed"));
+    CHECK(content(a) == "old-a");
+  }
+  SECTION("a rename that fails: the outputs renamed before get their old files back") {
+    {
+      perfex::io::OutputSet set;
+      add_text(set, a, "new-a");
+      add_text(set, c, "new-c");  // a new output: removed again
+      add_text(set, b, "new-b");
+      for (const std::string& t : temporaries(tmp.file("")))
+        if (t.find(".b.tmp-") != std::string::npos) REQUIRE(::unlink(t.c_str()) == 0);
+      CHECK_THROWS_WITH(set.commit(),
+                        Catch::Contains("cannot rename") &&
+                            Catch::Contains("the set's other outputs were left as they were"));
+      CHECK(content(a) == "old-a");
+      CHECK(content(b) == "old-b");
+      CHECK_FALSE(exists(c));
+    }
+    CHECK(temporaries(tmp.file("")).empty());
+  }
+  SECTION("a commit keeps no temporary") {
+    perfex::io::OutputSet set;
+    add_text(set, a, "new-a");
+    add_text(set, b, "new-b");
+    set.commit();
+    CHECK(content(a) == "new-a");
+    CHECK(content(b) == "new-b");
+    CHECK(temporaries(tmp.file("")).empty());
+  }
+}
+
+TEST_CASE("io: one file is one output of a set, whatever its names", "[io]") {
+  perfex_io_test::TempDir tmp;
+  const std::string c = tmp.file("c");
+  REQUIRE(symlink("c", tmp.file("link").c_str()) == 0);
+  for (const std::string& second : {tmp.file("./c"), tmp.file("link")}) {
+    perfex::io::OutputSet set;
+    add_text(set, c, "first");
+    CHECK_THROWS_WITH(add_text(set, second, "second"),
+                      Catch::Contains("output " + second + " is the same file as output " + c));
+    set.commit();
+    CHECK(content(c) == "first");
+  }
 }
 #endif

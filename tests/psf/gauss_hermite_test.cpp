@@ -240,8 +240,9 @@ PERFEX_BACKEND_TEST_CASE("psf: fibre ranges and output shapes are checked", "[ps
   auto w = perfex_psf_test::device_waves<TestType>({6000.0});
   Kokkos::View<double****, Kokkos::LayoutRight, M> spots("s", 2, 1, 11, 17);
   Kokkos::View<int**, M> xc("xc", 2, 1), yc("yc", 2, 1);
-  REQUIRE_THROWS_WITH(perfex::psf::compute_spots(TestType(), psf, 9, 2, w, spots, xc, yc),
-                      Catch::Contains("fibres [9, 11)"));
+  REQUIRE_THROWS_WITH(
+      perfex::psf::compute_spots(TestType(), psf, 9, 2, w, spots, xc, yc),
+      Catch::Contains("fibres 9-10 (f0 9, nf 2) requested, but the PSF has 10 fibres"));
   Kokkos::View<double****, Kokkos::LayoutRight, M> wrong("s", 2, 1, 11, 16);
   REQUIRE_THROWS_WITH(perfex::psf::compute_spots(TestType(), psf, 0, 2, w, wrong, xc, yc),
                       Catch::Contains("[11][17]"));

@@ -194,7 +194,8 @@ PatchSolver<ExecSpace, typename ExecSpace::memory_space> make_solver(
 }
 
 // Spots and corners of the group's fibres that patches [lo, hi) solve (all of them unless a
-// range cuts the group), at their places in the group's spot arrays.
+// range cuts the group), at their places in the group's spot arrays; with the specter geometry,
+// specter's spots (specter_spot_boxes).
 template <class ExecSpace, class Psf>
 void compute_group_spots(const ExecSpace& exec, const Psf& psf,
                          const FramePlan<typename ExecSpace::memory_space>& plan,
@@ -211,6 +212,11 @@ void compute_group_spots(const ExecSpace& exec, const Psf& psf,
                      Kokkos::subview(w.spots, fibres, Kokkos::ALL, Kokkos::ALL, Kokkos::ALL),
                      Kokkos::subview(w.xcorner, fibres, Kokkos::ALL),
                      Kokkos::subview(w.ycorner, fibres, Kokkos::ALL));
+  if (plan.options.geometry == Geometry::specter)
+    specter_spot_boxes(exec, psf, group.fibre_lo + flo, fhi - flo, plan.device_fullwave,
+                       Kokkos::subview(w.spots, fibres, Kokkos::ALL, Kokkos::ALL, Kokkos::ALL),
+                       Kokkos::subview(w.xcorner, fibres, Kokkos::ALL),
+                       Kokkos::subview(w.ycorner, fibres, Kokkos::ALL));
 }
 
 // Patches [lo, hi) in launches of the plan's batch; progress after each launch (the host waits

@@ -156,7 +156,7 @@ std::vector<SpecterPatch> plan_specter_geometry(const ExecSpace& exec, const Psf
     patches.push_back(s);
   }
   PatchGeometry& g = plan.geometry;
-  specter_patches(exec, psf, plan.wave, opt.pixpad_frac, opt.wavepad_frac, g.ndiag, patches);
+  specter_patches(exec, psf, plan.wave, opt, g.ndiag, patches);
   g.wavepad = g.ndiag;
   for (const SpecterPatch& s : patches) g.wavepad = std::max({g.wavepad, s.nlo, s.nhi});
   g.nwt = g.nwavestep + 2 * g.wavepad;

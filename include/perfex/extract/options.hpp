@@ -76,6 +76,9 @@ struct ExtractionOptions {
   int wavepad0 = 10;
   double wavepad_frac = 0.2;
   double pixpad_frac = 0.8;
+  // The specter geometry's image rows [row_min, row_max) (row_max -1: the CCD's last): its
+  // patch boxes are clipped to them, as specter's ex2d clips them to its xyrange's rows.
+  int row_min = 0, row_max = -1;
   double regularize = 0.0;
   double psferr = -1.0;  // -1: the PSF file's PSFERR (0.01 when absent); else finite, >= 0
   Decorrelation decorrelation = Decorrelation::signal;
@@ -109,6 +112,8 @@ struct ExtractionOptions {
     if (!(wavepad_frac >= 0 && wavepad_frac <= kMaxWavepadFrac))
       fail("wavepad_frac must be in [0, 10]");
     if (!(pixpad_frac >= 0 && pixpad_frac <= 1)) fail("pixpad_frac must be in [0, 1]");
+    if (row_min < 0 || (row_max != -1 && row_max <= row_min))
+      fail("row_min, row_max must be 0 <= row_min < row_max (or row_max -1: the CCD's)");
     if (!(regularize >= 0) || !std::isfinite(regularize))
       fail("regularize must be finite and >= 0");
     if (!(std::isfinite(psferr) && (psferr >= 0 || psferr == -1.0)))

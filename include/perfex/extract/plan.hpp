@@ -4,6 +4,7 @@
 // frame's patches are cut into spot groups and solver launches within a memory budget.
 #include <perfex/error.hpp>
 #include <perfex/extract/options.hpp>
+#include <perfex/psf/data.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -64,12 +65,9 @@ struct BundlePlan {
 
 inline std::vector<BundlePlan> plan_bundles(const ExtractionOptions& opt, int psf_nfib) {
   std::vector<BundlePlan> plans;
-  if (opt.specmin < 0 || opt.nspec < 1 ||
-      opt.specmin + static_cast<long long>(opt.nspec) > psf_nfib)
-    throw RequestError("fibres [" + std::to_string(opt.specmin) + ", " +
-                       std::to_string(opt.specmin + static_cast<long long>(opt.nspec)) +
-                       ") outside the PSF's " + std::to_string(psf_nfib) +
-                       " fibres (specmin/nspec)");
+  const std::string problem =
+      psf::fibre_range_problem(opt.specmin, opt.nspec, psf_nfib, "specmin", "nspec");
+  if (!problem.empty()) throw RequestError(problem);
   const int lo = opt.specmin, hi = opt.specmin + opt.nspec;
   const bool specter = opt.geometry == Geometry::specter;
   for (int b0 = specter ? lo : (lo / opt.bundlesize) * opt.bundlesize; b0 < hi;

@@ -63,13 +63,9 @@ inline double wavelength_grid_length(double wmin, double wmax, double dw) {
 
 // Throws unless fibres [specmin, specmin + nspec) are all in the PSF.
 inline void check_fibres(const ExtractionOptions& o, const psf::AnyPsfData& psf) {
-  const int nfib = psf.summary().nfib;
-  if (o.specmin >= 0 && o.nspec >= 1 && o.specmin + static_cast<long long>(o.nspec) <= nfib) return;
-  throw RequestError("fibres " + std::to_string(o.specmin) + "-" +
-                     std::to_string(o.specmin + static_cast<long long>(o.nspec) - 1) +
-                     " (specmin " + std::to_string(o.specmin) + ", nspec " +
-                     std::to_string(o.nspec) + ") requested, but the PSF has " +
-                     std::to_string(nfib) + " fibres (0-" + std::to_string(nfib - 1) + ")");
+  const std::string problem =
+      psf::fibre_range_problem(o.specmin, o.nspec, psf.summary().nfib, "specmin", "nspec");
+  if (!problem.empty()) throw RequestError(problem);
 }
 
 // Throws unless the grid wmin,wmax,dw has 1 to kMaxGridLength bins and at least one where a
@@ -122,8 +118,8 @@ inline std::vector<std::string> fit_padding_to_psf(ExtractionOptions& o,
   if (o.geometry == Geometry::specter) return {};  // its padding follows the traces
   const double n = wavelength_grid_length(o.wmin, o.wmax, o.dw);
   const psf::PsfSummary ps = psf.summary();
-  if (!(n >= 1 && n <= kMaxGridLength) || o.specmin < 0 || o.nspec < 1 ||
-      o.specmin + static_cast<long long>(o.nspec) > ps.nfib)
+  if (!(n >= 1 && n <= kMaxGridLength) ||
+      !psf::fibre_range_problem(o.specmin, o.nspec, ps.nfib, "specmin", "nspec").empty())
     return {};  // the other checks' business
   const double lo = std::max(ps.trace_wavemin, o.wmin - o.wavepad() * o.dw);
   const double hi = std::min(ps.trace_wavemax, o.wmin + (n - 1 + o.wavepad() + o.nwavestep) * o.dw);

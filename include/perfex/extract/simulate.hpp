@@ -43,10 +43,9 @@ SimulatedImage simulate_image(const ExecSpace& exec, const Psf& psf, int specmin
   static_assert(psf::require_psf_model<Psf>(), "");
   using Mem = typename Psf::memory_space;
   const int K = static_cast<int>(wave.size());
-  if (specmin < 0 || nspec < 1 || specmin + nspec > psf.nfib())
-    throw Error("simulate_image: fibres [" + std::to_string(specmin) + ", " +
-                std::to_string(specmin + nspec) + ") outside the PSF's " +
-                std::to_string(psf.nfib()) + " fibres");
+  const std::string problem =
+      psf::fibre_range_problem(specmin, nspec, psf.nfib(), "specmin", "nspec");
+  if (!problem.empty()) throw Error("simulate_image: " + problem);
   if (K < 1) throw Error("simulate_image: empty wavelength grid");
   if (photons.size() != static_cast<std::size_t>(nspec) * static_cast<std::size_t>(K))
     throw Error("simulate_image: photons has " + std::to_string(photons.size()) +

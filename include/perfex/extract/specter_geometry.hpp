@@ -3,12 +3,14 @@
 // ExtractionOptions::geometry == Geometry::specter. For each patch (a sub-bundle's solved fibres
 // [speclo, spechi) and its core bins wlo..whi):
 //   * its pixel box is PSF.xyrange((speclo, spechi), (wlo, whi)), rows padded by
-//     round(pixpad_frac x spot rows) on each side and clipped to the CCD;
+//     round(pixpad_frac x spot rows) on each side and clipped to the image's rows (the CCD's, or
+//     ex2d's xyrange: ExtractionOptions::row_min, row_max);
 //   * its wavelengths reach nlo bins below the core and nhi above: the bins between the core and
 //     fibre speclo's wavelength int(wavepad_frac x spot rows) rows beyond the box, less one, and
 //     at least the resolution half-width.
 // One thread computes a patch from the PSF's traces (psf/model.hpp): its spot corners, trace
-// positions and the trace's inverse, each where specter evaluates them.
+// positions and the trace's inverse, each where specter evaluates them. The spots themselves
+// are specter's where its box starts later than perfex's (specter_spot_boxes).
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/extract/plan.hpp>
 #include <perfex/memory.hpp>
@@ -132,13 +134,14 @@ struct SpecterPatchFunctor {
   Kokkos::View<const double*, MemorySpace> wave;  // output grid
   double dw;
   int extra_rows, pad_rows, ndiag;
+  int row_min, row_max;  // the image's rows
 
   KOKKOS_INLINE_FUNCTION void operator()(int i) const {
     SpecterPatch p = patches(i);
     const double wlo = wave(p.k0), whi = wave(p.k0 + p.nkeep - 1);
     t.xyrange(p.speclo, p.spechi, wlo, whi, p);
-    p.ylo = math::max(p.ylo - extra_rows, 0);
-    p.yhi = math::min(p.yhi + extra_rows, t.npix_y);
+    p.ylo = math::max(p.ylo - extra_rows, row_min);
+    p.yhi = math::min(p.yhi + extra_rows, row_max);
     p.xhi = math::min(p.xhi, t.npix_x);
     const double below = t.d.trace_wavelength(p.speclo, p.ylo - pad_rows);
     const double above = t.d.trace_wavelength(p.speclo, p.yhi + pad_rows);
@@ -163,12 +166,11 @@ struct SpecterEdgeFunctor {
 
 // specter's geometry for the patches of a plan: each SpecterPatch's fibres and core set, its
 // box and padding computed on exec's device (one thread per patch). The PSF's wmin and wmax
-// (over all its fibres) come first, as specter's PSF computes them. ndiag: the resolution
-// half-width, the least padding.
+// (over all its fibres) come first, as specter's PSF computes them. opt: pixpad_frac,
+// wavepad_frac and the image's rows; ndiag: the resolution half-width, the least padding.
 template <class ExecSpace, class Psf>
 void specter_patches(const ExecSpace& exec, const Psf& psf, const std::vector<double>& wave,
-                     double pixpad_frac, double wavepad_frac, int ndiag,
-                     std::vector<SpecterPatch>& patches) {
+                     const ExtractionOptions& opt, int ndiag, std::vector<SpecterPatch>& patches) {
   using Mem = typename ExecSpace::memory_space;
   using Device = typename Psf::device_type;
   const int nfib = psf.nfib(), n = static_cast<int>(patches.size());
@@ -192,14 +194,52 @@ void specter_patches(const ExecSpace& exec, const Psf& psf, const std::vector<do
                                              psf.spot_cols(), psf.spot_rows(), bottom.min_val,
                                              top.max_val};
   // Python's round() (halves to even, as nearbyint in the default rounding mode) and int().
-  const int extra_rows = static_cast<int>(std::nearbyint(pixpad_frac * psf.spot_rows()));
-  const int pad_rows = static_cast<int>(wavepad_frac * psf.spot_rows());
-  Kokkos::parallel_for("perfex::extract::specter_patches",
-                       Kokkos::RangePolicy<ExecSpace>(exec, 0, n),
-                       detail::SpecterPatchFunctor<Device, Mem>{traces, device_patches, device_wave,
-                                                                dw, extra_rows, pad_rows, ndiag});
+  const int extra_rows = static_cast<int>(std::nearbyint(opt.pixpad_frac * psf.spot_rows()));
+  const int pad_rows = static_cast<int>(opt.wavepad_frac * psf.spot_rows());
+  const int row_max = opt.row_max < 0 ? psf.npix_y() : std::min(opt.row_max, psf.npix_y());
+  Kokkos::parallel_for(
+      "perfex::extract::specter_patches", Kokkos::RangePolicy<ExecSpace>(exec, 0, n),
+      detail::SpecterPatchFunctor<Device, Mem>{traces, device_patches, device_wave, dw, extra_rows,
+                                               pad_rows, ndiag, opt.row_min, row_max});
   Kokkos::deep_copy(exec, host, device_patches);
   exec.fence();
+}
+
+// specter's spots of fibres f0.. at wave[K] (compute_spots' output: spots [>= nf][>= K][ny][nx],
+// corners [>= nf][>= K]), as its PSF.xypix gives them: empty (0) where the trace is off the
+// CCD's rows [-0.5, npix_y - 0.5]; where specter's box starts later than perfex's
+// (psf::specter_corner: boxes starting off the CCD), the columns and rows before its corner 0
+// and the others normalised to sum 1 again, as specter normalises over its box. The corners
+// stay perfex's.
+template <class ExecSpace, class Psf, class WaveView, class SpotView, class CornerView>
+void specter_spot_boxes(const ExecSpace& exec, const Psf& psf, int f0, int nf, const WaveView& wave,
+                        const SpotView& spots, const CornerView& xcorner,
+                        const CornerView& ycorner) {
+  const int K = static_cast<int>(wave.extent(0)), ny = psf.spot_rows(), nx = psf.spot_cols();
+  const double last_edge = psf.npix_y() - 0.5;
+  const typename Psf::device_type d = psf.device();
+  Kokkos::parallel_for(
+      "perfex::extract::specter_spot_boxes", Kokkos::RangePolicy<ExecSpace>(exec, 0, nf * K),
+      KOKKOS_LAMBDA(int i) {
+        const int f = i / K, k = i - f * K;
+        const double y = d.trace_y(f0 + f, wave(k));
+        const psf::SpotCorner c = psf::specter_corner(d, f0 + f, wave(k));
+        const bool on_ccd = y >= -0.5 && y <= last_edge;
+        const int p0 = on_ccd ? math::max(c.row - ycorner(f, k), 0) : ny;
+        const int q0 = math::max(c.col - xcorner(f, k), 0);
+        if (p0 == 0 && q0 == 0) return;
+        double sum = 0;
+        for (int p = 0; p < ny; ++p)
+          for (int q = 0; q < nx; ++q) {
+            if (p < p0 || q < q0)
+              spots(f, k, p, q) = 0.0;
+            else
+              sum += spots(f, k, p, q);
+          }
+        if (sum > 0)
+          for (int p = p0; p < ny; ++p)
+            for (int q = q0; q < nx; ++q) spots(f, k, p, q) /= sum;
+      });
 }
 
 // The frame's patches (frame_patches' order) with specter's geometry: each SpecterPatch's box

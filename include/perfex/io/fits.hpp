@@ -12,7 +12,9 @@
 #include <fitsio.h>
 #include <zlib.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -22,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -177,11 +180,13 @@ inline void check_readable_file(const std::string& path) {
 // divides by zero). Anything else (truncation, missing END, ...) is left to CFITSIO's errors.
 // A directory, an empty file and a file that does not begin with a SIMPLE card (nor with the
 // magic number of a compression CFITSIO reads) are refused as not FITS files.
-inline void check_header_structure(const std::string& path) {
+// `file`: the name to open it by (an InputFile's reopen_name), when not `path`.
+inline void check_header_structure(const std::string& path, const std::string& file = "") {
+  const std::string& name = file.empty() ? path : file;
   struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return;  // CFITSIO's call (a missing file, "f.fits[1]")
+  if (stat(name.c_str(), &st) != 0) return;  // CFITSIO's call (a missing file, "f.fits[1]")
   if (S_ISDIR(st.st_mode)) throw Error("FITS file '" + path + "': is a directory, not a FITS file");
-  gzFile in = gzopen(path.c_str(), "rb");
+  gzFile in = gzopen(name.c_str(), "rb");
   if (!in) return;  // CFITSIO reports it
   struct Closer {
     gzFile f;
@@ -265,6 +270,43 @@ inline void check_header_structure(const std::string& path) {
   }
 }
 
+// A FITS file to read, opened once by its name: the header checks and CFITSIO then read this one
+// file, through the descriptor's own name (/proc/self/fd/N), even while a writer renames a new
+// version over the name (else each would open the name again and might meet another version).
+// Only a regular file is held; anything else (missing, a folder, a FIFO, "f.fits[1]", no /proc)
+// is left to the readers by name, whose messages say what it is.
+class InputFile {
+ public:
+  explicit InputFile(const std::string& path) {
+    if (path == "-") return;
+    // O_NONBLOCK: a FIFO swapped in after check_readable_file must not block the open.
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st {};
+    if (fd_ >= 0 && (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))) release();
+    if (fd_ >= 0) name_ = descriptor_name(fd_);
+    if (name_.empty()) release();
+  }
+  ~InputFile() { release(); }
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+  // The file open as descriptor `fd` by name: "" where the system gives it none.
+  static std::string descriptor_name(int fd) {
+    const std::string name = "/proc/self/fd/" + std::to_string(fd);
+    return ::access(name.c_str(), F_OK) == 0 ? name : "";
+  }
+  // The name that opens this very file again ("" when none is held).
+  const std::string& reopen_name() const { return name_; }
+
+ private:
+  void release() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    name_.clear();
+  }
+  int fd_ = -1;
+  std::string name_;
+};
+
 }  // namespace detail
 
 class FitsFile {
@@ -283,15 +325,21 @@ class FitsFile {
       std::remove(path.c_str());
       fits_create_diskfile(&fptr_, path.c_str(), &status);
       if (status) fail(status, "cannot create FITS file");
+    } else if (mode == Mode::read) {
+      detail::check_readable_file(path);
+      // Held while open: CFITSIO takes a name it already has open for that file.
+      input_ = std::make_unique<detail::InputFile>(path);
+      open_existing(input_->reopen_name(), READONLY);
     } else {
       detail::check_readable_file(path);
-      detail::check_header_structure(path);
-      fits_open_file(&fptr_, path.c_str(), mode == Mode::read ? READONLY : READWRITE, &status);
-      if (status) {
-        fptr_ = nullptr;
-        fail(status, "cannot open FITS file");
-      }
+      open_existing("", READWRITE);
     }
+  }
+  // The file a caller holds open as descriptor fd (the caller's, open while this is), read only,
+  // named path in messages: for a caller that reads it too (the gpu_specter drop-in's astropy
+  // reader), so that both read one file whatever a writer renames over the name meanwhile.
+  FitsFile(const std::string& path, int fd) : path_(path) {
+    open_existing(detail::InputFile::descriptor_name(fd), READONLY);
   }
   static FitsFile open(const std::string& path) { return FitsFile(path, Mode::read); }
   static FitsFile open_readwrite(const std::string& path) {
@@ -302,12 +350,20 @@ class FitsFile {
   ~FitsFile() { close_quietly(); }
   FitsFile(const FitsFile&) = delete;
   FitsFile& operator=(const FitsFile&) = delete;
-  FitsFile(FitsFile&& o) noexcept : fptr_(o.fptr_), path_(std::move(o.path_)) { o.fptr_ = nullptr; }
+  FitsFile(FitsFile&& o) noexcept
+      : fptr_(o.fptr_),
+        path_(std::move(o.path_)),
+        input_(std::move(o.input_)),
+        via_(std::move(o.via_)) {
+    o.fptr_ = nullptr;
+  }
   FitsFile& operator=(FitsFile&& o) noexcept {
     if (this != &o) {
       close_quietly();
       fptr_ = o.fptr_;
       path_ = std::move(o.path_);
+      input_ = std::move(o.input_);
+      via_ = std::move(o.via_);
       o.fptr_ = nullptr;
     }
     return *this;
@@ -319,6 +375,7 @@ class FitsFile {
     int status = 0;
     fits_close_file(fptr_, &status);
     fptr_ = nullptr;
+    input_.reset();
     if (status)
       throw Error("FITS file '" + path_ + "': error while closing: " + detail::status_text(status));
   }
@@ -822,6 +879,10 @@ class FitsFile {
     if (fptr_) msg += ", " + hdu_label();
     msg += ": " + what;
     if (status) msg += ": " + detail::status_text(status);
+    // CFITSIO's messages name the file as it was opened: the caller knows it by path_.
+    for (auto at = via_.empty() ? std::string::npos : msg.find(via_); at != std::string::npos;
+         at = msg.find(via_, at + path_.size()))
+      msg.replace(at, via_.size(), path_);
     // CFITSIO says only "error writing to FITS file"; the system's reason is what to act on.
     if (status == WRITE_ERROR || status == FILE_NOT_CREATED || status == FILE_NOT_OPENED)
       msg += detail::system_reason(saved_errno);
@@ -829,6 +890,19 @@ class FitsFile {
   }
 
  private:
+  // Opens path_ (through `file`, another name of the same file, when not empty) after the
+  // header checks.
+  void open_existing(const std::string& file, int iomode) {
+    detail::check_header_structure(path_, file);
+    via_ = file;
+    int status = 0;
+    fits_open_file(&fptr_, (file.empty() ? path_ : file).c_str(), iomode, &status);
+    if (status) {
+      fptr_ = nullptr;
+      fail(status, "cannot open FITS file");
+    }
+  }
+
   void check_image_hdu() const {
     if (hdu_type() != HduType::image) fail(0, "not an image HDU");
   }
@@ -885,6 +959,7 @@ class FitsFile {
       fits_clear_errmsg();
       fptr_ = nullptr;
     }
+    input_.reset();
   }
   fitsfile* handle_checked() const {
     if (!fptr_) throw Error("FITS file '" + path_ + "': not open");
@@ -907,13 +982,17 @@ class FitsFile {
 
   fitsfile* fptr_ = nullptr;
   std::string path_;
+  std::unique_ptr<detail::InputFile> input_;  // the file read (Mode::read)
+  std::string via_;                           // the name CFITSIO opened it by, when not path_
 };
 
 // Opens a FITS file as every reader does (the same checks and messages: missing, a directory,
 // not FITS, damaged headers) and requires the HDUs named; for readers outside the library
 // (the gpu_specter drop-in's astropy readers) to fail as perfex's own do.
-inline void check_fits_file(const std::string& path, const std::vector<std::string>& hdus) {
-  FitsFile f = FitsFile::open(path);
+// fd: the file open as this descriptor, named path (FitsFile(path, fd)); -1: path opened.
+inline void check_fits_file(const std::string& path, const std::vector<std::string>& hdus,
+                            int fd = -1) {
+  FitsFile f = fd < 0 ? FitsFile::open(path) : FitsFile(path, fd);
   for (const std::string& extname : hdus) f.move_to(extname);
 }
 

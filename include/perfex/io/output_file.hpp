@@ -178,8 +178,9 @@ class TemporaryCreation {
 // A temporary file next to `target`, removed by the destructor unless released (renamed).
 class TempFile {
  public:
-  // Created like any new file (mode 0666 less the umask), under a name no other file has.
-  TempFile(const std::string& target, const char* tag) {
+  // Created like any new file (mode 0666 less the umask), under a name no other file has; with
+  // link_from, a hard link to that file instead (the old content of an output being replaced).
+  TempFile(const std::string& target, const char* tag, const std::string& link_from = "") {
     const std::string stem = folder_of(target) + "/." + base_of(target) + "." + tag + "-";
     static std::atomic<unsigned> counter{0};
     const unsigned long long seed = (static_cast<unsigned long long>(getpid()) << 32) ^
@@ -190,11 +191,12 @@ class TempFile {
       const char* digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
       std::string name = stem;
       for (int c = 0; c < 6; ++c, x /= 62) name += digits[x % 62];
-      const int error = create_registered(name);
+      const int error = create_registered(name, link_from);
       if (error == 0) return;
       if (error != EEXIST) {
         throw Error("perfex: cannot create a temporary file in " + folder_of(target) +
-                    " to write " + target + ": " + std::strerror(error));
+                    (link_from.empty() ? " to write " : " to keep the old ") + target + ": " +
+                    std::strerror(error));
       }
     }
     throw Error("perfex: cannot create a temporary file in " + folder_of(target) + " to write " +
@@ -209,29 +211,39 @@ class TempFile {
   const std::string& path() const { return path_; }
   // Renames the temporary to `target` (atomic within a file system).
   void rename_to(const std::string& target) {
-    if (std::rename(path_.c_str(), target.c_str()) != 0) {
-      const int error = errno;
-      await_end_if_cleaning_up();
-      throw Error("perfex: cannot rename " + path_ + " to " + target + ": " + std::strerror(error));
-    }
+    const int error = try_rename_to(target);
+    if (error == 0) return;
+    await_end_if_cleaning_up();
+    throw Error("perfex: cannot rename " + path_ + " to " + target + ": " + std::strerror(error));
+  }
+  // rename_to's rename: 0 (the file is target's now, no longer this temporary) or the errno.
+  int try_rename_to(const std::string& target) {
+    if (std::rename(path_.c_str(), target.c_str()) != 0) return errno;
+    release();
+    return 0;
+  }
+  // Forgets the file: the destructor leaves it where it is.
+  void release() {
     path_.clear();
     temp_files.remove(slot_);
     slot_ = -1;
   }
 
  private:
-  // Registers `name`, then creates it (O_EXCL), as one TemporaryCreation; on success path_
-  // and slot_ hold it. Returns 0 or the errno of the failure.
-  int create_registered(const std::string& name) {
+  // Registers `name`, then creates it (O_EXCL, or a hard link to link_from), as one
+  // TemporaryCreation; on success path_ and slot_ hold it. Returns 0 or the errno of the failure.
+  int create_registered(const std::string& name, const std::string& link_from) {
     const TemporaryCreation creating;
     const int slot = temp_files.add(name);
-    const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    const int fd = link_from.empty()
+                       ? ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666)
+                       : ::link(link_from.c_str(), name.c_str());
     if (fd < 0) {
       const int error = errno;
       temp_files.remove(slot);
       return error;
     }
-    ::close(fd);
+    if (link_from.empty()) ::close(fd);
     path_ = name;
     slot_ = slot;
     return 0;
@@ -368,6 +380,7 @@ class AtomicOutput {
   void commit() { tmp_.rename_to(target_); }
 
  private:
+  friend class OutputSet;
   std::string target_;
   output_detail::TempFile tmp_;
 };
@@ -391,30 +404,111 @@ void writing(const std::string& temp, const std::string& target, Body&& body) {
 // The outputs of one job, which must change together (a frame and its model image): add()
 // writes each into its hidden temporary, commit() renames them all once every one is complete.
 // A failure while writing any of them (a full disk) leaves every existing output as it was; the
-// temporaries are removed when the set is destroyed uncommitted.
+// temporaries are removed when the set is destroyed uncommitted. One file may be only one output
+// of a set (RequestError naming both names).
 class OutputSet {
  public:
+  // Output `path`'s hidden temporary, for a writer that opens it itself (as AtomicOutput's).
+  AtomicOutput& start(const std::string& path) {
+    auto out = std::make_unique<AtomicOutput>(path);
+    const FileIdentity id = file_identity(out->target());
+    for (const auto& [earlier, earlier_id] : outputs_)
+      if (same_file(id, earlier_id))
+        throw RequestError("output " + path + " is the same file as output " + earlier.path +
+                           " of the same set; name each output once");
+    outputs_.push_back({Started{path, std::move(out)}, id});
+    return *outputs_.back().first.out;
+  }
+  // Removes the output whose temporary is `temporary` (its writer failed): the file is deleted.
+  void drop(const std::string& temporary) {
+    for (auto o = outputs_.begin(); o != outputs_.end(); ++o)
+      if (o->first.out->path() == temporary) {
+        outputs_.erase(o);
+        return;
+      }
+  }
   // Runs body(temporary path) for output `path` (".gz": the body's file gzip-compressed).
   template <class Body>
   void add(const std::string& path, Body&& body) {
-    auto out = std::make_unique<AtomicOutput>(path);
-    if (output_detail::ends_with(out->target(), ".gz")) {
-      output_detail::TempFile raw(out->target(), "raw");
-      output_detail::writing(raw.path(), out->target(), body);
-      output_detail::gzip_file(raw.path(), out->path(), out->target());
-    } else {
-      output_detail::writing(out->path(), out->target(), body);
+    AtomicOutput& out = start(path);
+    try {
+      if (output_detail::ends_with(out.target(), ".gz")) {
+        output_detail::TempFile raw(out.target(), "raw");
+        output_detail::writing(raw.path(), out.target(), body);
+        output_detail::gzip_file(raw.path(), out.path(), out.target());
+      } else {
+        output_detail::writing(out.path(), out.target(), body);
+      }
+    } catch (...) {
+      drop(out.path());
+      throw;
     }
-    outputs_.push_back(std::move(out));
   }
-  // Renames every temporary over its target (renames within a folder need no space).
+  // Renames every temporary over its target (renames within a folder need no space), all or
+  // none: every target is checked first (a directory or device now there changes nothing), and
+  // when a rename fails, the outputs already renamed get their old files back (hard links kept
+  // during the commit, so the targets never go missing) or are removed if they were new; where
+  // no hard link can be made, the commit is refused before any rename. What remains: readers may
+  // see the new outputs renamed before the failure until they are restored, and a process killed
+  // mid-commit (SIGKILL, a crash) may leave some outputs new, the old files kept in hidden
+  // .NAME.old-XXXXXX next to them.
   void commit() {
-    for (auto& out : outputs_) out->commit();
+    for (const auto& [started, id] : outputs_) {
+      struct stat st;
+      const std::string& target = started.out->target();
+      if (stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+        throw Error("perfex: cannot replace " + target + ": it is now " +
+                    output_detail::file_kind(st.st_mode) + "; no output of " +
+                    (outputs_.size() > 1 ? "the set" : "it") + " was changed");
+    }
+    if (outputs_.size() > 1)
+      commit_together();
+    else if (!outputs_.empty())
+      outputs_[0].first.out->commit();
     outputs_.clear();
   }
 
  private:
-  std::vector<std::unique_ptr<AtomicOutput>> outputs_;
+  struct Started {
+    std::string path;  // as the caller named it
+    std::unique_ptr<AtomicOutput> out;
+  };
+
+  void commit_together() {
+    using output_detail::TempFile;
+    std::vector<std::unique_ptr<TempFile>> old(outputs_.size());
+    for (std::size_t i = 0; i < outputs_.size(); ++i) {
+      const std::string& target = outputs_[i].first.out->target();
+      if (::access(target.c_str(), F_OK) == 0)
+        old[i] = std::make_unique<TempFile>(target, "old", target);
+    }
+    // From the first rename to the last restore, a cleanup signal waits (the scope creates no
+    // temporary: a nested creation would wait for a handler that waits for this scope).
+    const output_detail::TemporaryCreation committing;
+    for (std::size_t i = 0; i < outputs_.size(); ++i) {
+      AtomicOutput& out = *outputs_[i].first.out;
+      const std::string temp = out.path();
+      const int error = out.tmp_.try_rename_to(out.target());
+      if (error == 0) continue;
+      std::string message = "perfex: cannot rename " + temp + " to " + out.target() + ": " +
+                            std::strerror(error) +
+                            "; the set's other outputs were left as they were";
+      for (std::size_t j = 0; j < i; ++j) {
+        const std::string& target = outputs_[j].first.out->target();
+        const int undo =
+            old[j] ? old[j]->try_rename_to(target) : (::unlink(target.c_str()) == 0 ? 0 : errno);
+        if (undo == 0) continue;
+        message += "; but " + target + " could not be restored (" + std::strerror(undo) + ")";
+        if (old[j]) {
+          message += ": its old content is in " + old[j]->path();
+          old[j]->release();
+        }
+      }
+      throw Error(message);
+    }
+  }
+
+  std::vector<std::pair<Started, FileIdentity>> outputs_;
 };
 
 template <class Body>

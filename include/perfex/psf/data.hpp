@@ -26,6 +26,25 @@ struct PsfSummary {
   double trace_wavemin = 0, trace_wavemax = 0;  // where the traces are defined
 };
 
+// Why fibres [first, first + count) are not all among a PSF's nfib fibres, in the caller's names
+// for first and count ("specmin", "nspec"; no count name: one fibre), or "" when they are. Every
+// front end's and kernel's check of a fibre range (the arguments are 64-bit: no int overflows).
+inline std::string fibre_range_problem(long long first, long long count, int nfib,
+                                       const std::string& first_name,
+                                       const std::string& count_name = "") {
+  const std::string has =
+      "the PSF has " + std::to_string(nfib) + " fibres (0-" + std::to_string(nfib - 1) + ")";
+  if (count < 1) return count_name + " " + std::to_string(count) + ": at least one fibre is needed";
+  if (first < 0)
+    return first_name + " " + std::to_string(first) + ": fibres are numbered from 0 (" + has + ")";
+  if (first + count <= nfib) return "";
+  if (count_name.empty())
+    return first_name + " " + std::to_string(first) + " requested, but " + has;
+  return "fibres " + std::to_string(first) + "-" + std::to_string(first + count - 1) + " (" +
+         first_name + " " + std::to_string(first) + ", " + count_name + " " +
+         std::to_string(count) + ") requested, but " + has;
+}
+
 // How messages name a PSF: "PSF '<file>'", or its origin ("synthetic PSF", "gpu_specter PSF
 // dict") for one built in memory.
 inline std::string psf_label(const std::string& source,

@@ -13,16 +13,17 @@
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/detail/team_shape.hpp>
 #include <perfex/error.hpp>
+#include <perfex/psf/data.hpp>
 #include <perfex/psf/model.hpp>
 
 namespace perfex {
 namespace psf {
 
-// Throws unless [f0, f0 + nf) are fibres of a model with nfib fibres.
+// Throws unless [f0, f0 + nf) are fibres of a model with nfib fibres (nf = 0: nothing to do).
 inline void check_fibre_range(int f0, int nf, int nfib, const char* who) {
-  if (f0 < 0 || nf < 0 || f0 + nf > nfib)
-    throw Error(std::string(who) + ": fibres [" + std::to_string(f0) + ", " +
-                std::to_string(f0 + nf) + ") outside the PSF's 0.." + std::to_string(nfib - 1));
+  if (nf == 0) return;
+  const std::string problem = fibre_range_problem(f0, nf, nfib, "f0", "nf");
+  if (!problem.empty()) throw Error(std::string(who) + ": " + problem);
 }
 
 // Normalised spots of fibres [f0, f0+nf) × wave[K]: a team per run of wavelengths of one fibre,

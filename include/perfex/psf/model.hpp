@@ -32,6 +32,13 @@
 //       *out.row0 (the same as spot_corner). Called by one thread of a team; the thread may
 //       use its vector lanes. scratch holds spot_scratch() doubles of its own.
 //
+// Optionally, for specter's geometry (extract/specter_geometry.hpp):
+//
+//   SpotCorner specter_corner(int fibre, double wave)
+//       the corner of specter's box for the spot, where specter's rounding differs from
+//       spot_corner's (it truncates toward zero): at most one column or row later, its pixels
+//       before it left out of the spot's normalisation. Without it, spot_corner.
+//
 // The resolution band keeps spot_rows()/2 diagonals on each side.
 #include <Kokkos_Core.hpp>
 
@@ -93,6 +100,8 @@ PERFEX_PSF_MEMBER_TRAIT(has_trace,
                         double);
 PERFEX_PSF_MEMBER_TRAIT(has_inverse, std::declval<const P&>().trace_wavelength(0, 0.0), double);
 PERFEX_PSF_MEMBER_TRAIT(has_corner, std::declval<const P&>().spot_corner(0, 0.0), SpotCorner);
+PERFEX_PSF_MEMBER_TRAIT(has_specter_corner, std::declval<const P&>().specter_corner(0, 0.0),
+                        SpotCorner);
 PERFEX_PSF_MEMBER_TRAIT(has_scratch, std::declval<const P&>().spot_scratch(), int);
 #undef PERFEX_PSF_MEMBER_TRAIT
 
@@ -118,6 +127,15 @@ struct has_spot<D, Member,
                     std::declval<const SpotOutput&>()))>> : std::true_type {};
 
 }  // namespace detail
+
+// The corner of specter's box for a spot of device d: its specter_corner, else spot_corner.
+template <class D>
+KOKKOS_INLINE_FUNCTION SpotCorner specter_corner(const D& d, int fibre, double wave) {
+  if constexpr (detail::has_specter_corner<D>::value)
+    return d.specter_corner(fibre, wave);
+  else
+    return d.spot_corner(fibre, wave);
+}
 
 // Whether P models the PSF concept (every piece present).
 template <class P>

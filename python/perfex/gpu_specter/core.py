@@ -56,6 +56,10 @@ def _grid(wavelength, psf):
     raise perfex.Error(f"wavelength: expected None, 'wmin,wmax,dw', a tuple or an array, got {wavelength!r}")
 
 
+# The library's names of gpu_specter's arguments that it names otherwise.
+_NAMES = {"wavepad0": "wavepad"}
+
+
 def perfex_options(
     bundlesize, specmin, nspec, nwavestep, nsubbundles, model, regularize, psferr, wavepad, pixpad_frac, wavepad_frac
 ):
@@ -80,10 +84,8 @@ def perfex_options(
 def check_values(options, grid=None):
     """The library's checks of every option's value (perfex.RequestError naming it, with
     gpu_specter's name wavepad); returns the checked C++ options."""
-    try:
+    with perfex.options.named_as(_NAMES):
         return perfex.options.cxx_options(perfex.options.make_options(wavelength=grid, **options))
-    except perfex.RequestError as e:  # the library's name for gpu_specter's wavepad
-        raise perfex.RequestError(str(e).replace("wavepad0", "wavepad")) from None
 
 
 def extract_frame(
@@ -136,9 +138,10 @@ def extract_frame(
     options = perfex_options(*arguments, pixpad_frac, wavepad_frac)
     inputs, options["wavelength"] = _checked_inputs(comm, img, psf, wavelength, options, log)
     phases, start = perfex.PhaseTimes(), time.time()
-    frame = perfex.extract_frame(
-        *inputs, comm=comm, backend=backend, progress=False, phases=phases, log_warnings=False, **options
-    )
+    with perfex.options.named_as(_NAMES):
+        frame = perfex.extract_frame(
+            *inputs, comm=comm, backend=backend, progress=False, phases=phases, log_warnings=False, **options
+        )
     stamps.update(_stamps(phases, start, time.time(), size > 1))
     result = _result(frame, log) if frame is not None else None
     stamps["assembled-frame"] = time.time()

@@ -13,9 +13,11 @@ interrupted, and by a signal that ends the process; a write the system refuses n
 and the system's reason ("File too large").
 """
 
+import contextlib
 import io
 import os
 import re
+import stat
 
 import numpy as np
 
@@ -46,16 +48,37 @@ def native_endian(data):
     return data.view(data.dtype.newbyteorder())
 
 
-def _check_fits(filename, *extnames):
+def _check_fits(filename, *extnames, fd=-1):
     """perfex's checks of a FITS file and its HDUs (the library's, as every perfex reader makes
-    them), as an OSError with the library's message; file objects are left to astropy."""
+    them), as an OSError with the library's message; file objects are left to astropy. fd: the
+    file open as this descriptor (_checked)."""
     if not isinstance(filename, (str, bytes, os.PathLike)):
         return
     path = os.fsdecode(filename)
     try:
-        perfex.frames.check_fits(path, extnames)
+        perfex.frames.check_fits(path, extnames, fd)
     except perfex.Error as e:
         raise (OSError if os.path.lexists(path) else FileNotFoundError)(str(e)) from None
+
+
+@contextlib.contextmanager
+def _checked(filename, *extnames):
+    """What astropy opens for filename, after _check_fits: a regular file opened once, that the
+    checks and astropy both read (whatever a writer renames over the name meanwhile, each
+    reading by name could meet another file, or none); else the name, or a file object as
+    given."""
+    fd = -1
+    if isinstance(filename, (str, bytes, os.PathLike)):
+        try:  # O_NONBLOCK: a FIFO is refused by the checks, never waited on
+            fd = os.open(filename, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            pass  # missing, unreadable: the checks' messages name it
+    if fd >= 0 and not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        fd = -1
+    with os.fdopen(fd, "rb") if fd >= 0 else contextlib.nullcontext(filename) as f:
+        _check_fits(filename, *extnames, fd=fd)
+        yield f
 
 
 def _read_checked(filename):
@@ -158,8 +181,7 @@ def read_img(filename):
     are required."""
     from astropy.io import fits
 
-    _check_fits(filename, "IMAGE", "IVAR", "MASK", "FIBERMAP")
-    with fits.open(filename, memmap=False) as hdus:
+    with _checked(filename, "IMAGE", "IVAR", "MASK", "FIBERMAP") as f, fits.open(f, memmap=False) as hdus:
         image = _hdu(hdus, filename, "IMAGE")
         ivar = _hdu(hdus, filename, "IVAR")
         mask = _hdu(hdus, filename, "MASK")
@@ -313,8 +335,8 @@ def read_frame(filename):
     byte order)."""
     from astropy.io import fits
 
-    _check_fits(filename, "FLUX", "IVAR", "WAVELENGTH", "MASK", "RESOLUTION", "FIBERMAP", "CHI2PIX")
-    with fits.open(filename, memmap=False) as hdus:
+    extnames = ("FLUX", "IVAR", "WAVELENGTH", "MASK", "RESOLUTION", "FIBERMAP", "CHI2PIX")
+    with _checked(filename, *extnames) as f, fits.open(f, memmap=False) as hdus:
 
         def image(extname):
             data = _hdu(hdus, filename, extname).data

@@ -62,7 +62,8 @@ def ex2d(
     masked) with psf at wavelengths (a uniform grid), as specter.extract.ex2d.
 
     image covers the CCD, or the box xyrange = (xmin, xmax, ymin, ymax) of it (an image smaller
-    than the CCD without xyrange: its first rows and columns, as in specter). regularize,
+    than the CCD without xyrange: its first rows and columns, as in specter), the patches' rows
+    then clipped to the box's as specter clips them. regularize,
     bundlesize, nsubbundles, wavesize (wavelength bins per patch), psferr (None: the PSF's),
     pixpad_frac and wavepad_frac are perfex.extract_frame's regularize, bundlesize,
     nsubbundles, nwavestep, psferr, pixpad_frac and wavepad_frac; ndecorr=True decorrelates the
@@ -74,11 +75,14 @@ def ex2d(
     of the widest spot in bins, at most half a spot). With full_output, the dict of those
     (flux, ivar, resolution_data) and modelimage (image's shape), pixmask_fraction and chi2pix.
     """
+    perfex.options.check_value("nwavestep", wavesize, "wavesize")
     pxpsf = _perfex_psf(psf)
     grid = perfex.options.grid_of_values(np.asarray(wavelengths, dtype=np.float64), "wavelengths")
     if debug:
         log.warning("ex2d: debug=True ignored (specter opens an IPython shell; perfex.specter does not)")
     pixels, ivar, xyrange = _image_on_ccd(image, imageivar, xyrange, (pxpsf.npix_y, pxpsf.npix_x))
+    # specter clips its patches' rows to the image's box, not to the CCD.
+    rows = {} if xyrange is None else dict(row_min=xyrange[2], row_max=xyrange[3])
     frame = perfex.extract_frame(
         pixels,
         ivar,
@@ -97,6 +101,7 @@ def ex2d(
         geometry="specter",
         model_image=bool(full_output),
         progress=None if verbose else False,
+        **rows,
     )
     specter_psf = psf if isinstance(psf, PSF) else psf_of(pxpsf)
     rdata = _specter_band(frame.resolution, resolution_ndiag(specter_psf, specmin, nspec, grid[2]))
@@ -154,29 +159,26 @@ def _specter_band(band, ndiag):
 # The library solves patches inside perfex.extract_frame and binds no single-patch solver: these
 # are specter's small dense helpers, in numpy, for its tests and for studies of one patch.
 
-# Eigenvalues below this fraction of the largest are raised to it: the condition number stays
-# within what 64-bit floating point resolves (spec 6.4).
+# Eigenvalues not above this fraction of the largest are raised to it, as specter: the condition
+# number stays within what 64-bit floating point resolves (spec 6.4).
 _EIGEN_FLOOR = 10.0 * np.finfo(np.float64).eps
 
 
 def eigen_compose(w, v, invert=False, sqr=False):
-    """The symmetric matrix v diag(f(w)) v^T of eigenvalues w[n] and eigenvectors v[n][n] (as
-    scipy.linalg.eigh returns them), f(w) = w, or sqrt(w) with sqr, inverted with invert.
-    Eigenvalues (or their square roots) below 10 eps of the largest are raised to that floor."""
+    """specter's eigen_compose: the symmetric matrix v diag(f(w)) v^T of eigenvalues w[n] and
+    eigenvectors v[n][n] (as scipy.linalg.eigh returns them), f(w) = w, or sqrt(w) with sqr,
+    inverted with invert. As specter, f(w) becomes the floor, 10 eps times f(max(w)), where the
+    value compared with it is not above it: f(w) with invert, w itself without (so with sqr a w
+    in (0, floor] takes the floor though its square root is larger); negative w always do."""
     w = np.asarray(w, dtype=np.float64)
     v = np.asarray(v, dtype=np.float64)
-    values = np.sqrt(np.abs(w)) if sqr else w
-    floor = _EIGEN_FLOOR * np.max(np.abs(values))
-    values = np.where(values > floor, values, floor)
-    if invert:
-        values = 1.0 / values
-    return (v * values) @ v.T
-
-
-def _symmetric_eigh(matrix):
-    import scipy.linalg
-
-    return scipy.linalg.eigh(0.5 * (matrix + matrix.T))
+    with np.errstate(invalid="ignore", divide="ignore"):  # sqrt of negatives: NaN, never kept
+        values = np.sqrt(w) if sqr else w
+        floor = _EIGEN_FLOOR * (np.sqrt(np.max(w)) if sqr else np.max(w))
+        values = np.where((values if invert else w) > floor, values, floor)
+        if invert:
+            values = 1.0 / values
+    return v @ (values[:, None] * v.T)
 
 
 def resolution_from_icov(icov, decorr=None):
@@ -184,11 +186,14 @@ def resolution_from_icov(icov, decorr=None):
     of R's reconvolved flux, (R, ivar[n]) (B&S eq. 11-16): Q = icov^(1/2) (decorrelated noise),
     or with decorr = the sizes of consecutive blocks (one per spectrum), Q = the block-diagonal
     of C_bb^(-1/2) with C = icov^(-1) (decorrelated signal); R = Q with rows scaled to sum 1,
-    ivar = Q's row sums squared."""
+    ivar = Q's row sums squared. As specter: icov symmetrised, C's blocks taken as they are
+    (eigh reads their lower triangles), eigenvalues floored by eigen_compose."""
+    import scipy.linalg
+
     icov = np.asarray(icov.toarray() if hasattr(icov, "toarray") else icov, dtype=np.float64)
     if icov.ndim != 2 or icov.shape[0] != icov.shape[1]:
         raise ValueError(f"resolution_from_icov: icov must be square, got shape {icov.shape}")
-    w, v = _symmetric_eigh(icov)
+    w, v = scipy.linalg.eigh(0.5 * (icov + icov.T))
     if decorr is None:
         q = eigen_compose(w, v, sqr=True)
     else:
@@ -198,10 +203,10 @@ def resolution_from_icov(icov, decorr=None):
         cov = eigen_compose(w, v, invert=True)
         q = np.zeros_like(icov)
         for start, stop in zip(np.cumsum(sizes) - sizes, np.cumsum(sizes)):
-            wb, vb = _symmetric_eigh(cov[start:stop, start:stop])
+            wb, vb = scipy.linalg.eigh(cov[start:stop, start:stop])
             q[start:stop, start:stop] = eigen_compose(wb, vb, invert=True, sqr=True)
     norm = q.sum(axis=1)
-    return q / norm[:, None], norm**2
+    return (1.0 / norm)[:, None] * q, norm**2
 
 
 def _patch_box(image, ivar, psf, specmin, nspec, wavelengths, xyrange):

@@ -3,7 +3,8 @@
 Every format perfex.read_psf reads (GAUSS-HERMITE PSFVER 1-3, GAUSS-HERMITE2, SPOTGRID) loads;
 MONOSPOT and PCA-PIX are refused by name. The geometry (x, y, wavelength, xyrange) follows
 specter's definitions on the PSF's Legendre traces; the spots (xypix, pix, project,
-projection_matrix) are perfex's, which match specter's PSF.xypix to 3e-13 of their peak.
+projection_matrix) are perfex's in specter's boxes, which match specter's PSF.xypix to 4e-13 of
+their peak, spots clipped by the CCD's first row included.
 """
 
 import logging
@@ -58,6 +59,9 @@ class PSF:
     perfex.extract_frame takes)."""
 
     _type = None  # the PSFTYPE a subclass requires
+    # specter's spot box starts at int(trace - half size + _box_offset), truncated toward zero
+    # where perfex's floors (None: at perfex's).
+    _box_offset = None
 
     def __init__(self, filename):
         """filename: a PSF file, or a perfex.Psf."""
@@ -163,7 +167,7 @@ class PSF:
         """The Gaussian sigma (pixels) of the spot's profile across (axis 0: x) or along (axis
         1: y) the trace: the format's GHSIGX/GHSIGY trace, else a degree-5 Legendre fit of
         Gaussians fitted to the spot's profiles at 20 wavelengths from row 10 to npix_y - 10
-        (within the PSF's wavelength domain)."""
+        (spots beyond the PSF's wavelength domain extrapolated, as specter's are)."""
         name = ("GHSIGX", "GHSIGY")[axis]
         if name in self.coeff:
             return self.coeff[name].eval(ispec, wavelength)
@@ -172,8 +176,6 @@ class PSF:
             import scipy.optimize
 
             ww = self.wavelength(ispec, y=np.linspace(10, self.npix_y - 10, 20))
-            # specter extrapolates its spots beyond the PSF's wavelength domain, perfex does not.
-            ww = np.linspace(max(ww[0], self.perfex_psf.wavemin), min(ww[-1], self.perfex_psf.wavemax), 20)
             sigmas = []
             for w in ww:
                 profile = self.pix(ispec, w).sum(axis=axis)
@@ -196,8 +198,24 @@ class PSF:
 
     # ---- spots ------------------------------------------------------------------------------
     def _xypix(self, ispec, wavelength, ispec_cache=None, iwave_cache=None):
-        """(xslice, yslice, pixels) of the spot, not clipped to the CCD (perfex's spots)."""
-        return self.perfex_psf.xypix(int(ispec), float(wavelength))
+        """(xslice, yslice, pixels) of the spot, not clipped to the CCD (perfex's spots in
+        specter's box)."""
+        xs, ys, pix = self.perfex_psf.xypix(int(ispec), float(wavelength))
+        x0, y0, pix = self._specter_box(ispec, wavelength, xs.start, ys.start, pix)
+        return slice(x0, xs.stop), slice(y0, ys.stop), pix
+
+    def _specter_box(self, ispec, wavelength, x0, y0, pix):
+        """(x0, y0, pixels) of a spot of perfex's box (first column x0, row y0) in specter's:
+        where specter's starts a column or row later (boxes starting off the CCD), without the
+        pixels before it and normalised over the others, as specter normalises its box."""
+        if self._box_offset is None or min(x0, y0) >= 0:
+            return x0, y0, pix
+        xy = self._x.eval(ispec, wavelength), self._y.eval(ispec, wavelength)
+        half = self.perfex_psf.hsizex, self.perfex_psf.hsizey
+        dx, dy = (max(int(c - h + self._box_offset) - c0, 0) for c, h, c0 in zip(xy, half, (x0, y0)))
+        if dx or dy:
+            pix = pix[dy:, dx:] / np.sum(pix[dy:, dx:])
+        return x0 + dx, y0 + dy, pix
 
     def xypix(self, ispec, wavelength, xmin=0, xmax=None, ymin=0, ymax=None, ispec_cache=None, iwave_cache=None):
         """(xslice, yslice, pixels[ny][nx]) such that image[yslice, xslice] += photons * pixels
@@ -274,7 +292,9 @@ class PSF:
             spots, xcorner, ycorner = self.perfex_psf.spots(ispec, 1, wspec[on_ccd])
             ny, nx = spots.shape[2:]
             for j, pix, x0, y0 in zip(on_ccd.tolist(), spots[0], xcorner[0].tolist(), ycorner[0].tolist()):
-                xlo, xhi, ylo, yhi = max(x0, xmin), min(x0 + nx, xmax), max(y0, ymin), min(y0 + ny, ymax)
+                xhi, yhi = min(x0 + nx, xmax), min(y0 + ny, ymax)
+                x0, y0, pix = self._specter_box(ispec, wspec[j], x0, y0, pix)
+                xlo, ylo = max(x0, xmin), max(y0, ymin)
                 if xhi > xlo and yhi > ylo:
                     box = pix[ylo - y0 : yhi - y0, xlo - x0 : xhi - x0]
                     yield i, j, slice(ylo - ymin, yhi - ymin), slice(xlo - xmin, xhi - xmin), box
@@ -298,8 +318,14 @@ class PSF:
         if specmin + nspec > self.nspec:
             log.warning("project: specmin+nspec (%d+%d) > psf.nspec %d", specmin, nspec, self.nspec)
         image = np.zeros((phot.shape[0], ymax - ymin, xmax - xmin))
+        specmax = min(specmin + nspec, self.nspec)
+        # specter projects the wavelengths between rows 0 and npix_y (pixel centres), not the
+        # CCD's edges: none of the light of the first half row.
+        wspec = wavelength[: specmax - specmin] if wavelength.ndim == 2 else wavelength[None]
+        rows = self.wavelength(range(specmin, specmax), np.array([0, self.npix_y]))
         lit = np.any(phot != 0.0, axis=0)
-        for i, j, ys, xs, pix in self._spots(specmin, min(specmin + nspec, self.nspec), wavelength, xyrange):
+        lit[: specmax - specmin] &= (wspec >= rows[:, :1]) & (wspec <= rows[:, 1:])
+        for i, j, ys, xs, pix in self._spots(specmin, specmax, wavelength, xyrange):
             if lit[i, j]:
                 for k in range(phot.shape[0]):
                     image[k, ys, xs] += pix * phot[k, i, j]
@@ -331,6 +357,7 @@ class GaussHermitePSF(PSF):
     """A GAUSS-HERMITE PSF (specex, PSFVER 1-3)."""
 
     _type = "GAUSS-HERMITE"
+    _box_offset = 0.5
 
     def _sigma_traces(self, fields):
         """Every parameter's trace by name (GHSIGX and GHSIGY give xsigma and ysigma)."""
@@ -373,6 +400,7 @@ class GaussHermite2PSF(PSF):
     """A GAUSS-HERMITE2 PSF."""
 
     _type = "GAUSS-HERMITE2"
+    _box_offset = 0.0
 
 
 class SpotGridPSF(PSF):

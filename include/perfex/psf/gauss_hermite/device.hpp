@@ -6,7 +6,8 @@
 // Conventions:
 //  * Legendre series on two domains: traces on XTRACE/YTRACE WAVEMIN/WAVEMAX, table
 //    parameters on the PSF HDU's; u = (λ − w0)·(2/(w1 − w0)) − 1, no clipping (extrapolation).
-//  * Spot box: corner c0 = floor(X − hx + 0.5), r0 = floor(Y − hy + 0.5); 1-D bases are pixel
+//  * Spot box: corner c0 = floor(X − hx + 0.5), r0 = floor(Y − hy + 0.5) (specter truncates
+//    toward zero: specter_corner, one later for boxes starting off the CCD); 1-D bases are pixel
 //    integrals (erf differences for degree 0, differences of φ·He_{m−1} for degree m); the 2-D
 //    core is combined separably (T = a·Bx, then core = By·T); clipped at 0 and normalised to 1.
 //  * Tails (specex's PSF tails) are added before clipping only when TAILAMP ≠ 0 at that (fibre, λ),
@@ -82,6 +83,11 @@ struct GaussHermiteDevice : GaussHermiteTable<MemorySpace> {
     const double X = this->trace_x(f, wave), Y = this->trace_y(f, wave);
     return {static_cast<int>(math::floor(X - this->hx + 0.5)),
             static_cast<int>(math::floor(Y - this->hy + 0.5))};
+  }
+  // specter's box: int(X − hx + 0.5), int(Y − hy + 0.5), Python's int truncating toward zero.
+  KOKKOS_INLINE_FUNCTION SpotCorner specter_corner(int f, double wave) const {
+    return {static_cast<int>(this->trace_x(f, wave) - this->hx + 0.5),
+            static_cast<int>(this->trace_y(f, wave) - this->hy + 0.5)};
   }
 
   // Per-spot scalars at the start of a thread's scratch.

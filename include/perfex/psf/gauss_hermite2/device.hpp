@@ -5,7 +5,7 @@
 // tails, all parameters Legendre series in wavelength.
 //
 //  * Box: 2·HSIZEX columns × 2·HSIZEY rows from c0 = floor(x − HSIZEX), r0 = floor(y − HSIZEY)
-//    (specter truncates toward zero; the two differ only for boxes starting off the CCD).
+//    (specter truncates toward zero, specter_corner: one later for boxes starting off the CCD).
 //  * core1 = Σ_ij GH-i-j · By_j(σy = GHSIGY) ⊗ Bx_i(σx = GHSIGX), kept only at pixels whose
 //    centre offset (Δx, Δy) from the trace has (Δx/GHSIGX)² + (Δy/GHSIGY)² < GHNSIG²;
 //    core2 = Σ_ij GH2-i-j · By_j(GHSIGY2) ⊗ Bx_i(GHSIGX2), degrees GHDEGX2, GHDEGY2;
@@ -101,6 +101,11 @@ struct GaussHermite2Device : GaussHermiteTable<MemorySpace> {
   KOKKOS_INLINE_FUNCTION SpotCorner spot_corner(int f, double wave) const {
     return {static_cast<int>(math::floor(this->trace_x(f, wave) - hx)),
             static_cast<int>(math::floor(this->trace_y(f, wave) - hy))};
+  }
+  // specter's box: int(x − HSIZEX), int(y − HSIZEY), Python's int truncating toward zero.
+  KOKKOS_INLINE_FUNCTION SpotCorner specter_corner(int f, double wave) const {
+    return {static_cast<int>(this->trace_x(f, wave) - hx),
+            static_cast<int>(this->trace_y(f, wave) - hy)};
   }
   KOKKOS_INLINE_FUNCTION int spot_scratch() const { return Layout(*this).words; }
 
