@@ -37,7 +37,9 @@ KOKKOS_FORCEINLINE_FUNCTION void load_lanes(lane_vector& v, const double* p) {
 KOKKOS_FORCEINLINE_FUNCTION void store_lanes(double* p, const lane_vector& v) {
   __builtin_memcpy(p, &v, sizeof v);
 }
-KOKKOS_FORCEINLINE_FUNCTION void broadcast(lane_vector& v, double x) { v = lane_vector{x, x, x, x}; }
+KOKKOS_FORCEINLINE_FUNCTION void broadcast(lane_vector& v, double x) {
+  v = lane_vector{x, x, x, x};
+}
 
 // C(TV * lanes rows x TC tile) = C + s A B (Accumulate) or s A B, s = -1 (Subtract) or 1; A: TV
 // * lanes rows x k (lda); B(p, c) = B[p * brs + c * bcs].
