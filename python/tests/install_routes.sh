@@ -62,7 +62,7 @@ case "$route" in
     t0=$SECONDS
     (cd "$work/src" && "${hidden[@]}" FETCHCONTENT_SOURCE_DIR_KOKKOS="$work/kokkos-source" \
        PERFEX_CFITSIO=bundled PERFEX_CFITSIO_ARCHIVE="$work/cfitsio.tar.gz" \
-       "$work/env/bin/pip" install "${quiet[@]}" . numpy)
+       "$work/env/bin/pip" install "${quiet[@]}" . numpy pytest astropy)  # the frames' script's
     echo "bundled route: pip install . built Kokkos, CFITSIO and the extension in $((SECONDS - t0)) s"
     rm -rf "$work/src" "$work/kokkos-source" "$work/cfitsio.tar.gz" "$work/home"
     python=$work/env/bin/python
