@@ -9,9 +9,10 @@
 # with 2 threads), the consumer projects, the Python suite under numpy 2 and (the same
 # extension) Debian's numpy 1 and mpi4py 3.1, the Python install routes and stubs check, and
 # the benchmark smoke runs, the package pip-installed on every Python 3.10-3.13 the machine has
-# (scripts/test-pythons.sh), then the C++ suite (OpenMP) under AddressSanitizer +
-# UndefinedBehaviorSanitizer, and last, where a CUDA Kokkos exists, compiles everything for
-# CUDA (nothing runs: CI has no GPU).
+# (scripts/test-pythons.sh), the MPI cases under MPICH with an mpi4py built against it
+# (scripts/test-mpich.sh; skipped with a message where MPICH cannot be installed), then the C++
+# suite (OpenMP) under AddressSanitizer + UndefinedBehaviorSanitizer, and last, where a CUDA
+# Kokkos exists, compiles everything for CUDA (nothing runs: CI has no GPU).
 #
 # Environment: Kokkos_ROOT (a Kokkos of your own, see install-deps.sh), KOKKOS_CUDA_ROOT (a
 # CUDA Kokkos for the compile check; default: the one install-deps.sh builds where nvcc is
@@ -49,6 +50,16 @@ awk '/Test +#[0-9]+: python\./ { for (i = 1; i < NF; i++) if ($(i + 1) == "sec")
 
 echo "== perfex: the Python package on every Python here (3.10-3.13: pip install . in clean environments)"
 Kokkos_ROOT="${kokkos_prefix}" bash scripts/test-pythons.sh "${build}/pythons" "$build"
+
+echo "== perfex: the MPI cases under MPICH (Cray MPICH's family; mpi4py built against Debian's MPICH)"
+t0=$SECONDS
+rc=0
+Kokkos_ROOT="${kokkos_prefix}" bash scripts/test-mpich.sh "${build}/mpich" "$build" || rc=$?
+case $rc in
+  0) echo "== perfex: the MPICH stage passed ($((SECONDS - t0)) s)" ;;
+  77) echo "== perfex: the MPICH stage skipped: MPICH could not be installed (above)" ;;
+  *) exit "$rc" ;;
+esac
 
 echo "== perfex: AddressSanitizer + UndefinedBehaviorSanitizer build of the tests and tools"
 # Without the Python package: an ASan-built extension cannot load into an uninstrumented python3.
