@@ -64,8 +64,15 @@ reference_digests() {
     reference_what="the build tree's package ($build/python) under $debian"
   else
     "$debian" -m venv --system-site-packages "$work/venv-debian"
+    # Debian 11's pip 20.3 (build-wheel.sh --glibc231) lets the system's setuptools 52 into the
+    # isolated build, which reads no [project] table: a newer pip from the index; and pytest
+    # and astropy (test_numpy_majors.py and the drop-in's frame) where Debian's are not there.
+    # shellcheck disable=SC2046  # the missing ones
+    "$work/venv-debian/bin/pip" install --quiet --disable-pip-version-check --upgrade 'pip>=23' \
+      $(for m in pytest astropy; do "$work/venv-debian/bin/python" -c "import $m" 2>/dev/null || echo "$m"; done) \
+      >"$work/pip-debian.log" 2>&1 || { tail -n 20 "$work/pip-debian.log" >&2; return 1; }
     "$work/venv-debian/bin/pip" install --quiet --disable-pip-version-check "$source" \
-      >"$work/pip-debian.log" 2>&1 || { tail -n 40 "$work/pip-debian.log" >&2; return 1; }
+      >>"$work/pip-debian.log" 2>&1 || { tail -n 40 "$work/pip-debian.log" >&2; return 1; }
     reference_python=$work/venv-debian/bin/python
     reference_what="pip install . under $debian, with Debian's numpy"
   fi
