@@ -7,7 +7,7 @@ import numpy
 import numpy.typing
 import typing
 from . import testing
-__all__: list[str] = ['AtomicOutput', 'DEFAULT_MASK_BITS', 'Error', 'ExtractionOptions', 'FrameFiles', 'FrameJob', 'HostImage', 'MAX_HOST_THREADS', 'Phase', 'PhaseTimes', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_fits', 'check_outputs', 'concurrency', 'cuda_device_count', 'default_backend', 'device_for_rank', 'device_sharers', 'finalize', 'format_phases', 'frame_mask', 'grid_of_values', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'preproc_shape', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'set_device_sharers', 'shared_device_budget', 'testing', 'write_frame', 'write_model', 'write_synthetic_psfs']
+__all__: list[str] = ['DEFAULT_MASK_BITS', 'Error', 'ExtractionOptions', 'FrameFiles', 'FrameJob', 'HostImage', 'MAX_HOST_THREADS', 'OutputSet', 'Phase', 'PhaseTimes', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_fits', 'check_outputs', 'concurrency', 'cuda_device_count', 'default_backend', 'device_for_rank', 'device_sharers', 'finalize', 'format_phases', 'frame_mask', 'grid_of_values', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'preproc_shape', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'set_device_sharers', 'shared_device_budget', 'testing', 'write_frame', 'write_model', 'write_synthetic_psfs']
 class Error(RuntimeError):
     pass
 class RequestError(Error):
@@ -182,6 +182,18 @@ class ExtractionOptions:
     def regularize(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
     @property
+    def row_max(self) -> int:
+        ...
+    @row_max.setter
+    def row_max(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def row_min(self) -> int:
+        ...
+    @row_min.setter
+    def row_min(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
     def specmin(self) -> int:
         ...
     @specmin.setter
@@ -235,17 +247,21 @@ class HostImage:
     @property
     def shape(self) -> tuple[int, int]:
         ...
-class AtomicOutput:
-    def __init__(self, path: str) -> None:
+class OutputSet:
+    def __init__(self) -> None:
         ...
     def commit(self) -> None:
-        ...
-    @property
-    def path(self) -> str:
-        ...
-    @property
-    def target(self) -> str:
-        ...
+        """
+        Renames every temporary over its output, all or none.
+        """
+    def drop(self, temporary: str) -> None:
+        """
+        Removes the output whose temporary start gave (its writer failed).
+        """
+    def start(self, path: str) -> bytes:
+        """
+        The hidden temporary (bytes) that output path's writer opens and writes (without creating or removing it); RequestError for an output that cannot be written or is already in the set.
+        """
 class FrameJob:
     def __init__(self, psf: Psf, options: dict, ccd_rows: typing.SupportsInt | typing.SupportsIndex, ccd_cols: typing.SupportsInt | typing.SupportsIndex, wavelength_given: bool = True, nspec_given: bool = True, allow_image_size_mismatch: bool = False, backend: str, times: typing.Any = None, frame_warnings: bool = True) -> None:
         """
@@ -348,9 +364,9 @@ def bundle_ranges(arg0: dict, arg1: typing.SupportsInt | typing.SupportsIndex) -
     """
 def check_backend(arg0: str, arg1: str) -> None:
     ...
-def check_fits(path: str, hdus: collections.abc.Sequence[str] = []) -> None:
+def check_fits(path: str, hdus: collections.abc.Sequence[str] = [], fd: typing.SupportsInt | typing.SupportsIndex = -1) -> None:
     """
-    perfex::io::check_fits_file: opens the file as every perfex reader does and requires the HDUs named (Error naming the file and HDU).
+    perfex::io::check_fits_file: opens the file as every perfex reader does (fd: the file open as this descriptor, named path) and requires the HDUs named (Error naming the file and HDU).
     """
 def check_outputs(outputs: collections.abc.Sequence[tuple[str, str]], inputs: collections.abc.Sequence[tuple[str, str]], prefix: str = '') -> None:
     """
@@ -404,9 +420,9 @@ def set_device_sharers(arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
     ...
 def shared_device_budget(free_bytes: typing.SupportsInt | typing.SupportsIndex, sharers: typing.SupportsInt | typing.SupportsIndex) -> int:
     ...
-def write_frame(path: str, frame: typing.Any, image_path: str = '', psf_path: str = '', fibermap: str = '') -> list[str]:
+def write_frame(path: str, frame: typing.Any, image_path: str = '', psf_path: str = '', fibermap: str = '') -> list:
     ...
-def write_model(path: str, frame: typing.Any, image_path: str = '', psf_path: str = '') -> list[str]:
+def write_model(path: str, frame: typing.Any, image_path: str = '', psf_path: str = '') -> None:
     ...
 def write_synthetic_psfs(folder: str, nfib: typing.SupportsInt | typing.SupportsIndex = 25, tailamp: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> list[str]:
     """
