@@ -4,15 +4,13 @@ extraction of the next one (threads), or over the ranks of a communicator split 
 failing frame is reported by name and the others complete. Every frame goes through the phases
 of perfex.files: prepare, read, extract_prepared, write."""
 
-import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from .collective import RankError, idle_barrier, root_only
 from .files import check_frame_outputs, extract_files, extract_prepared, prepare
+from .logs import log
 from .runtime import check_backend, default_backend, initialize
-
-log = logging.getLogger("perfex")
 
 
 def _prepared_ahead(frames, backend, options, reader, errors):

@@ -1,23 +1,23 @@
 """The extraction job in the library's phases (job::check, job::plan, job::extract), and the
 extraction of a CCD image held in numpy arrays in this process (extract_in_process)."""
 
-import logging
-
 from . import _perfex
 from .frames import Frame
 from .images import as_image
+from .logs import log
 from .options import make_options
 from .profiling import recorder
 from .psf import as_psf
 from .runtime import ProgressLog, check_backend, default_backend, initialize
 
-log = logging.getLogger("perfex")
 
-
-def progress_callback(progress, label="extract"):
-    """The C++ progress callback for progress=None (log), False (none) or a callable."""
+def progress_callback(progress, label="extract", share=None):
+    """The C++ progress callback for progress=None (log), False (none) or a callable. share:
+    the share of the frame this process extracts, named in the log's lines (ProgressLog's)."""
     if progress is None:
-        return ProgressLog(label)
+        return ProgressLog(label, share)
+    if isinstance(progress, ProgressLog):
+        return progress.of_share(share) if share else progress
     if progress is False:
         return None
     if not callable(progress):

@@ -6,7 +6,6 @@ phases over the group), PreparedFrame.write (files::write). Rank 0 of a group re
 an error is raised as its class on every rank of the group; a frame written with failed patches
 is a FailedPatches."""
 
-import logging
 import os
 import time
 from dataclasses import dataclass
@@ -17,12 +16,11 @@ from ._perfex import Error
 from .collective import root_only
 from .frames import check_outputs
 from .images import PreprocImage
+from .logs import log
 from .mpi import extract
 from .options import make_options
 from .profiling import format_phases, recorder
 from .runtime import ProgressLog
-
-log = logging.getLogger("perfex")
 
 # desi_extract_spectra's option names, for the messages of the command line.
 CLI_NAMES = dict(input="-i/--input", psf="-p/--psf", output="-o/--output", model="-m/--model", fibermap="-f/--fibermap")

@@ -1,7 +1,6 @@
 """Extracted frames: the Frame dataclass, its files (desispec's data model) and its mask."""
 
 import contextlib
-import logging
 import os
 from dataclasses import dataclass, field
 from typing import Optional
@@ -9,9 +8,8 @@ from typing import Optional
 import numpy as np
 
 from . import _perfex
+from .logs import log
 from .options import option_defaults
-
-log = logging.getLogger("perfex")
 
 
 @dataclass(eq=False)

@@ -1,6 +1,5 @@
 """CCD images (numpy, used in place or converted once; arrays on the GPU) and preproc files."""
 
-import logging
 import os
 from dataclasses import dataclass
 from typing import Optional
@@ -9,9 +8,8 @@ import numpy as np
 
 from . import _perfex
 from ._perfex import Error
+from .logs import log
 from .runtime import initialize
-
-log = logging.getLogger("perfex")
 
 
 def cuda_array(array, name):

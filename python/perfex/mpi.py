@@ -230,8 +230,10 @@ def extract_share(comm, plan, root, mine, error, progress, times):
         try:
             if rank == 0:
                 job, image = root.job, mine
-                label = f"extract rank 0 (patches {first}-{last - 1} of {plan.starts[-1]})"
-                callback = progress_callback(progress, label)
+                share = None
+                if comm.size > 1:
+                    share = f"rank 0's share (patches {first}-{last - 1} of the frame's {plan.starts[-1]})"
+                callback = progress_callback(progress, "extract", share)
             else:
                 r0, r1, c0, c1 = plan.boxes[rank]
                 image = Image(*mine, (r0, c0, *plan.ccd_shape))

@@ -6,14 +6,12 @@ perfex.Error saying so, and the child exits normally.
 """
 
 import atexit
-import logging
 import os
 import time
 import warnings
 
 from . import _perfex
-
-log = logging.getLogger("perfex")
+from .logs import log
 
 _threads = None  # host threads the runtime was started with
 
@@ -144,12 +142,27 @@ def initialize(threads=None, comm=None, device=None):
 
 
 class ProgressLog:
-    """Progress of an extraction to the 'perfex' logger: about every 10 % of the patches."""
+    """Progress of an extraction to perfex's logger, about every 10 % of the patches, with the
+    rate and an estimate of the time left.
 
-    def __init__(self, label="extract"):
+    Parameters
+    ----------
+    label : str
+        What the lines start with (``"frame r0"``).
+    share : str, optional
+        Which share of the frame this process extracts, when the frame is spread over ranks
+        (``"rank 0's share: patches 0-110 of 260"``); None: the whole frame.
+    """
+
+    def __init__(self, label="extract", share=None):
         self.label = label
+        self.share = share
         self.start = time.perf_counter()
         self.next_fraction = 0.1
+
+    def of_share(self, share):
+        """The same log for a share of the frame (see the class)."""
+        return ProgressLog(self.label, share)
 
     def __call__(self, done, total):
         if total <= 0 or done < total * self.next_fraction and done < total:
@@ -157,4 +170,41 @@ class ProgressLog:
         self.next_fraction = (done // max(1, total // 10) + 1) / 10
         seconds = time.perf_counter() - self.start
         rate = done / seconds if seconds > 0 else 0.0
-        log.info("%s: %d/%d patches (%.0f %%), %.1f patches/s", self.label, done, total, 100.0 * done / total, rate)
+        left = f", {duration_text((total - done) / rate)} left" if 0 < done < total and rate > 0 else ""
+        of = f" of {self.share}" if self.share else ""
+        log.info(
+            "%s: %d/%d patches (%.0f %%)%s, %.1f patches/s%s",
+            self.label,
+            done,
+            total,
+            100.0 * done / total,
+            of,
+            rate,
+            left,
+        )
+
+
+def duration_text(seconds):
+    """A duration for a person: "under 1 s", "8 s", "3 min 20 s", "1 h 05 min"."""
+    if seconds < 0.5:
+        return "under 1 s"
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+def version_text():
+    """The commands' --version: perfex's version, Kokkos', this build's backends (the default
+    first), numpy's and Python's."""
+    import platform
+
+    import numpy
+
+    info = _perfex.version_info()
+    return (
+        f"perfex {info['perfex']} (Kokkos {info['kokkos']}; backends {', '.join(info['backends'])}; "
+        f"numpy {numpy.__version__}; Python {platform.python_version()})"
+    )

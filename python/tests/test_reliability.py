@@ -491,7 +491,7 @@ def test_exposure_with_many_failures_has_a_short_summary(inputs, tmp_path):
     listing.write_text("".join(f"{tmp_path}/missing-{n}.fits {psf} {tmp_path}/f{n}.fits\n" for n in range(300)))
     r = run_cli(["--frames", listing] + QUICK_ARGS)
     assert r.returncode == 1
-    summary = [line for line in r.stderr.splitlines() if "frames failed" in line]
+    summary = [line for line in (r.stdout + r.stderr).splitlines() if "frames failed" in line]
     assert len(summary) == 1 and "300 of 300 frames failed" in summary[0] and len(summary[0]) < 400
     assert "and 295 more" in summary[0]
 
