@@ -12,10 +12,10 @@ is 1; a bad command line exits with status 2.
 
 import argparse
 import codecs
-import logging
+import os
 import sys
 
-from . import runtime
+from . import _perfex, extras, logs, runtime
 from ._perfex import Error, RequestError
 from .exposure import extract_frames
 from .files import FailedPatches, FrameFiles, check_frame_outputs
@@ -37,11 +37,19 @@ def parser(prog="python3 -m perfex.extract"):
         prog=prog,
         description="Extract spectra from pre-processed raw data (desi_extract_spectra's options, perfex extraction).",
     )
+    p.error = lambda message: _error(p, message)
+    p.add_argument("--version", action="version", version=runtime.version_text())
     p.add_argument("-i", "--input", action="append", default=[], help="input image (repeat for an exposure)")
     p.add_argument(
         "-f", "--fibermap", action="append", default=[], help="input fibermap file (default: the image's FIBERMAP)"
     )
-    p.add_argument("-p", "--psf", action="append", default=[], help="input psf file")
+    p.add_argument(
+        "-p",
+        "--psf",
+        action="append",
+        default=[],
+        help="input psf file (PSFTYPE GAUSS-HERMITE of specex, GAUSS-HERMITE2 or SPOTGRID of specter)",
+    )
     p.add_argument("-o", "--output", action="append", default=[], help="output extracted spectra file")
     p.add_argument("-m", "--model", action="append", default=[], help="output 2D pixel model file")
     p.add_argument(
@@ -282,19 +290,37 @@ def extraction_options(args):
     )
 
 
-def main(argv=None, prog="python3 -m perfex.extract"):
-    """The command line (prog: its name in messages); returns perfex-extract's exit status."""
-    args = parse(argv, prog)
-    comm = None
-    if args.mpi:
-        from mpi4py import MPI
+def _error(p, message):
+    """argparse's error, with the closest option named for an unknown one."""
+    if message.startswith("unrecognized arguments: "):
+        options = [o for action in p._actions for o in action.option_strings]
+        hints = []
+        for word in message.split(": ", 1)[1].split():
+            close = _perfex.closest_name(word.split("=")[0], options) if word.startswith("-") else ""
+            if close:
+                hints.append(f"{word}: did you mean {close}?")
+        if hints:
+            message += " (" + "; ".join(hints) + ")"
+    p.exit(2, f"{p.prog}: error: {message}\n")
 
-        comm = MPI.COMM_WORLD
+
+def main(argv=None, prog="python3 -m perfex.extract"):
+    """The command line (prog: its name in messages); returns perfex-extract's exit status.
+    A missing optional dependency (mpi4py for --mpi) is one line naming the extra to install,
+    exit status 2."""
+    return extras.run_command(_main, argv, prog)
+
+
+def command():
+    """The console script perfex_extract_spectra (pip install puts it on PATH)."""
+    return main(prog=os.path.basename(sys.argv[0]))
+
+
+def _main(argv, prog):
+    args = parse(argv, prog)
+    comm = extras.require("mpi4py.MPI", "--mpi").COMM_WORLD if args.mpi else None
     rank = 0 if comm is None else comm.rank
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format=("" if comm is None else f"rank {rank}: ") + "%(levelname)s %(name)s: %(message)s",
-    )
+    logs.configure_command_line(args.verbose, "" if comm is None else f"rank {rank}: ")
     backend = args.backend or runtime.default_backend(gpu=not args.no_gpu)
     if args.no_gpu and backend == "cuda":
         parser(prog).error("--no-gpu with --backend cuda")
@@ -306,7 +332,7 @@ def main(argv=None, prog="python3 -m perfex.extract"):
         args.jobs, comm, backend=backend, threads=args.threads, timing=args.timing, **extraction_options(args)
     )
     if rank == 0:
-        log = logging.getLogger("perfex")
+        log = logs.get_logger()
         if failed:
             # Each failure was logged with its frame; the summary names a few and counts all.
             shown = ", ".join(job.name for job, _ in failed[:SUMMARY_FRAMES])
@@ -338,4 +364,4 @@ def exit_status(error):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(prog="python3 -m perfex.cli"))

@@ -22,7 +22,7 @@ import stat
 import numpy as np
 
 import perfex
-from perfex import psf_from_tables  # noqa: F401 (the conversion of read_psf's dict)
+from perfex import extras, psf_from_tables  # noqa: F401 (the conversion of read_psf's dict)
 
 from .util import get_logger
 
@@ -37,6 +37,12 @@ _TABLE = re.compile(
     r"(TFIELDS|BUNIT|(TFORM|TTYPE|TDIM|TUNIT|TSCAL|TZERO|TNULL|TDISP|TDMIN|TDMAX"
     r"|TDESC|TROTA|TRPIX|TRVAL|TDELT|TCUNI)\d+)$"
 )
+
+
+def _astropy(module):
+    """astropy's `module`: the readers and writers use it where gpu_specter uses fitsio (a
+    MissingExtra naming perfex[gpu_specter] when astropy is not installed)."""
+    return extras.require(module, "perfex.gpu_specter's file readers and writers", "gpu_specter")
 
 
 def native_endian(data):
@@ -99,7 +105,7 @@ def _hdu(hdus, filename, extname):
 
 def _table_array(hdu):
     """A binary table HDU's rows as a numpy structured array (values scaled, as fitsio reads)."""
-    from astropy.table import Table
+    Table = _astropy("astropy.table").Table
 
     if hdu.data is None:
         return None
@@ -116,8 +122,8 @@ def read_psf(filename):
     gpu_specter does not: a dict with PSF, an empty Table whose .meta has PSFTYPE, WAVEMIN,
     WAVEMAX, PSFERR, NPIX_X and NPIX_Y (what desispec reads of it), and "perfex", the
     perfex.Psf that core.extract_frame extracts with."""
-    from astropy.io import fits
-    from astropy.table import Table
+    fits = _astropy("astropy.io.fits")
+    Table = _astropy("astropy.table").Table
 
     _check_fits(filename)
     if not _specex_layout(filename):
@@ -158,7 +164,7 @@ def _specex_layout(filename):
     missing PSF HDU is what the error names."""
     import warnings
 
-    from astropy.io import fits
+    fits = _astropy("astropy.io.fits")
 
     # Only the primary header and the HDU names: a truncated file is named by _read_checked.
     with warnings.catch_warnings():
@@ -179,7 +185,7 @@ def read_img(filename):
     float64; ivar 0 wherever MASK != 0), imagehdr (the IMAGE header), mask (the MASK HDU's
     array), fibermap (the FIBERMAP rows) and fibermaphdr. HDUs IMAGE, IVAR, MASK and FIBERMAP
     are required."""
-    from astropy.io import fits
+    fits = _astropy("astropy.io.fits")
 
     with _checked(filename, "IMAGE", "IVAR", "MASK", "FIBERMAP") as f, fits.open(f, memmap=False) as hdus:
         image = _hdu(hdus, filename, "IMAGE")
@@ -203,7 +209,7 @@ def read_img(filename):
 def _header(cards, table=False):
     """An astropy Header of the cards of an astropy Header, a fitsio FITSHDR, a dict or None,
     without the keywords the writer derives from the data."""
-    from astropy.io import fits
+    fits = _astropy("astropy.io.fits")
 
     if cards is None:
         records = []
@@ -244,7 +250,7 @@ def _write_atomically(filename, hdus, outputs=None):
     failure, interruption or signal (perfex.frames.atomic_output). outputs: a
     perfex.frames.OutputSet that renames it together with the job's other outputs instead. A
     failed write is an OSError naming the file and the system's reason."""
-    from astropy.io import fits
+    fits = _astropy("astropy.io.fits")
 
     try:
         with perfex.frames.atomic_output(filename) if outputs is None else outputs.open(filename) as f:
@@ -260,7 +266,7 @@ def _write_atomically(filename, hdus, outputs=None):
 
 
 def _image(data, extname, header=None, primary=False):
-    from astropy.io import fits
+    fits = _astropy("astropy.io.fits")
 
     kind = fits.PrimaryHDU if primary else fits.ImageHDU
     hdu = kind(data=None if data is None else np.asarray(data), header=_header(header))
@@ -289,7 +295,7 @@ def write_frame(filename, frame, dtype=np.float32):
 
 def _frame_hdus(frame, dtype=np.float32):
     """write_frame's HDUs of a frame dict."""
-    from astropy.io import fits
+    fits = _astropy("astropy.io.fits")
 
     fibermap = _item(frame, "fibermap")
     if fibermap is None:
@@ -333,7 +339,7 @@ def read_frame(filename):
     """A frame file's arrays as gpu_specter.io.read_frame returns them: dict flux, ivar, wave,
     mask, resolution, fibermap (the FIBERMAP rows) and chi2pix, in the file's dtypes (native
     byte order)."""
-    from astropy.io import fits
+    fits = _astropy("astropy.io.fits")
 
     extnames = ("FLUX", "IVAR", "WAVELENGTH", "MASK", "RESOLUTION", "FIBERMAP", "CHI2PIX")
     with _checked(filename, *extnames) as f, fits.open(f, memmap=False) as hdus:

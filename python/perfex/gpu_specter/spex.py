@@ -11,7 +11,9 @@ import sys
 
 import perfex
 import perfex.collective
+import perfex.extras
 import perfex.files
+import perfex.runtime
 
 from .core import check_values, extract_frame, perfex_options
 from .io import read_img, write_together
@@ -27,6 +29,7 @@ def parse(options=None):
         description="Extract spectra from pre-processed raw data.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=perfex.runtime.version_text())
     parser.add_argument("-i", "--input", type=str, required=False, help="input image")
     parser.add_argument("-p", "--psf", type=str, required=False, help="input psf file")
     parser.add_argument("-o", "--output", type=str, required=True, help="output extracted spectra file")
@@ -161,9 +164,7 @@ def _checked_coordinator(args, comm, coordinator, log):
     waiting in a collective), then the IO coordinator: the caller's, or one over comm
     (MPI.COMM_WORLD with --mpi), or none."""
     if coordinator is None and comm is None and args.mpi:
-        from mpi4py import MPI
-
-        comm = MPI.COMM_WORLD
+        comm = perfex.extras.require("mpi4py.MPI", "--mpi").COMM_WORLD
     perfex.collective.on_root(coordinator.comm if coordinator is not None else comm, lambda: check_request(args, log))
     if coordinator is not None:
         return coordinator
@@ -221,11 +222,12 @@ def write(args, log, frame):
 
 def main(argv=None):
     """`python -m perfex.gpu_specter.spex`: exit status 2 for a refused request (a failed
-    pre-flight check or a perfex.RequestError), 1 for a failed extraction, as perfex-extract."""
+    pre-flight check, a perfex.RequestError or a missing optional dependency), 1 for a failed
+    extraction, as perfex-extract."""
     args = parse(argv)
     try:
         main_gpu_specter(args)
-    except (ValueError, perfex.RequestError) as e:
+    except (ValueError, perfex.RequestError, perfex.extras.MissingExtra) as e:
         print(f"spex: {e}", file=sys.stderr)
         return 2
     except perfex.Error as e:

@@ -19,14 +19,14 @@ or unchanged, by aliasing specter to this package before anything imports it:
 __version__ names perfex ("perfex X.Y.Z"): desispec writes it as the frame's SPECTER keyword.
 """
 
-import importlib.util
 import sys
 
 import perfex
+from perfex import extras
 
-_MISSING = [m for m in ("astropy", "scipy") if importlib.util.find_spec(m) is None]
+_MISSING = [m for m in ("astropy", "scipy") if not extras.installed(m)]
 if _MISSING:
-    raise ModuleNotFoundError(
+    raise extras.MissingExtra(
         f"perfex.specter needs {' and '.join(_MISSING)}, not installed for {sys.executable} "
         "(pip install 'perfex[specter]')",
         name=_MISSING[0],
