@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -43,7 +44,7 @@ std::string usage() {
        "demo options:\n"
        "      --outdir DIR        output folder (default ./perfex-demo-out): psf.fits, "
        "preproc.fits,\n"
-       "                          truth.fits, frame.fits\n"
+       "                          truth.fits, frame.fits, pulls.npy\n"
        "      --seed N            spectra and noise seed (default 20260101)\n"
        "      --read-noise X      read noise in electrons (default 3)\n\n"
        "extraction options (as perfex-extract's but -i, -p and -o; defaults here: -n 50,\n"
@@ -126,6 +127,7 @@ void write_truth(const std::string& path, const std::vector<double>& wave,
 struct PullStats {
   long n = 0, masked = 0;
   double mean = 0, rms = 0, maxabs = 0;
+  std::vector<double> values;  // each interior bin's pull, fibre-major
 };
 
 // pull = (FLUX − R·TRUEPHOT/dλ)·√IVAR over interior bins k ∈ [nd, K−nd), where
@@ -150,6 +152,7 @@ PullStats pulls(const perfex::extract::Frame& fr, const std::vector<double>& tru
       for (int kp = k - nd; kp <= k + nd; ++kp)
         conv += band[static_cast<std::size_t>(k - kp + nd) * K + kp] * t[kp];
       const double pull = (fr.flux[i] - conv / dl[k]) * std::sqrt(fr.ivar[i]);
+      s.values.push_back(pull);
       sum += pull;
       sum2 += pull * pull;
       s.maxabs = std::max(s.maxabs, std::abs(pull));
@@ -161,6 +164,25 @@ PullStats pulls(const perfex::extract::Frame& fr, const std::vector<double>& tru
     s.rms = std::sqrt(sum2 / s.n);
   }
   return s;
+}
+
+// Values as a NumPy .npy file (format 1.0: magic, header length, a dict of dtype and shape padded
+// to 64 bytes, then the doubles as the host stores them, little-endian on x86-64 and ARM), so that
+// perfex.plot draws the pulls without a FITS reader.
+void write_npy(const std::string& path, const std::vector<double>& values) {
+  std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (" +
+                       std::to_string(values.size()) + ",), }";
+  const std::size_t magic = 10;  // "\x93NUMPY", version 1.0, the header's length
+  header.append((64 - (magic + header.size() + 1) % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  out.write("\x93NUMPY\x01\x00", 8);
+  out.put(static_cast<char>(header.size() & 0xff));
+  out.put(static_cast<char>(header.size() >> 8));
+  out << header;
+  out.write(reinterpret_cast<const char*>(values.data()),
+            static_cast<std::streamsize>(values.size() * sizeof(double)));
+  if (!out) throw perfex::Error("perfex-demo: cannot write '" + path + "'");
 }
 
 int run(const DemoArgs& d) {
@@ -223,6 +245,7 @@ int run(const DemoArgs& d) {
       "ivar 0):"
       " mean %+.4f, RMS %.4f (expected 1.00 +- 0.05), max |pull| %.2f\n",
       s.n, s.masked, s.mean, s.rms, s.maxabs);
+  write_npy(d.outdir + "/pulls.npy", s.values);
   std::printf(
       "perfex-demo: throughput %.1f patches/s, %.0f fibre-wavelengths/s (backend %s, threads %d)\n",
       r.seconds > 0 ? r.frame.npatches / r.seconds : 0.0,

@@ -1,11 +1,12 @@
 """Quick-look picture of an extracted frame (matplotlib's Agg canvas: no display needed).
 
     perfex.plot.quicklook(frame, "frame.png")             # a perfex.Frame or a frame file
-    python3 -m perfex.plot frame.fits [-o frame.png] [--spectra 0,24,49]
+    python3 -m perfex.plot frame.fits [-o frame.png] [--spectra 0,24,49] [--pulls pulls.npy]
 
-Three panels: a few fibres' spectra with their 1-sigma errors (masked bins marked), chi2pix
-over fibre x wavelength, and the masked bins (desispec mask bits, ivar = 0) over fibre x
-wavelength.
+Panels: a few fibres with light, their spectra with their 1-sigma errors (masked bins marked),
+chi2pix over fibre x wavelength, the masked bins (desispec mask bits, ivar = 0) over fibre x
+wavelength and, given the pulls against a known truth (perfex-demo's pulls.npy), their
+histogram beside the spectra with the unit normal they follow.
 """
 
 import argparse
@@ -14,6 +15,7 @@ import sys
 
 import numpy as np
 
+from . import extras, runtime
 from ._perfex import Error, RequestError
 from .frames import Frame, atomic_output, check_outputs, read_frame
 
@@ -38,16 +40,51 @@ def mask_states(frame):
 
 
 def default_spectra(frame, count=3):
-    """Indices (into the frame) of `count` spectra spread over the frame."""
-    return sorted(set(np.linspace(0, frame.nspec - 1, min(count, frame.nspec)).astype(int)))
+    """Indices (into the frame) of `count` spectra spread over the fibres with light (a median
+    signal-to-noise above 1 over their unmasked bins), or over the frame when none has."""
+    flux, ivar = np.asarray(frame.flux), np.asarray(frame.ivar)
+    good = np.isfinite(flux) & np.isfinite(ivar) & (ivar > 0)
+    snr = flux * np.sqrt(np.where(good, ivar, 0.0))
+    lit = np.array([f for f in range(frame.nspec) if good[f].any() and np.median(snr[f, good[f]]) > 1.0], dtype=int)
+    if lit.size == 0:
+        lit = np.arange(frame.nspec)
+    return sorted({int(lit[i]) for i in np.linspace(0, lit.size - 1, min(count, lit.size)).astype(int)})
 
 
-def quicklook(frame, path, spectra=None, title=None, dpi=110):
-    """Writes the quick-look PNG of frame (a perfex.Frame or a frame file name) to path;
-    spectra: frame indices of the spectra to draw, one panel each (default: three spread over
-    the frame). The picture is written atomically (a hidden temporary renamed over path), never
-    over the frame file (perfex.RequestError, as for every perfex output).
-    Returns the path."""
+def quicklook(frame, path, spectra=None, title=None, dpi=110, pulls=None):
+    """Writes the quick-look PNG of a frame.
+
+    Parameters
+    ----------
+    frame : perfex.Frame or str
+        The frame, or a frame file's name.
+    path : str or os.PathLike
+        The PNG to write (a folder: NAME.png in it; ``.png`` is added when missing). It is
+        written atomically (a hidden temporary renamed over path), never over the frame file.
+    spectra : list of int, optional
+        Frame indices of the spectra to draw, one panel each (default: three spread over the
+        fibres with light, see default_spectra).
+    title : str, optional
+        The picture's title (default: the frame file's name).
+    dpi : int, optional
+        Resolution.
+    pulls : array_like, optional
+        Pulls against a known truth, (flux - R.truth) * sqrt(ivar) per bin (perfex-demo's
+        pulls.npy): their histogram is drawn beside the spectra with the unit normal.
+
+    Returns
+    -------
+    str
+        The path written.
+
+    Raises
+    ------
+    perfex.RequestError
+        The output cannot be written, or is the frame file.
+    perfex.extras.MissingExtra
+        matplotlib is not installed (``pip install 'perfex[plot]'``).
+    """
+    extras.require("matplotlib", "perfex.plot")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -64,9 +101,9 @@ def quicklook(frame, path, spectra=None, title=None, dpi=110):
         if not 0 <= f < frame.nspec:
             raise ValueError(f"spectra: {f} is not an index of this frame's {frame.nspec} spectra")
     bins = _Bins(frame)
-    fig = Figure(figsize=(11, 4.5 + 1.6 * len(spectra)), dpi=dpi, layout="constrained")
+    fig = Figure(figsize=(11 if pulls is None else 14, 4.5 + 1.6 * len(spectra)), dpi=dpi, layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(len(spectra) + 2, 1, sharex=True, height_ratios=[1.0] * len(spectra) + [1.6, 1.6])
+    axes = _panels(fig, len(spectra), pulls)
     for n, (ax, f) in enumerate(zip(axes, spectra)):
         _draw_spectrum(ax, bins, f, _COLORS[n % len(_COLORS)])
     chi = _draw_chi2pix(fig, axes[-2], bins)
@@ -89,6 +126,38 @@ def quicklook(frame, path, spectra=None, title=None, dpi=110):
 
 
 _COLORS = ["#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+
+
+def _panels(fig, nspectra, pulls):
+    """The axes of the spectra, chi2pix and the mask, one column sharing wavelengths; with pulls,
+    their histogram in a second column beside the spectra."""
+    heights = [1.0] * nspectra + [1.6, 1.6]
+    if pulls is None:
+        return fig.subplots(nspectra + 2, 1, sharex=True, height_ratios=heights)
+    grid = fig.add_gridspec(nspectra + 2, 2, height_ratios=heights, width_ratios=[4.0, 1.3])
+    axes = [fig.add_subplot(grid[0, 0])]
+    axes += [fig.add_subplot(grid[i, 0], sharex=axes[0]) for i in range(1, nspectra + 2)]
+    for ax in axes[:-1]:
+        ax.tick_params(labelbottom=False)
+    _draw_pulls(fig.add_subplot(grid[:nspectra, 1]), pulls)
+    return axes
+
+
+def _draw_pulls(ax, pulls):
+    """The histogram of the pulls (a log scale shows the tails) with the unit normal."""
+    pulls = np.asarray(pulls, dtype=float).ravel()
+    pulls = pulls[np.isfinite(pulls)]
+    edges = np.linspace(-5.0, 5.0, 51)
+    ax.hist(np.clip(pulls, edges[0], edges[-1]), bins=edges, density=True, color="#1f77b4", alpha=0.6)
+    x = np.linspace(edges[0], edges[-1], 201)
+    ax.plot(x, np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi), color="black", lw=1, label="N(0, 1)")
+    rms = float(np.sqrt(np.mean(pulls**2))) if pulls.size else float("nan")
+    mean = float(np.mean(pulls)) if pulls.size else float("nan")
+    ax.set_yscale("log")
+    ax.set_ylim(1e-5, 1.0)
+    ax.set_title(f"pulls against the truth: {pulls.size:,} bins\nRMS {rms:.4f}, mean {mean:+.4f}", fontsize=9)
+    ax.set_xlabel("(flux − R·truth)·√ivar")
+    ax.legend(loc="upper right", fontsize=8)
 
 
 class _Bins:
@@ -193,12 +262,29 @@ def output_path(path, name="frame"):
     return path
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="python3 -m perfex.plot", description="Quick-look PNG of a frame file.")
+def main(argv=None, prog="python3 -m perfex.plot"):
+    """The command line (prog: its name in messages); returns its exit status: 0 written, 1
+    failed, 2 refused (a bad command line, an output that cannot be written, matplotlib
+    missing)."""
+    return extras.run_command(_main, argv, prog)
+
+
+def command():
+    """The console script perfex_plot (pip install puts it on PATH)."""
+    return main(prog=os.path.basename(sys.argv[0]))
+
+
+def _main(argv, prog):
+    p = argparse.ArgumentParser(prog=prog, description="Quick-look PNG of a frame file.")
+    p.add_argument("--version", action="version", version=runtime.version_text())
     p.add_argument("frame", help="frame file (perfex, desispec or gpu_specter)")
     p.add_argument("-o", "--output", help="PNG file (default: the frame's name with .png)")
-    p.add_argument("--spectra", help="comma-separated frame indices of the spectra to draw")
+    p.add_argument(
+        "--spectra", help="comma-separated frame indices of the spectra to draw (default: fibres with light)"
+    )
+    p.add_argument("--pulls", metavar="NPY", help="pulls against a known truth to histogram (perfex-demo's pulls.npy)")
     args = p.parse_args(argv)
+    extras.require("matplotlib", prog)
     output = args.output or os.path.splitext(args.frame)[0] + ".png"
     spectra = None
     if args.spectra:
@@ -214,13 +300,16 @@ def main(argv=None):
         return 2
     try:
         frame = read_frame(args.frame)
+        pulls = None if args.pulls is None else np.load(args.pulls)
         bad = nonfinite_bins(frame)
         if bad:
             print(
                 f"{p.prog}: warning: {args.frame}: {bad} bins with a NaN or infinite flux or ivar, drawn as masked",
                 file=sys.stderr,
             )
-        written = quicklook(frame, output_path(output, name), spectra=spectra, title=os.path.basename(args.frame))
+        written = quicklook(
+            frame, output_path(output, name), spectra=spectra, title=os.path.basename(args.frame), pulls=pulls
+        )
     except (Error, OSError, ValueError) as e:
         print(f"{p.prog}: error: {e}", file=sys.stderr)
         return 1

@@ -1,5 +1,6 @@
 """perfex.plot: the quick-look PNG."""
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -24,7 +25,26 @@ def test_mask_states(small_frame):
     states = perfex.plot.mask_states(small_frame)
     assert states.shape == small_frame.flux.shape
     assert ((states > 0) == ((small_frame.mask != 0) | (small_frame.ivar == 0))).all()
-    assert perfex.plot.default_spectra(small_frame) == [0, 29, 59]
+
+
+def test_default_spectra_have_light(small_frame):
+    """SMALL's fibres 5-64 of an image whose fibres 0-49 hold light: frame indices 0-44 are lit."""
+    assert perfex.plot.default_spectra(small_frame) == [0, 22, 44]
+    dark = dataclasses.replace(small_frame, flux=np.zeros_like(small_frame.flux))
+    assert perfex.plot.default_spectra(dark) == [0, 29, 59]  # none lit: spread over the frame
+
+
+def test_pulls_drawn_beside_the_spectra(small_frame, tmp_path):
+    pulls = np.random.default_rng(1).standard_normal(20000)
+    np.save(tmp_path / "pulls.npy", pulls)
+    perfex.write_frame(tmp_path / "frame.fits", small_frame)
+    r = run_python(["-m", "perfex.plot", str(tmp_path / "frame.fits"), "--pulls", str(tmp_path / "pulls.npy")])
+    assert r.returncode == 0, r.stderr
+    from matplotlib.image import imread
+
+    picture = imread(tmp_path / "frame.png")
+    plain = imread(perfex.plot.quicklook(small_frame, tmp_path / "plain.png"))
+    assert picture.shape[1] > plain.shape[1]  # a column more, beside the spectra
 
 
 def test_command_line(small_frame, tmp_path):
