@@ -283,7 +283,34 @@ def extraction_options(args):
 
 
 def main(argv=None, prog="python3 -m perfex.extract"):
-    """The command line (prog: its name in messages); returns perfex-extract's exit status."""
+    """The command line: desi_extract_spectra's options on perfex.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (None: sys.argv[1:]).
+    prog : str, default "python3 -m perfex.extract"
+        The program's name in messages.
+
+    Returns
+    -------
+    int
+        perfex-extract's exit status: 0 every frame written, 1 a frame failed, 2 a frame's
+        request refused, 3 a frame written with failed patches (the first of 1, 2, 3 that
+        happened).
+
+    Raises
+    ------
+    SystemExit
+        Status 2 for a bad command line or thread count (argparse's message).
+
+    Examples
+    --------
+    >>> from perfex.cli import main
+    >>> main(["-i", "preproc-r0-00051060.fits", "-p", "psf-r0-00051060.fits",
+    ...       "-o", "frame-r0.fits", "-w", "5760,7620,0.8"])
+    0
+    """
     args = parse(argv, prog)
     comm = None
     if args.mpi:

@@ -1,5 +1,7 @@
 """Quick-look picture of an extracted frame (matplotlib's Agg canvas: no display needed).
 
+From Python or from the command line::
+
     perfex.plot.quicklook(frame, "frame.png")             # a perfex.Frame or a frame file
     python3 -m perfex.plot frame.fits [-o frame.png] [--spectra 0,24,49]
 
@@ -28,7 +30,18 @@ _MASK_STATES = (
 
 
 def mask_states(frame):
-    """[nspec][nwave] small ints: 0 good, 1.. the _MASK_STATES index + 1."""
+    """The state each bin of a frame is drawn in.
+
+    Parameters
+    ----------
+    frame : Frame
+
+    Returns
+    -------
+    numpy.ndarray
+        [nspec][nwave] int8: 0 good, 1 SOMEBADPIX, 2 BAD2DFIT, 3 ALLBADPIX / NODATA (or
+        ivar 0); a later state wins.
+    """
     state = np.zeros(frame.flux.shape, dtype=np.int8)
     mask = np.asarray(frame.mask)
     state[(mask & 1) != 0] = 1
@@ -38,16 +51,60 @@ def mask_states(frame):
 
 
 def default_spectra(frame, count=3):
-    """Indices (into the frame) of `count` spectra spread over the frame."""
+    """Indices (into the frame) of count spectra spread over the frame.
+
+    Parameters
+    ----------
+    frame : Frame
+    count : int, default 3
+
+    Returns
+    -------
+    list of int
+        At most count sorted indices, the first and last spectra among them.
+    """
     return sorted(set(np.linspace(0, frame.nspec - 1, min(count, frame.nspec)).astype(int)))
 
 
 def quicklook(frame, path, spectra=None, title=None, dpi=110):
-    """Writes the quick-look PNG of frame (a perfex.Frame or a frame file name) to path;
-    spectra: frame indices of the spectra to draw, one panel each (default: three spread over
-    the frame). The picture is written atomically (a hidden temporary renamed over path), never
-    over the frame file (perfex.RequestError, as for every perfex output).
-    Returns the path."""
+    """Writes the quick-look PNG of a frame.
+
+    Three kinds of panels: the spectra drawn with their 1-sigma errors (masked bins marked),
+    chi2pix over fibre x wavelength, and the masked bins over fibre x wavelength. The picture
+    is written atomically (a hidden temporary renamed over path).
+
+    Parameters
+    ----------
+    frame : Frame, str or os.PathLike
+        A perfex.Frame or a frame file (perfex's, desispec's or gpu_specter's).
+    path : str or os.PathLike
+        The PNG file; a folder gets NAME.png inside it, a name without ".png" gets it
+        (output_path).
+    spectra : sequence of int, optional
+        Frame indices of the spectra to draw, one panel each (default: three spread over the
+        frame, default_spectra).
+    title : str, optional
+        The picture's title (default: the frame file's name, or "perfex frame").
+    dpi : int, default 110
+        The resolution.
+
+    Returns
+    -------
+    str
+        The path written.
+
+    Raises
+    ------
+    RequestError
+        path is the frame file or cannot be written.
+    ValueError
+        A spectrum index outside the frame.
+
+    Examples
+    --------
+    >>> perfex.plot.quicklook(frame, "frame.png", spectra=[0, 24, 49])
+    'frame.png'
+    """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -178,13 +235,32 @@ def _draw_mask(ax, bins):
 
 
 def nonfinite_bins(frame):
-    """Number of bins whose flux or ivar is NaN or infinite."""
+    """The number of bins of a frame whose flux or ivar is NaN or infinite.
+
+    Parameters
+    ----------
+    frame : Frame
+
+    Returns
+    -------
+    int
+    """
     return int((~(np.isfinite(frame.flux) & np.isfinite(frame.ivar))).sum())
 
 
 def output_path(path, name="frame"):
-    """Where quicklook writes for `path`: a folder gets NAME.png inside it, a name without the
-    .png ending gets it."""
+    """Where quicklook writes for path.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A folder gets NAME.png inside it, a name without the .png ending gets it.
+    name : str, default "frame"
+
+    Returns
+    -------
+    str
+    """
     path = os.fspath(path)
     if os.path.isdir(path):
         path = os.path.join(path, name + ".png")
@@ -194,6 +270,19 @@ def output_path(path, name="frame"):
 
 
 def main(argv=None):
+    """python3 -m perfex.plot: the quick-look PNG of a frame file.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        ``FRAME [-o OUTPUT] [--spectra I,J,...]`` (None: sys.argv[1:]).
+
+    Returns
+    -------
+    int
+        0 written (the path printed), 1 the frame could not be read or drawn, 2 an output
+        refused.
+    """
     p = argparse.ArgumentParser(prog="python3 -m perfex.plot", description="Quick-look PNG of a frame file.")
     p.add_argument("frame", help="frame file (perfex, desispec or gpu_specter)")
     p.add_argument("-o", "--output", help="PNG file (default: the frame's name with .png)")
