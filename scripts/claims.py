@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The numbers README.md and docs/cli.md state, measured on the machine at hand.
+"""The numbers README.md, docs/benchmarks.md and docs/cli.md state, measured on the machine at hand.
 
     PYTHONPATH=build/python python3 scripts/claims.py accuracy
     PYTHONPATH=build/python python3 scripts/claims.py speed --spex-python VENV/bin/python

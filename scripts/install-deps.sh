@@ -21,8 +21,9 @@
 #   Kokkos_ROOT / CMAKE_PREFIX_PATH   a user's own Kokkos (3.4 .. 4.x): nothing is built
 #   PERFEX_PYTHON_ENV=OFF skip the Python environment from the package index (the Python package
 #                         needs it: pybind11 >= 2.12)
-# Then makes the Python environment (a virtual environment of python/requirements/dev.txt from
-# the package index, in PERFEX_DEPS_DIR/venv) and prints "PERFEX_PYTHON=<its python>".
+# Then makes the Python environment (a virtual environment of python/requirements/dev.txt and
+# docs.txt from the package index, in PERFEX_DEPS_DIR/venv) and prints "PERFEX_PYTHON=<its
+# python>".
 # Prints "KOKKOS_CUDA_PREFIX=..." when the CUDA Kokkos is there, for the test purpose the Kokkos
 # source and CFITSIO archive the tests of the bundled build use ("KOKKOS_SOURCE=...",
 # "CFITSIO_SOURCE=..."), and the Kokkos prefix to use as the last line of stdout
@@ -68,7 +69,8 @@ if [ "${PERFEX_PYTHON_ENV:-ON}" != "OFF" ] && [ "$purpose" != wheel ]; then
   here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
   # shellcheck source=lib/python_env.sh
   . "${here}/lib/python_env.sh"
-  venv=$(python_env "${deps_dir}" "${here}/../python/requirements/dev.txt") || exit 1
+  venv=$(python_env "${deps_dir}" "${here}/../python/requirements/dev.txt" \
+                    "${here}/../python/requirements/docs.txt") || exit 1
   echo "PERFEX_PYTHON=${venv}/bin/python"
 fi
 

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# The test command: installs the dependencies (first run only: Debian packages, Kokkos, the
-# Python environment from the package index); runs the fast gate first (scripts/check.sh: the
-# formatting, spelling and large-file checks in seconds, then the library tests on Serial and
-# the Python tests without MPI from the part of the build they need, so that those failures
-# show within minutes); builds the rest of perfex with its tests, tools, benchmarks and Python
-# package (pybind11 and the build's interpreter from that environment: numpy 2, mpi4py 4,
-# desispec; one build, the gate's included), runs the suite on every backend (Serial, OpenMP
-# with 2 threads), the consumer projects, the Python suite under numpy 2 and (the same
-# extension) Debian's numpy 1 and mpi4py 3.1, the Python install routes and stubs check, and
-# the benchmark smoke runs, the package pip-installed on every Python 3.10-3.13 the machine has
+# The test command: installs the dependencies (first run only: Debian packages, Kokkos, the Python
+# environment from the package index); runs the fast gate first (scripts/check.sh: the formatting,
+# spelling and large-file checks in seconds, then the library tests on Serial and the Python tests
+# without MPI from the part of the build they need, so that those failures show within minutes);
+# builds the API reference from that build's Python package (scripts/docs.sh: Sphinx, warnings as
+# errors, in seconds); builds the rest of perfex with its tests, tools, benchmarks and
+# Python package (pybind11 and the build's interpreter from that environment: numpy 2, mpi4py 4,
+# desispec; one build, the gate's included), runs the suite on every backend (Serial, OpenMP with
+# 2 threads), the consumer projects, the Python suite under numpy 2 and (the same extension)
+# Debian's numpy 1 and mpi4py 3.1, the Python install routes and stubs check, and the benchmark
+# smoke runs, the package pip-installed on every Python 3.10-3.13 the machine has
 # (scripts/test-pythons.sh), the MPI cases under MPICH with an mpi4py built against it
 # (scripts/test-mpich.sh; skipped with a message where MPICH cannot be installed), then the C++
 # suite (OpenMP) under AddressSanitizer + UndefinedBehaviorSanitizer, and last, where a CUDA
@@ -40,6 +41,11 @@ PERFEX_CODESPELL=${python:+$(dirname "$python")/codespell} \
   bash scripts/check.sh --build "$build" -- \
     -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="${kokkos_prefix}" "${config_args[@]}"
 echo "== perfex: the fast gate passed ($((SECONDS - t0)) s)"
+
+echo "== perfex: the API reference (scripts/docs.sh: Sphinx + numpydoc, warnings as errors)"
+t0=$SECONDS
+bash scripts/docs.sh "$build"
+echo "== perfex: the API reference built ($((SECONDS - t0)) s)"
 
 echo "== perfex: Release build, the rest"
 cmake --build "$build" -j "$jobs"

@@ -305,9 +305,35 @@ def _error(p, message):
 
 
 def main(argv=None, prog="python3 -m perfex.extract"):
-    """The command line (prog: its name in messages); returns perfex-extract's exit status.
-    A missing optional dependency (mpi4py for --mpi) is one line naming the extra to install,
-    exit status 2."""
+    """The command line: desi_extract_spectra's options on perfex.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (None: sys.argv[1:]).
+    prog : str, default "python3 -m perfex.extract"
+        The program's name in messages.
+
+    Returns
+    -------
+    int
+        perfex-extract's exit status: 0 every frame written, 1 a frame failed, 2 a frame's
+        request refused or an optional dependency missing (mpi4py for --mpi: one line naming
+        the extra to install), 3 a frame written with failed patches (the first of 1, 2, 3
+        that happened).
+
+    Raises
+    ------
+    SystemExit
+        Status 2 for a bad command line or thread count (argparse's message).
+
+    Examples
+    --------
+    >>> from perfex.cli import main
+    >>> main(["-i", "preproc-r0-00051060.fits", "-p", "psf-r0-00051060.fits",
+    ...       "-o", "frame-r0.fits", "-w", "5760,7620,0.8"])
+    0
+    """
     return extras.run_command(_main, argv, prog)
 
 

@@ -97,15 +97,43 @@ def _in_groups(frames, comm, backend, threads, options, timing):
 
 
 def extract_frames(frames, comm=None, *, backend=None, threads=None, overlap=True, timing=False, **options):
-    """Extracts and writes every FrameFiles: alone (comm None) or with the ranks of comm split
-    into min(len(frames), comm.size) groups, group g taking frames g, g + ngroups, ... Every rank
-    returns the list of (frame files, exception) of the frames that failed (the others were
-    written; a FailedPatches was written with failed patches). options: as
-    perfex.extract_frame's; wavelength=None and nspec=None take the PSF-dependent defaults of
-    desi_extract_spectra. The frames' outputs are checked against each other and every input
-    before any work (check_frame_outputs). overlap: in one process, read the next frame's pixels
-    and write the last frame in background threads while a frame extracts. timing: log each
-    frame's phases with their times (the rank that writes it)."""
+    """Extracts and writes the frames of an exposure.
+
+    The frames' outputs are checked against each other and every input before any work
+    (check_frame_outputs). A failing frame is logged by name and the others complete.
+
+    Parameters
+    ----------
+    frames : iterable of FrameFiles
+        The frames' files.
+    comm : mpi4py.MPI.Comm, optional
+        None: this process alone. Else every rank of comm calls, and the ranks are split into
+        min(len(frames), comm.size) groups, group g taking frames g, g + ngroups, ...
+    backend : str, optional
+        'openmp', 'serial' or 'cuda'; default: the first of perfex.backends().
+    threads : int, optional
+        Host threads of each process (see perfex.initialize).
+    overlap : bool, default True
+        In one process, read the next frame's pixels and write the last frame in background
+        threads while a frame extracts.
+    timing : bool, default False
+        Log each frame's phases with their times (the rank that writes it).
+    **options
+        The extraction options by name, as perfex.extract_frame's; wavelength=None and
+        nspec=None take the PSF-dependent defaults of desi_extract_spectra.
+
+    Returns
+    -------
+    list of (FrameFiles, Exception)
+        The frames that failed, on every rank; the others were written (a FailedPatches was
+        written with failed patches).
+
+    Raises
+    ------
+    RequestError
+        An unknown backend, or outputs that cannot be written or that are inputs or other
+        outputs.
+    """
     frames = list(frames)
     backend = check_backend(backend or default_backend())
     root_only(comm, lambda: check_frame_outputs(frames))

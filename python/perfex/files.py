@@ -28,8 +28,21 @@ CLI_NAMES = dict(input="-i/--input", psf="-p/--psf", output="-o/--output", model
 
 @dataclass
 class FrameFiles:
-    """One frame's files: preproc image, PSF, output frame file, optional model file and fibermap
-    file (whose FIBERMAP rows [specmin, specmin + nspec) replace the frame's)."""
+    """One frame's files.
+
+    Parameters
+    ----------
+    input : str
+        The preproc image.
+    psf : str
+        The PSF file.
+    output : str
+        The frame file to write.
+    model : str, optional
+        The model image file to write.
+    fibermap : str, optional
+        A fibermap file whose FIBERMAP rows [specmin, specmin + nspec) replace the frame's.
+    """
 
     input: str
     psf: str
@@ -43,7 +56,10 @@ class FrameFiles:
 
 
 class FailedPatches(Error):
-    """A frame written with failed patches: their bins are masked BAD2DFIT | NODATA."""
+    """A frame written with failed patches: their bins are masked BAD2DFIT | NODATA.
+
+    A perfex.Error; perfex-extract's exit status 3.
+    """
 
     @classmethod
     def of(cls, files, failed, total):
@@ -152,12 +168,41 @@ def log_written(files, nspec, nwave, start):
 
 
 def extract_files(files, group=None, *, backend, threads=None, options, phases=None, timing=False):
-    """Extracts and writes one frame with the ranks of group (None: this process alone), in the
-    phases of perfex-extract's job. Raises the frame's error as its class on every rank of the
-    group (FailedPatches when it was written with failed patches). options: as
-    perfex.extract_frame's, wavelength=None and nspec=None taking desi_extract_spectra's
-    PSF-dependent defaults. phases: the PhaseTimes this rank's phases are timed into; timing:
-    the frame's phases logged with their times once it is written."""
+    """Extracts and writes one frame, in the phases of perfex-extract's job.
+
+    Rank 0 of the group reads and writes; the outputs are checked before any work and written
+    atomically. Progress and warnings are logged to the 'perfex' logger, naming the frame. An
+    error is raised on every rank of the group, as its class.
+
+    Parameters
+    ----------
+    files : FrameFiles
+        The frame's files.
+    group : mpi4py.MPI.Comm, optional
+        Extract with the ranks of this communicator (every rank calls); None: this process
+        alone.
+    backend : str
+        'openmp', 'serial' or 'cuda'.
+    threads : int, optional
+        Host threads of the process (see perfex.initialize).
+    options : dict
+        The extraction options by name, as perfex.extract_frame's; wavelength=None and
+        nspec=None take desi_extract_spectra's PSF-dependent defaults (the PSF's WAVEMIN,
+        WAVEMAX with dw 0.8; 500 fibres clipped to the PSF's).
+    phases : PhaseTimes, optional
+        The recorder this rank's phases are timed into.
+    timing : bool, default False
+        Log the frame's phases with their times once it is written.
+
+    Raises
+    ------
+    FailedPatches
+        The frame was written with failed patches.
+    RequestError
+        The request or the outputs refused before any work.
+    Error
+        Unreadable or invalid inputs, a failed write.
+    """
     start = time.time()
     times = recorder(phases)
     prepared = root_only(group, lambda: prepare(files, backend, options, times))

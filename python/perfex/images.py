@@ -127,6 +127,24 @@ class Image:
     converted once here; NaN/Inf pixels are masked (counted in nonfinite_pixels), a negative
     ivar is a perfex.Error. Arrays used in place are checked again at each extraction, so
     changing them later is seen. Build one to extract the same image several times.
+
+    Parameters
+    ----------
+    pixels : array_like
+        The pixel values, 2-D [nrows][ncols]; numpy masked arrays give ivar 0 where masked.
+    ivar : array_like
+        Their inverse variances, of the same shape (0: a masked pixel).
+    region : tuple of int, optional
+        (row0, col0, ccd_rows, ccd_cols) when the arrays are a rectangle of a larger CCD;
+        None: they are the CCD.
+
+    Raises
+    ------
+    Error
+        Arrays that are not 2-D or of different shapes, a negative ivar, GPU arrays where
+        this build has no CUDA backend.
+    TypeError
+        An argument that is not a real numeric array.
     """
 
     def __init__(self, pixels, ivar, region=None):
@@ -145,6 +163,7 @@ class Image:
 
     @property
     def shape(self):
+        """(nrows, ncols) of the arrays."""
         return tuple(self._handle.shape)
 
     @property
@@ -154,10 +173,12 @@ class Image:
 
     @property
     def ivar(self):
+        """The float64 inverse variance array the image was built from."""
         return self._handle.ivar
 
     @property
     def nonfinite_pixels(self):
+        """Pixels whose value or ivar is NaN or infinite: masked by the extraction."""
         return self._handle.nonfinite_pixels
 
     @property
@@ -177,7 +198,25 @@ class Image:
 
 @dataclass(eq=False)
 class PreprocImage:
-    """A DESI preproc image as read by read_preproc (ivar 0 where MASK & mask_bits)."""
+    """A DESI preproc image as read by read_preproc (ivar 0 where MASK & mask_bits).
+
+    Pass it to perfex.extract_frame as it is (no ivar).
+
+    Attributes
+    ----------
+    path : str
+        The file read.
+    pixels, ivar : numpy.ndarray
+        float64 [nrows][ncols]: the IMAGE and IVAR HDUs, ivar 0 where masked.
+    masked_pixels : int
+        Pixels with (MASK & mask_bits) != 0.
+    nonfinite_pixels : int
+        Pixels whose value or ivar was NaN or infinite (masked: value 0, ivar 0).
+    has_fibermap : bool
+        The file has a FIBERMAP HDU.
+    region : tuple of int or None
+        (row0, col0, ccd_rows, ccd_cols) when only a rectangle of the CCD was read, else None.
+    """
 
     path: str
     pixels: np.ndarray
@@ -190,10 +229,31 @@ class PreprocImage:
 
 
 def read_preproc(path, mask_bits=0x2FF, box=None):
-    """Reads a preproc image (HDUs IMAGE, IVAR, MASK): float64 arrays, ivar := 0 where
-    (MASK & mask_bits) != 0 (DESI's rule: bits 0-7 and 9), NaN/Inf pixels masked. box:
-    (row0, row1, col0, col1) to read only those rows and columns (the result's region says
-    where they sit on the CCD)."""
+    """Reads a DESI preproc image (HDUs IMAGE, IVAR, MASK).
+
+    The arrays are float64, ivar := 0 where (MASK & mask_bits) != 0, and NaN/Inf pixels are
+    masked. Without a MASK HDU only IVAR = 0 marks bad pixels; compressed (.fits.gz) files are
+    read too.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The preproc file.
+    mask_bits : int, default 0x2FF
+        The MASK bits that mask a pixel; the default is DESI's rule (bits 0-7 and 9).
+    box : tuple of int, optional
+        (row0, row1, col0, col1): read only those rows and columns (the result's region says
+        where they sit on the CCD); None reads the whole image.
+
+    Returns
+    -------
+    PreprocImage
+
+    Raises
+    ------
+    Error
+        A file that cannot be read, a missing IMAGE or IVAR HDU, a negative ivar.
+    """
     return PreprocImage(**_perfex.read_preproc(os.fsencode(path), mask_bits, box))
 
 

@@ -43,9 +43,25 @@ _STATISTICS = ("npatches", "failed_patches", "linalg_flops", "max_band", "warnin
 
 
 def extract(comm, image, ivar=None, psf=None, **arguments):
-    """A frame in this process when comm is None or has one rank (extract_in_process), else over
-    the ranks of comm (extract_over_ranks): perfex.extract_frame, a frame's files and the
-    gpu_specter drop-in all choose here."""
+    """A frame in this process, or over the ranks of comm.
+
+    perfex.extract_frame, a frame's files and the gpu_specter drop-in all choose here.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm or None
+        None or a communicator of one rank: the frame is extracted in this process
+        (perfex.extract_frame's arguments); else over the ranks of comm (extract_over_ranks).
+    image, ivar, psf
+        As perfex.extract_frame's.
+    **arguments
+        perfex.extract_frame's keyword arguments and options.
+
+    Returns
+    -------
+    Frame or None
+        The frame; None on the ranks other than 0.
+    """
     if comm is None or comm.size == 1:
         return extract_in_process(image, ivar, psf, **arguments)
     return extract_over_ranks(comm, image, ivar, psf, **arguments)
@@ -130,14 +146,39 @@ def extract_over_ranks(
     log_warnings=True,
     **options,
 ):
-    """perfex.extract_frame over the ranks of comm. Every rank calls it; only rank 0's image,
-    ivar, psf and options are used (the others may pass None). Rank 0 returns the Frame (its
-    phases: rank 0's), the other ranks None. phases: the PhaseTimes this rank's phases are timed
-    into (None: a new one); work: a dict that receives this rank's share ("patches": the patches
-    it solved, "first": the first of them); job: rank 0's job, checked already for this image
-    (a frame's files: perfex.files), instead of psf, backend and the options; warn: a
-    callable(message) for each of the frame's warnings on rank 0 (None: the 'perfex' logger;
-    log_warnings False: none)."""
+    """perfex.extract_frame over the ranks of comm.
+
+    Every rank calls it; only rank 0's image, ivar, psf and options are used (the others may
+    pass None). The frame is bitwise the single-process frame for any rank count. An error on
+    any rank is raised on every rank, as its class.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+        The ranks.
+    image, ivar, psf
+        As perfex.extract_frame's (rank 0's).
+    backend, threads, progress, allow_image_size_mismatch, log_warnings
+        As perfex.extract_frame's.
+    work : dict, optional
+        Receives this rank's share: "patches", the patches it solved, and "first", the first
+        of them.
+    job : optional
+        Rank 0's job, checked already for this image (a frame's files: perfex.files), instead
+        of psf, backend and the options.
+    phases : PhaseTimes, optional
+        The recorder this rank's phases are timed into (None: a new one).
+    warn : callable, optional
+        Called with each of the frame's warnings on rank 0 (None: the 'perfex' logger;
+        log_warnings False: none).
+    **options
+        The extraction options by name, as perfex.extract_frame's.
+
+    Returns
+    -------
+    Frame or None
+        On rank 0 the frame (its phases: rank 0's), on the other ranks None.
+    """
     start = time.time()
     initialize(threads, comm=comm)
     times = recorder(phases)

@@ -11,7 +11,24 @@ _OPTION_DEFAULTS = _perfex.options_to_dict(_perfex.ExtractionOptions())
 
 
 def option_defaults():
-    """The extraction options by name with their (DESI / gpu_specter) defaults."""
+    """The extraction options by name with their (DESI / gpu_specter) defaults.
+
+    Returns
+    -------
+    dict
+        A new dict of the library's ExtractionOptions by name: wmin, wmax, dw (5760.0,
+        7620.0, 0.8), specmin (0), nspec (500), bundlesize (25), nsubbundles (5), nwavestep
+        (50), wavepad0 (10), wavepad_frac (0.2), pixpad_frac (0.8), row_min (0), row_max
+        (-1: the CCD's last), regularize (0.0), psferr (-1.0: the PSF's), eigen_clip (1e-14),
+        model_image (False), memory_budget (0: automatic), batch_patches (0: automatic),
+        decorrelation ('signal') and geometry ('automatic'). The C++ page of this reference
+        says what each does (ExtractionOptions).
+
+    Examples
+    --------
+    >>> perfex.option_defaults()["nsubbundles"]
+    5
+    """
     return dict(_OPTION_DEFAULTS)
 
 
@@ -33,9 +50,27 @@ def parse_wavelength(wavelength):
 
 
 def make_options(**options):
-    """The complete options dict from keyword options: the C++ ExtractionOptions names
-    (option_defaults()), plus wavelength="wmin,wmax,dw" (or a tuple) and psferr=None (the
-    PSF's PSFERR) or a finite value >= 0. An unknown name is a TypeError."""
+    """The complete options dict from keyword options.
+
+    Parameters
+    ----------
+    **options
+        The C++ ExtractionOptions names (option_defaults()), plus wavelength="wmin,wmax,dw"
+        (or a 3-sequence) for wmin, wmax and dw, and psferr: None (the PSF's PSFERR) or a
+        finite value >= 0.
+
+    Returns
+    -------
+    dict
+        option_defaults() updated with the options (psferr None as -1.0).
+
+    Raises
+    ------
+    TypeError
+        An unknown option name.
+    RequestError
+        A wavelength that is not "wmin,wmax,dw", or a bad psferr.
+    """
     opts = option_defaults()
     wavelength = options.pop("wavelength", None)
     if wavelength is not None:

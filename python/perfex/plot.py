@@ -1,5 +1,7 @@
 """Quick-look picture of an extracted frame (matplotlib's Agg canvas: no display needed).
 
+From Python or from the command line::
+
     perfex.plot.quicklook(frame, "frame.png")             # a perfex.Frame or a frame file
     python3 -m perfex.plot frame.fits [-o frame.png] [--spectra 0,24,49] [--pulls pulls.npy]
 
@@ -30,7 +32,18 @@ _MASK_STATES = (
 
 
 def mask_states(frame):
-    """[nspec][nwave] small ints: 0 good, 1.. the _MASK_STATES index + 1."""
+    """The state each bin of a frame is drawn in.
+
+    Parameters
+    ----------
+    frame : Frame
+
+    Returns
+    -------
+    numpy.ndarray
+        [nspec][nwave] int8: 0 good, 1 SOMEBADPIX, 2 BAD2DFIT, 3 ALLBADPIX / NODATA (or
+        ivar 0); a later state wins.
+    """
     state = np.zeros(frame.flux.shape, dtype=np.int8)
     mask = np.asarray(frame.mask)
     state[(mask & 1) != 0] = 1
@@ -40,8 +53,19 @@ def mask_states(frame):
 
 
 def default_spectra(frame, count=3):
-    """Indices (into the frame) of `count` spectra spread over the fibres with light (a median
-    signal-to-noise above 1 over their unmasked bins), or over the frame when none has."""
+    """Indices (into the frame) of count spectra spread over the fibres with light.
+
+    Parameters
+    ----------
+    frame : Frame
+    count : int, default 3
+
+    Returns
+    -------
+    list of int
+        At most count sorted indices spread over the spectra whose median signal-to-noise over
+        their unmasked bins is above 1 (over the whole frame when none is).
+    """
     flux, ivar = np.asarray(frame.flux), np.asarray(frame.ivar)
     good = np.isfinite(flux) & np.isfinite(ivar) & (ivar > 0)
     snr = flux * np.sqrt(np.where(good, ivar, 0.0))
@@ -79,10 +103,17 @@ def quicklook(frame, path, spectra=None, title=None, dpi=110, pulls=None):
 
     Raises
     ------
-    perfex.RequestError
-        The output cannot be written, or is the frame file.
+    RequestError
+        path is the frame file or cannot be written.
+    ValueError
+        A spectrum index outside the frame.
     perfex.extras.MissingExtra
         matplotlib is not installed (``pip install 'perfex[plot]'``).
+
+    Examples
+    --------
+    >>> perfex.plot.quicklook(frame, "frame.png", spectra=[0, 24, 49])
+    'frame.png'
     """
     extras.require("matplotlib", "perfex.plot")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -247,13 +278,32 @@ def _draw_mask(ax, bins):
 
 
 def nonfinite_bins(frame):
-    """Number of bins whose flux or ivar is NaN or infinite."""
+    """The number of bins of a frame whose flux or ivar is NaN or infinite.
+
+    Parameters
+    ----------
+    frame : Frame
+
+    Returns
+    -------
+    int
+    """
     return int((~(np.isfinite(frame.flux) & np.isfinite(frame.ivar))).sum())
 
 
 def output_path(path, name="frame"):
-    """Where quicklook writes for `path`: a folder gets NAME.png inside it, a name without the
-    .png ending gets it."""
+    """Where quicklook writes for path.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A folder gets NAME.png inside it, a name without the .png ending gets it.
+    name : str, default "frame"
+
+    Returns
+    -------
+    str
+    """
     path = os.fspath(path)
     if os.path.isdir(path):
         path = os.path.join(path, name + ".png")
@@ -263,9 +313,21 @@ def output_path(path, name="frame"):
 
 
 def main(argv=None, prog="python3 -m perfex.plot"):
-    """The command line (prog: its name in messages); returns its exit status: 0 written, 1
-    failed, 2 refused (a bad command line, an output that cannot be written, matplotlib
-    missing)."""
+    """python3 -m perfex.plot: the quick-look PNG of a frame file.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        ``FRAME [-o OUTPUT] [--spectra I,J,...] [--pulls NPY]`` (None: sys.argv[1:]).
+    prog : str, default "python3 -m perfex.plot"
+        The program's name in messages.
+
+    Returns
+    -------
+    int
+        0 written (the path printed), 1 the frame could not be read or drawn, 2 refused (a bad
+        command line, an output refused, matplotlib missing: one line naming the extra).
+    """
     return extras.run_command(_main, argv, prog)
 
 

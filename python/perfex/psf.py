@@ -9,14 +9,50 @@ from ._perfex import Error, Psf
 
 
 def read_psf(path):
-    """Reads a PSF file: GAUSS-HERMITE (specex, PSFVER 1-3), GAUSS-HERMITE2 or SPOTGRID, chosen
-    by its PSFTYPE and PSFVER as specter's load_psf does."""
+    """Reads a PSF file of any format perfex reads.
+
+    The format is chosen by the file's PSFTYPE and PSFVER as specter's load_psf chooses it:
+    GAUSS-HERMITE (specex, PSFVER 1-3), GAUSS-HERMITE2 or SPOTGRID.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The PSF file.
+
+    Returns
+    -------
+    Psf
+
+    Raises
+    ------
+    Error
+        A file that cannot be read, or of another PSFTYPE (named).
+    """
     return _perfex.read_psf(os.fsencode(path))
 
 
 def psf_from_tables(psfdata, source=""):
-    """A perfex.Psf from gpu_specter's PSF dict (gpu_specter.io.read_psf: astropy Tables keyed
-    PSF, XTRACE, YTRACE)."""
+    """A perfex.Psf from gpu_specter's PSF dict.
+
+    Parameters
+    ----------
+    psfdata : dict
+        gpu_specter.io.read_psf's dict of astropy Tables keyed PSF, XTRACE and YTRACE, with
+        their meta (HSIZEX, GHDEGX, LEGDEG, NPIX_X, WAVEMIN, ...).
+    source : str, default ""
+        The name the Psf gives as its source.
+
+    Returns
+    -------
+    Psf
+
+    Raises
+    ------
+    TypeError
+        psfdata is not a dict.
+    Error
+        A table, column or meta key missing (named).
+    """
 
     def need(mapping, key, what):
         try:
@@ -69,7 +105,23 @@ def psf_from_tables(psfdata, source=""):
 
 
 def as_psf(psf):
-    """A perfex.Psf from a Psf, a file path, or gpu_specter's dict of astropy Tables."""
+    """A perfex.Psf from a Psf, a file path, or gpu_specter's dict of astropy Tables.
+
+    Parameters
+    ----------
+    psf : Psf, str, bytes, os.PathLike or dict
+        A Psf (returned as it is), a PSF file (read_psf), or gpu_specter's PSF dict
+        (psf_from_tables; perfex.gpu_specter.io.read_psf's dict gives its Psf).
+
+    Returns
+    -------
+    Psf
+
+    Raises
+    ------
+    TypeError
+        Any other type.
+    """
     if isinstance(psf, Psf):
         return psf
     if isinstance(psf, (str, bytes, os.PathLike)):

@@ -19,13 +19,28 @@ MAX_HOST_THREADS = _perfex.MAX_HOST_THREADS
 
 
 def backends():
-    """Execution spaces of this build, the preferred (default) one first."""
+    """The execution spaces of this build, the preferred (default) one first.
+
+    Returns
+    -------
+    list of str
+        Names among 'cuda', 'openmp' and 'serial'.
+    """
     return list(_perfex.backends())
 
 
 def default_backend(gpu=True):
-    """The first backend of this build (CUDA where built, else OpenMP, else Serial);
-    gpu=False skips CUDA."""
+    """The first backend of this build: CUDA where built, else OpenMP, else Serial.
+
+    Parameters
+    ----------
+    gpu : bool, default True
+        False skips CUDA.
+
+    Returns
+    -------
+    str
+    """
     return _perfex.default_backend(gpu)
 
 
@@ -71,10 +86,26 @@ def _local_rank(comm):
 
 
 def device_plan(local_rank, local_size, ndevices, requested=None):
-    """(GPU, processes sharing it) for node-local rank local_rank of local_size on a node with
-    ndevices GPUs: the requested GPU, else local_rank modulo ndevices (gpu_specter's
-    decompose_comm); (-1, 1) without GPUs. The default memory budget of a GPU extraction is half
-    the GPU's free memory divided among the processes sharing it."""
+    """The GPU of one process of a node, and how many processes share it.
+
+    The default memory budget of a GPU extraction is half the GPU's free memory divided among
+    the processes sharing it.
+
+    Parameters
+    ----------
+    local_rank, local_size : int
+        The process's rank among the node's local_size MPI ranks.
+    ndevices : int
+        The node's GPUs.
+    requested : int, optional
+        A GPU the user chose (every local process may have made the same choice).
+
+    Returns
+    -------
+    tuple of int
+        (GPU, processes sharing it): the requested GPU, else local_rank modulo ndevices
+        (gpu_specter's decompose_comm); (-1, 1) without GPUs.
+    """
     device = _perfex.device_for_rank(local_rank, ndevices, -1 if requested is None else requested)
     if requested is not None and requested >= 0:
         # A user's choice: every local process may have made the same one.
@@ -83,10 +114,22 @@ def device_plan(local_rank, local_size, ndevices, requested=None):
 
 
 def rank_threads(comm=None):
-    """Host threads for one process: None when KOKKOS_NUM_THREADS or OMP_NUM_THREADS is set
-    (the runtime reads, checks and caps them), else its share of the node's cores among the
-    node's MPI ranks (never more than the cores it may run on), else None (the CPUs the process
-    may use, at most MAX_HOST_THREADS)."""
+    """Host threads for one process, as initialize chooses them with threads=None.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm, optional
+        The communicator the process extracts in, to count the node's ranks when the
+        launcher's variables do not (collective then: every rank of comm calls).
+
+    Returns
+    -------
+    int or None
+        None when KOKKOS_NUM_THREADS or OMP_NUM_THREADS is set (the runtime reads, checks and
+        caps them); else the process's share of the node's cores among the node's MPI ranks
+        (never more than the cores it may run on); else None (the CPUs the process may use,
+        at most MAX_HOST_THREADS).
+    """
     if any(os.environ.get(var, "").strip() for var in ("KOKKOS_NUM_THREADS", "OMP_NUM_THREADS")):
         return None
     local = _local_ranks(comm)
@@ -99,15 +142,37 @@ def rank_threads(comm=None):
 def initialize(threads=None, comm=None, device=None):
     """Starts the perfex (Kokkos) runtime once per process and returns its host thread count.
 
-    threads: host threads (OpenMP), at most MAX_HOST_THREADS (512: Kokkos' OpenMP thread table;
-    more is a perfex.RequestError); None chooses (see rank_threads): KOKKOS_NUM_THREADS, else
-    OMP_NUM_THREADS (above 512 capped, with a warning), else the CPUs the process may use. A
-    bad thread variable (KOKKOS_NUM_THREADS=600, OMP_NUM_THREADS=abc, one that disagrees with
-    threads) is a perfex.RequestError naming it, raised before the runtime starts. Later calls
-    return the running count; asking then for another count warns (Kokkos cannot change it).
-    comm: the MPI communicator the process extracts in, to count the node's ranks (optional).
-    device: on CUDA builds the GPU to use; None deals the node's GPUs over its ranks
-    (device_plan) and divides the default GPU memory budget among the ranks that share one.
+    An extraction (and perfex.Image) starts it when needed; call it first to choose the
+    threads or the GPU.
+    Later calls return the running count; asking then for another count warns (Kokkos cannot
+    change it). The runtime is finalized at exit.
+
+    Parameters
+    ----------
+    threads : int, optional
+        Host threads (OpenMP), at most MAX_HOST_THREADS (512: Kokkos' OpenMP thread table).
+        None chooses (see rank_threads): KOKKOS_NUM_THREADS, else OMP_NUM_THREADS (above 512
+        capped, with a warning), else the CPUs the process may use.
+    comm : mpi4py.MPI.Comm, optional
+        The MPI communicator the process extracts in, to count the node's ranks.
+    device : int, optional
+        On CUDA builds, the GPU to use; None deals the node's GPUs over its ranks
+        (device_plan) and divides the default GPU memory budget among the ranks that share
+        one.
+
+    Returns
+    -------
+    int
+        The host threads the runtime runs.
+
+    Raises
+    ------
+    RequestError
+        threads not a positive integer or above MAX_HOST_THREADS, or a bad thread variable
+        (KOKKOS_NUM_THREADS=600, OMP_NUM_THREADS=abc, one that disagrees with threads),
+        named, before the runtime starts.
+    Error
+        In a process forked after the runtime started (its threads are in the parent).
     """
     global _threads
     if _perfex.is_initialized():

@@ -318,10 +318,41 @@ py::tuple spots(const AnyPsfData& psf, long long fibremin, long long nfibre,
       corners(spots.xcorner), corners(spots.ycorner));
 }
 
+// perfex.Psf's docstring, in numpydoc's form as the API reference (docs/api) shows it.
+const char* const kPsfDoc = R"doc(A PSF of any format perfex reads, held by the library.
+
+Made by perfex.read_psf (a file), perfex.psf_from_tables (gpu_specter's dict) or
+Psf.from_dict (to_dict's dict); picklable (MPI ranks receive it so). Read-only.
+
+Attributes
+----------
+source : str
+    The file it was read from, or the source a dict named ("" by default).
+psftype : str
+    'GAUSS-HERMITE', 'GAUSS-HERMITE2' or 'SPOTGRID'.
+nfib : int
+    The fibres it models.
+npix_x, npix_y : int
+    The CCD's columns and rows.
+psferr : float
+    The fractional model error (PSFERR; 0.01 when the file has none) that chi2pix takes by
+    default.
+wavemin, wavemax : float
+    The PSF's wavelength domain, in Angstrom: the ends of the default grid.
+spot_rows, spot_cols : int
+    The size of a spot's pixel box.
+hsizex, hsizey : int
+    Half the spot box's columns and rows (HSIZEX, HSIZEY of a GAUSS-HERMITE PSF).
+fibermin : int
+    The first fibre of a GAUSS-HERMITE PSF (0 for the other formats).
+param_names : list of str
+    The Gauss-Hermite parameters' names (empty for SPOTGRID).
+)doc";
+
 }  // namespace
 
 void register_psf(py::module_& m) {
-  py::class_<AnyPsfData, std::shared_ptr<AnyPsfData>> psf(m, "Psf");
+  py::class_<AnyPsfData, std::shared_ptr<AnyPsfData>> psf(m, "Psf", kPsfDoc);
   auto summary = [](auto member) {
     return [member](const AnyPsfData& d) { return d.summary().*member; };
   };

@@ -44,6 +44,36 @@ class PhaseTimes:
         How many phases are open: the depth of the next one.
         """
 class Psf:
+    """
+    A PSF of any format perfex reads, held by the library.
+    
+    Made by perfex.read_psf (a file), perfex.psf_from_tables (gpu_specter's dict) or
+    Psf.from_dict (to_dict's dict); picklable (MPI ranks receive it so). Read-only.
+    
+    Attributes
+    ----------
+    source : str
+        The file it was read from, or the source a dict named ("" by default).
+    psftype : str
+        'GAUSS-HERMITE', 'GAUSS-HERMITE2' or 'SPOTGRID'.
+    nfib : int
+        The fibres it models.
+    npix_x, npix_y : int
+        The CCD's columns and rows.
+    psferr : float
+        The fractional model error (PSFERR; 0.01 when the file has none) that chi2pix takes by
+        default.
+    wavemin, wavemax : float
+        The PSF's wavelength domain, in Angstrom: the ends of the default grid.
+    spot_rows, spot_cols : int
+        The size of a spot's pixel box.
+    hsizex, hsizey : int
+        Half the spot box's columns and rows (HSIZEX, HSIZEY of a GAUSS-HERMITE PSF).
+    fibermin : int
+        The first fibre of a GAUSS-HERMITE PSF (0 for the other formats).
+    param_names : list of str
+        The Gauss-Hermite parameters' names (empty for SPOTGRID).
+    """
     @staticmethod
     def from_dict(arg0: dict) -> Psf:
         ...
