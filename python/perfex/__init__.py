@@ -44,8 +44,8 @@ def extract_frame(
     """Extracts the spectra of a CCD image with a PSF; returns a Frame.
 
     The request is checked as perfex-extract checks it, before any work. nwavestep and the
-    padding are clamped to the grid with a warning (in ``frame.warnings``, and logged to the
-    'perfex' logger unless log_warnings is False).
+    padding are clamped to the grid with a warning (in ``frame.warnings``, and logged to
+    perfex's logger, perfex.logs, unless log_warnings is False).
 
     Parameters
     ----------
@@ -66,7 +66,7 @@ def extract_frame(
     threads : int, optional
         Host threads of the process (the first call only, at most 512); see initialize.
     progress : None, False or callable, optional
-        None logs the progress to the 'perfex' logger, False is silent, a callable is called
+        None logs the progress to perfex's logger (perfex.logs), False is silent, a callable is called
         as ``progress(done, total)`` with the patches solved.
     allow_image_size_mismatch : bool, default False
         Extract an image that is not the PSF's NPIX_Y x NPIX_X CCD (with a warning) instead of
@@ -75,7 +75,7 @@ def extract_frame(
         A recorder that this process's phases are timed into, on every rank, inside the phases
         open there (a caller's own phases hold perfex's).
     log_warnings : bool, default True
-        Log the frame's warnings to the 'perfex' logger; False for a caller that reports
+        Log the frame's warnings to perfex's logger (perfex.logs); False for a caller that reports
         ``frame.warnings`` itself, as the gpu_specter drop-in does.
     **options
         The extraction options by name, with the DESI defaults of option_defaults():

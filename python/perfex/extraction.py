@@ -26,7 +26,7 @@ def progress_callback(progress, label="extract", share=None):
 
 
 def report_warnings(warnings, warn=None):
-    """Each warning to warn (a callable(message); None: the 'perfex' logger)."""
+    """Each warning to warn (a callable(message); None: perfex's logger (perfex.logs))."""
     for warning in warnings:
         if warn is None:
             log.warning("%s", warning)
@@ -96,7 +96,7 @@ def extract_in_process(
     """Extracts the spectra of a CCD image in this process; returns a Frame. The request is
     checked as perfex-extract checks it (check_job): a refusal is a perfex.RequestError naming
     the parameter, an adapted option a warning in frame.warnings, each passed to warn (a
-    callable(message); None: the 'perfex' logger) unless log_warnings is False. job: a job
+    callable(message); None: perfex's logger (perfex.logs)) unless log_warnings is False. job: a job
     checked already for this image (a frame's files: perfex.files), instead of psf, backend and
     the options. phases: the PhaseTimes the job times into (a given job's own). See
     perfex.extract_frame."""

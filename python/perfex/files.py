@@ -171,7 +171,7 @@ def extract_files(files, group=None, *, backend, threads=None, options, phases=N
     """Extracts and writes one frame, in the phases of perfex-extract's job.
 
     Rank 0 of the group reads and writes; the outputs are checked before any work and written
-    atomically. Progress and warnings are logged to the 'perfex' logger, naming the frame. An
+    atomically. Progress and warnings are logged to perfex's logger (perfex.logs), naming the frame. An
     error is raised on every rank of the group, as its class.
 
     Parameters

@@ -169,7 +169,7 @@ def extract_over_ranks(
     phases : PhaseTimes, optional
         The recorder this rank's phases are timed into (None: a new one).
     warn : callable, optional
-        Called with each of the frame's warnings on rank 0 (None: the 'perfex' logger;
+        Called with each of the frame's warnings on rank 0 (None: perfex's logger (perfex.logs);
         log_warnings False: none).
     **options
         The extraction options by name, as perfex.extract_frame's.

@@ -7,7 +7,9 @@ it after each install, from outside any source tree:
 ROUTE names the install in the message; SITE is the folder the package must come from."""
 
 import os
+import subprocess
 import sys
+import sysconfig
 
 import numpy
 import perfex
@@ -31,10 +33,20 @@ def main(route, site):
         progress=False,
     )
     assert frame.npatches == 10 and frame.failed_patches == 0 and numpy.all(frame.ivar > 0), frame
+    if os.path.realpath(package).startswith(os.path.realpath(sys.prefix)):  # pip's, into an environment
+        check_console_scripts()
     print(
         f"installed_check: perfex {perfex.__version__} ({route}) from {package} with numpy "
         f"{numpy.__version__} extracted {frame}"
     )
+
+
+def check_console_scripts():
+    """pip install puts the Python commands next to the interpreter, and they run."""
+    for name in ("perfex_extract_spectra", "perfex_plot"):
+        command = os.path.join(sysconfig.get_path("scripts"), name)
+        r = subprocess.run([command, "--version"], capture_output=True, text=True)
+        assert r.returncode == 0 and r.stdout.startswith(f"perfex {perfex.__version__} ("), (command, r)
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ def ex2d(
     pixpad_frac and wavepad_frac are perfex.extract_frame's regularize, bundlesize,
     nsubbundles, nwavestep, psferr, pixpad_frac and wavepad_frac; ndecorr=True decorrelates the
     noise of all the fibres of a patch together (decorrelation='noise'). verbose logs progress
-    to the 'perfex' logger. debug (specter opens an IPython shell) is ignored with a warning.
+    to perfex's logger (perfex.logs). debug (specter opens an IPython shell) is ignored with a warning.
 
     Returns (flux, ivar, resolution_data): flux per Angstrom [nspec][nwave], its inverse
     variance, and the resolution band [nspec][2*ndiag+1][nwave] with specter's ndiag (9 sigma
