@@ -1,6 +1,7 @@
 #include "cli.hpp"
 
 #include <perfex/config.hpp>
+#include <perfex/detail/closest_name.hpp>
 #include <perfex/io/extract_files.hpp>
 #include <perfex/io/output_file.hpp>
 #include <perfex/runtime.hpp>
@@ -92,6 +93,7 @@ bool ArgReader::next() {
   name_ = args_[next_++];
   has_inline_ = false;
   inline_value_.clear();
+  known_.clear();
   if (name_.size() > 2 && name_.compare(0, 2, "--") == 0) {
     const auto eq = name_.find('=');
     if (eq != std::string::npos) {
@@ -104,6 +106,7 @@ bool ArgReader::next() {
 }
 
 bool ArgReader::is(const char* short_name, const char* long_name) const {
+  known_.push_back(long_name);
   return (short_name && name_ == short_name) || name_ == long_name;
 }
 
@@ -190,8 +193,11 @@ void ArgReader::no_value() const {
 }
 
 void ArgReader::reject() const {
-  if (!name_.empty() && name_[0] == '-')
-    throw UsageError("unknown option " + name_ + " (see --help)");
+  if (!name_.empty() && name_[0] == '-') {
+    const std::string near = closest_name(name_, known_);
+    throw UsageError("unknown option " + name_ +
+                     (near.empty() ? " (see --help)" : " (did you mean " + near + "?)"));
+  }
   throw UsageError("unexpected argument '" + name_ + "' (see --help)");
 }
 
@@ -247,7 +253,7 @@ bool parse_extract_option(ArgReader& r, ExtractArgs& a) {
   } else if (r.is(nullptr, "--threads")) {
     const std::string name = r.name();
     a.threads = check_thread_count(r.int_value(1), "option " + name);
-  } else if (is_kokkos_thread_option(r.name())) {
+  } else if (r.is(nullptr, "--kokkos-threads") || r.is(nullptr, "--kokkos-num-threads")) {
     const std::string name = r.name();
     a.kokkos_thread_options.push_back(
         name + "=" + std::to_string(check_thread_count(r.int_value(1), "option " + name)));

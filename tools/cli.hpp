@@ -85,7 +85,8 @@ class ArgReader {
   double double_value(double lo, double hi);
   // For flags: an "=value" is an error.
   void no_value() const;
-  // Throws "unknown option" / "unexpected argument" for the current argument.
+  // Throws "unknown option" / "unexpected argument" for the current argument; an unknown
+  // option names the nearest of the options is() was asked about ("did you mean ...?").
   [[noreturn]] void reject() const;
 
  private:
@@ -93,6 +94,9 @@ class ArgReader {
   std::size_t next_ = 0;
   std::string name_, inline_value_;
   bool has_inline_ = false;
+  // The option names is() compared the current argument with: every option a parser knows
+  // once it rejects the argument, with no list of them to keep beside the parser.
+  mutable std::vector<std::string> known_;
 };
 
 // Applies the reader's current argument when it is one of perfex-extract's options; false

@@ -32,6 +32,12 @@ def parse_wavelength(wavelength):
         raise RequestError(f"wavelength: expected 'wmin,wmax,dw', got {wavelength!r}") from None
 
 
+def _with_near_match(name, known):
+    """name, with "(did you mean X?)" when a known name is near (a typo)."""
+    near = _perfex.closest_name(name, known)
+    return f"{name} (did you mean {near}?)" if near else name
+
+
 def make_options(**options):
     """The complete options dict from keyword options: the C++ ExtractionOptions names
     (option_defaults()), plus wavelength="wmin,wmax,dw" (or a tuple) and psferr=None (the
@@ -42,9 +48,9 @@ def make_options(**options):
         opts["wmin"], opts["wmax"], opts["dw"] = parse_wavelength(wavelength)
     unknown = sorted(set(options) - set(opts))
     if unknown:
-        raise TypeError(
-            f"unknown extraction option(s) {', '.join(unknown)}; known: wavelength, " + ", ".join(sorted(opts))
-        )
+        known = ["wavelength", *sorted(opts)]
+        named = [_with_near_match(name, known) for name in unknown]
+        raise TypeError(f"unknown extraction option(s) {', '.join(named)}; known: " + ", ".join(known))
     psferr = options.pop("psferr", None)
     if psferr is None:
         psferr = -1.0  # the PSF's

@@ -222,6 +222,8 @@ def test_bad_images(psf, pixels, ivar, error, match):
         (dict(row_min=100, row_max=100), perfex.RequestError, "row_min, row_max must be"),
         (dict(decorrelation="full"), perfex.RequestError, "'signal' or 'noise'"),
         (dict(nspce=5), TypeError, "unknown extraction option.*nspce"),
+        (dict(nsubbundle=2), TypeError, r"option\(s\) nsubbundle \(did you mean nsubbundles\?\); known"),
+        (dict(frobnicate=2), TypeError, r"option\(s\) frobnicate; known: wavelength, "),
         (dict(nspec="five"), perfex.RequestError, "nspec: cannot convert"),
         (dict(nspec=5.5), perfex.RequestError, "nspec: cannot convert"),
         (dict(backend="vulkan"), perfex.RequestError, "backend: 'vulkan' is not one of"),
@@ -377,6 +379,18 @@ def test_model_image_and_file_round_trip(masked, psf, tmp_path):
         assert np.array_equal(getattr(back, name), getattr(frame, name).astype(np.float32)), name
     assert np.array_equal(back.mask, frame.mask) and np.array_equal(back.wave, frame.wave)
     assert back.options == frame.options and back.specmin == 0
+
+
+def test_closest_name_and_unknown_option_dict():
+    assert _perfex.closest_name("nsubbundle", ["nspec", "nsubbundles"]) == "nsubbundles"
+    assert _perfex.closest_name("frobnicate", ["nspec", "nsubbundles"]) == ""
+    near = r"option\(s\) nsubbundle \(did you mean nsubbundles\?\), wavelengt \(did you mean wavelength\?\); known"
+    with pytest.raises(TypeError, match=near):
+        perfex.options.make_options(nsubbundle=2, wavelengt="5760,5800,0.8")
+    with pytest.raises(
+        perfex.RequestError, match=r"unknown extraction option 'wavepad_fra' \(did you mean 'wavepad_frac'\?\)"
+    ):
+        _perfex.options_from_dict({"wavepad_fra": 0.2})
 
 
 def test_threads_per_rank(monkeypatch):

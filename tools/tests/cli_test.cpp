@@ -193,7 +193,14 @@ TEST_CASE("cli: bad options name the option", "[cli]") {
              Contains("option --geometry must be 'gpu_specter', 'specter' or 'automatic'") &&
                  Contains("'desi'"));
   CHECK_THAT(error_of(with_files({"--frobnicate"})),
-             Contains("--frobnicate") && Contains("unknown"));
+             Contains("--frobnicate") && Contains("unknown") && Contains("see --help"));
+  // A near miss names the option meant, the tool's own options included.
+  CHECK(error_of(with_files({"--nsubbundle", "2"})) ==
+        "unknown option --nsubbundle (did you mean --nsubbundles?)");
+  CHECK_THAT(error_of(with_files({"--regularise=0.1"})), Contains("did you mean --regularize?"));
+  CHECK_THAT(error_of(with_files({"--kokkos-thread=2"})),
+             Contains("did you mean --kokkos-threads?"));
+  CHECK_THAT(error_of(with_files({"-x"})), Contains("unknown option -x (see --help)"));
   CHECK_THAT(error_of(with_files({"stray"})), Contains("stray"));
   CHECK_THAT(error_of(with_files({"-o", ""})), Contains("-o"));
   // Every error is one line.

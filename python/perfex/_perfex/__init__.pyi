@@ -7,7 +7,7 @@ import numpy
 import numpy.typing
 import typing
 from . import testing
-__all__: list[str] = ['DEFAULT_MASK_BITS', 'Error', 'ExtractionOptions', 'FrameFiles', 'FrameJob', 'HostImage', 'MAX_HOST_THREADS', 'OutputSet', 'Phase', 'PhaseTimes', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_fits', 'check_outputs', 'concurrency', 'cuda_device_count', 'default_backend', 'device_for_rank', 'device_sharers', 'finalize', 'format_phases', 'frame_mask', 'grid_of_values', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'preproc_shape', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'set_device_sharers', 'shared_device_budget', 'testing', 'write_frame', 'write_model', 'write_synthetic_psfs']
+__all__: list[str] = ['DEFAULT_MASK_BITS', 'Error', 'ExtractionOptions', 'FrameFiles', 'FrameJob', 'HostImage', 'MAX_HOST_THREADS', 'OutputSet', 'Phase', 'PhaseTimes', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_fits', 'check_outputs', 'closest_name', 'concurrency', 'cuda_device_count', 'default_backend', 'device_for_rank', 'device_sharers', 'finalize', 'format_phases', 'frame_mask', 'grid_of_values', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'preproc_shape', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'set_device_sharers', 'shared_device_budget', 'testing', 'write_frame', 'write_model', 'write_synthetic_psfs']
 class Error(RuntimeError):
     pass
 class RequestError(Error):
@@ -371,6 +371,10 @@ def check_fits(path: str, hdus: collections.abc.Sequence[str] = [], fd: typing.S
 def check_outputs(outputs: collections.abc.Sequence[tuple[str, str]], inputs: collections.abc.Sequence[tuple[str, str]], prefix: str = '') -> None:
     """
     Raises RequestError unless every (name, path) output can be written and none is an input or an earlier output (the same file by device and inode, or by folder and name).
+    """
+def closest_name(word: str, names: collections.abc.Sequence[str]) -> str:
+    """
+    The name of names nearest to word (a mistyped option), or '' when none is near.
     """
 def concurrency(arg0: str) -> int:
     ...
