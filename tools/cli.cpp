@@ -4,6 +4,7 @@
 #include <perfex/detail/closest_name.hpp>
 #include <perfex/io/extract_files.hpp>
 #include <perfex/io/output_file.hpp>
+#include <perfex/io/psf_files.hpp>
 #include <perfex/runtime.hpp>
 
 #include <cerrno>
@@ -42,8 +43,9 @@ std::string extract_options_help(bool input_output) {
   std::ostringstream o;
   const extract::ExtractionOptions d;
   if (input_output)
-    o << "  -i, --input FILE        preproc image (HDUs IMAGE, IVAR, MASK[, FIBERMAP])\n"
-      << "  -p, --psf FILE          GaussHermite PSF file (specex PSFVER 3)\n"
+    o << "  -i, --input FILE        preproc image (HDUs IMAGE, IVAR[, MASK, FIBERMAP])\n"
+      << "  -p, --psf FILE          PSF file of a format perfex reads (by its PSFTYPE):\n"
+      << "                          " << io::psf_formats() << "\n"
       << "  -o, --output FILE       output frame file (FILE.gz: gzip-compressed)\n";
   o << "  -m, --model FILE        also write the model image\n"
     << "  -f, --fibermap FILE     FIBERMAP rows SPECMIN.. from this file (default: the image's)\n"
@@ -61,7 +63,7 @@ std::string extract_options_help(bool input_output) {
     << "] (default " << d.wavepad_frac << ")\n"
     << "      --pixpad-frac X     pixel padding fraction in [0,1] (default " << d.pixpad_frac
     << ")\n"
-    << "      --regularize X      regularisation (default " << d.regularize << ")\n"
+    << "  -r, --regularize X      regularisation (default " << d.regularize << ")\n"
     << "      --psferr X          PSF error for chi2pix (default: the PSF's PSFERR, else 0.01)\n"
     << "      --decorrelate-fibers  decorrelate across fibres (full H^1/2; not recommended)\n"
     << "      --geometry NAME     patches cut as gpu_specter or specter cuts them (default:\n"
@@ -236,7 +238,7 @@ bool parse_extract_option(ArgReader& r, ExtractArgs& a) {
     o.wavepad_frac = r.double_value(0.0, extract::kMaxWavepadFrac);
   } else if (r.is(nullptr, "--pixpad-frac")) {
     o.pixpad_frac = r.double_value(0.0, 1.0);
-  } else if (r.is(nullptr, "--regularize")) {
+  } else if (r.is("-r", "--regularize")) {
     o.regularize = r.double_value(0.0, HUGE_VAL);
   } else if (r.is(nullptr, "--psferr")) {
     o.psferr = r.double_value(0.0, HUGE_VAL);

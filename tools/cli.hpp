@@ -41,7 +41,7 @@ enum ExitStatus : int {
 // Everything perfex-extract is told on its command line.
 struct ExtractArgs {
   std::string input;     // -i/--input   preproc image
-  std::string psf;       // -p/--psf     GaussHermite PSF
+  std::string psf;       // -p/--psf     PSF (any format io::read_psf reads)
   std::string output;    // -o/--output  frame file
   std::string model;     // -m/--model   model image file ("" = none)
   std::string fibermap;  // -f/--fibermap  FIBERMAP rows from this file ("" = the image's)
