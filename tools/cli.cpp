@@ -6,6 +6,7 @@
 #include <perfex/io/output_file.hpp>
 #include <perfex/io/psf_files.hpp>
 #include <perfex/runtime.hpp>
+#include <perfex/version.hpp>
 
 #include <cerrno>
 #include <cmath>
@@ -84,6 +85,7 @@ std::string extract_options_help(bool input_output) {
     << "                          regions perfex::..., its kernels perfex::...); also\n"
     << "                          KOKKOS_TOOLS_LIBS (KOKKOS_PROFILE_LIBRARY with Kokkos 3.4)\n"
     << "  -h, --help              this help\n"
+    << "      --version           perfex's and Kokkos' versions and the backends of this build\n"
     << "exit status: 0 done, 1 failed (bad input file, I/O, memory), 2 refused (options,\n"
     << "outputs, request beyond the PSF or the memory), 3 frame written but some patches failed\n";
   return o.str();
@@ -209,6 +211,9 @@ bool parse_extract_option(ArgReader& r, ExtractArgs& a) {
   if (r.is("-h", "--help")) {
     r.no_value();
     a.help = true;
+  } else if (r.is(nullptr, "--version")) {
+    r.no_value();
+    a.version = true;
   } else if (r.is("-i", "--input")) {
     a.input = r.nonempty_value("file");
   } else if (r.is("-p", "--psf")) {
@@ -278,7 +283,7 @@ bool parse_extract_option(ArgReader& r, ExtractArgs& a) {
 void finish_extract_args(ExtractArgs& a, bool require_files) {
   a.options.model_image = !a.model.empty();
   if (a.backend.empty()) a.backend = default_backend();
-  if (require_files && !a.help) {
+  if (require_files && !a.help && !a.version) {
     if (a.input.empty()) throw UsageError("option -i/--input: required");
     if (a.psf.empty()) throw UsageError("option -p/--psf: required");
     if (a.output.empty()) throw UsageError("option -o/--output: required");
@@ -398,6 +403,10 @@ int extract_main(int argc, const char* const* argv) {
                 << "Spectro-perfectionism extraction of a DESI preproc image (perfex "
                 << PERFEX_VERSION_STRING << ").\n\noptions:\n"
                 << extract_options_help();
+      return 0;
+    }
+    if (args.version) {
+      std::cout << version_text();
       return 0;
     }
     io::remove_temp_files_on_signals();

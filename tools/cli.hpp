@@ -55,6 +55,7 @@ struct ExtractArgs {
   std::string tools_libs;                  // --kokkos-tools-libs: a Kokkos Tools library
   std::vector<std::string> kokkos_thread_options;  // --kokkos-threads=N, --kokkos-num-threads=N
   bool help = false;
+  bool version = false;  // --version: perfex's, Kokkos' and the backends' versions
 };
 
 using io::ProgressCallback;

@@ -5,6 +5,7 @@ import inspect
 import logging
 import os
 import pickle
+import re
 import threading
 import time
 
@@ -391,6 +392,13 @@ def test_closest_name_and_unknown_option_dict():
         perfex.RequestError, match=r"unknown extraction option 'wavepad_fra' \(did you mean 'wavepad_frac'\?\)"
     ):
         _perfex.options_from_dict({"wavepad_fra": 0.2})
+
+
+def test_version_info():
+    info = _perfex.version_info()
+    assert info["perfex"] == perfex.__version__
+    assert re.fullmatch(r"\d+\.\d+\.\d+", info["kokkos"])
+    assert info["backends"] == perfex.backends() and info["backends"][0] == perfex.default_backend()
 
 
 def test_threads_per_rank(monkeypatch):

@@ -116,12 +116,14 @@ TEST_CASE("cli: desi_extract_spectra options", "[cli]") {
   CHECK(d.backend == perfex::default_backend());
   CHECK(d.threads == 0);
 
-  // --help needs no files.
+  // --help and --version need no files.
   CHECK(parse_extract_args(Args{"--help"}).help);
+  CHECK(parse_extract_args(Args{"--version"}).version);
+  CHECK_FALSE(d.version);
   // -r is desi_extract_spectra's --regularize.
   CHECK(parse_extract_args(with_files({"-r", "0.5"})).options.regularize == 0.5);
   CHECK_THAT(perfex::cli::extract_options_help(),
-             Catch::Contains("-r, --regularize") &&
+             Catch::Contains("-r, --regularize") && Catch::Contains("--version") &&
                  Catch::Contains("GAUSS-HERMITE PSFVER 1-3, GAUSS-HERMITE2, SPOTGRID"));
   CHECK(perfex::cli::extract_options_help().find("--decorrelate-fibers") != std::string::npos);
 }
