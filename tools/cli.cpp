@@ -300,39 +300,56 @@ ExtractArgs parse_extract_args(const std::vector<std::string>& args) {
 }
 
 // ---- progress, extraction -------------------------------------------------------------------
-ProgressBar::ProgressBar(std::ostream& out, bool enabled)
-    : out_(out), enabled_(enabled), start_(clock::now()) {}
+ProgressBar::ProgressBar(std::ostream& out, Style style, std::string tool)
+    : out_(out), style_(style), tool_(std::move(tool)), start_(clock::now()) {}
 
 bool ProgressBar::stderr_is_terminal() { return isatty(fileno(stderr)) != 0; }
 
+ProgressBar::Style ProgressBar::stderr_style() {
+  return stderr_is_terminal() ? Style::terminal : Style::log;
+}
+
 void ProgressBar::update(int done, int total) {
-  if (done == 0 && total == 0) start_ = clock::now();
-  if (!enabled_ || total <= 0) return;
+  if (done == 0 && total == 0) {
+    start_ = clock::now();
+    logged_tenths_ = 0;
+  }
+  if (style_ == Style::none || total <= 0) return;
   const auto now = clock::now();
-  if (drawn_ && done < total && now - last_ < std::chrono::milliseconds(100)) return;
+  const int tenths = static_cast<int>(10LL * done / total);
+  if (style_ == Style::log ? tenths <= logged_tenths_
+                           : drawn_ && done < total && now - last_ < std::chrono::milliseconds(100))
+    return;
   last_ = now;
-  drawn_ = true;
+  logged_tenths_ = tenths;
   const double t = std::chrono::duration<double>(now - start_).count();
   const double rate = t > 0 ? done / t : 0.0;
-  const int width = 30;
-  const int fill = static_cast<int>(static_cast<double>(width) * done / total);
   std::ostringstream line;
-  line << "\r[" << std::string(static_cast<std::size_t>(fill), '#')
-       << std::string(static_cast<std::size_t>(width - fill), '.') << "] " << done << "/" << total
-       << " patches  ";
+  if (style_ == Style::log) {
+    line << tool_ << ": " << done << "/" << total << " patches (" << 100LL * done / total
+         << " %), ";
+  } else {
+    drawn_ = true;
+    const int width = 30;
+    const int fill = static_cast<int>(static_cast<double>(width) * done / total);
+    line << "\r[" << std::string(static_cast<std::size_t>(fill), '#')
+         << std::string(static_cast<std::size_t>(width - fill), '.') << "] " << done << "/" << total
+         << " patches  ";
+  }
+  const char* gap = style_ == Style::log ? ", " : "  ";
   line.setf(std::ios::fixed);
   line.precision(1);
   line << rate << " patches/s";
   if (done < total && rate > 0) {
     line.precision(0);
-    line << "  ETA " << (total - done) / rate << " s";
+    line << gap << "ETA " << (total - done) / rate << " s";
   }
-  line << "   ";
+  line << (style_ == Style::log ? "\n" : "   ");
   out_ << line.str() << std::flush;
 }
 
 void ProgressBar::finish() {
-  if (enabled_ && drawn_) out_ << "\n" << std::flush;
+  if (style_ == Style::terminal && drawn_) out_ << "\n" << std::flush;
   drawn_ = false;
 }
 
@@ -362,7 +379,7 @@ HostThreads runtime_settings(const ExtractArgs& args) {
 }
 
 RunResult run_extract_files_reporting(const std::string& tool, const ExtractArgs& args) {
-  ProgressBar bar(std::cerr, ProgressBar::stderr_is_terminal());
+  ProgressBar bar(std::cerr, ProgressBar::stderr_style(), tool);
   RunResult r;
   try {
     r = io::extract_files(files_request(args), io::FilesNames(), bar.callback(),

@@ -109,12 +109,17 @@ void finish_extract_args(ExtractArgs& a, bool require_files);
 // perfex-extract's whole command line (without the program name).
 ExtractArgs parse_extract_args(const std::vector<std::string>& args);
 
-// Progress on a terminal: "[#####.....] 120/260 patches  35.2 patches/s  ETA 4 s". Draws
-// only when enabled (the tools: stderr is a terminal), at most ~10 times a second.
+// Progress of an extraction. On a terminal, a bar redrawn at most ~10 times a second:
+// "[#####.....] 120/260 patches  35.2 patches/s  ETA 4 s". Elsewhere (a batch job's log), a
+// line each time another tenth of the patches is done: "tool: 120/260 patches (46 %), 35.2
+// patches/s, ETA 4 s".
 class ProgressBar {
  public:
-  ProgressBar(std::ostream& out, bool enabled);
+  enum class Style { none, terminal, log };
+  ProgressBar(std::ostream& out, Style style, std::string tool = "");
   static bool stderr_is_terminal();
+  // The style for stderr: a bar on a terminal, else log lines.
+  static Style stderr_style();
   // (0, 0) marks the start of the extraction (run_extract_files sends it): the clock restarts.
   void update(int done, int total);
   // Ends the bar's line (once, if anything was drawn).
@@ -126,8 +131,10 @@ class ProgressBar {
  private:
   using clock = std::chrono::steady_clock;
   std::ostream& out_;
-  bool enabled_;
+  Style style_;
+  std::string tool_;
   bool drawn_ = false;
+  int logged_tenths_ = 0;  // tenths of the patches a log line reported
   clock::time_point start_, last_;
 };
 

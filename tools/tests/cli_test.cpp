@@ -6,6 +6,7 @@
 
 #include <perfex/psf/synthetic.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -229,8 +230,9 @@ TEST_CASE("cli: summary line and progress bar", "[cli]") {
         "GFLOP/s), backend openmp, "
         "threads 2, failed patches 0");
 
+  using Style = perfex::cli::ProgressBar::Style;
   std::ostringstream quiet, shown;
-  perfex::cli::ProgressBar off(quiet, false), on(shown, true);
+  perfex::cli::ProgressBar off(quiet, Style::none), on(shown, Style::terminal);
   off.update(1, 4);
   off.finish();
   CHECK(quiet.str().empty());
@@ -242,6 +244,29 @@ TEST_CASE("cli: summary line and progress bar", "[cli]") {
   on.finish();
   CHECK_THAT(shown.str(), Catch::Contains("4/4 patches") && Catch::Contains("patches/s"));
   CHECK(shown.str().back() == '\n');
+
+  // In a log (stderr not a terminal): a line per tenth of the patches, none in between.
+  std::ostringstream log;
+  perfex::cli::ProgressBar lines(log, Style::log, "t");
+  lines.update(0, 0);
+  for (int done = 1; done <= 40; ++done) lines.update(done, 40);
+  lines.finish();
+  const std::string text = log.str();
+  CHECK(std::count(text.begin(), text.end(), '\n') == 10);
+  CHECK(text.find('\r') == std::string::npos);
+  CHECK_THAT(text,
+             Catch::StartsWith("t: 4/40 patches (10 %), ") && Catch::Contains(" patches/s, ETA "));
+  CHECK_THAT(text.substr(text.rfind("t: ")),
+             Catch::StartsWith("t: 40/40 patches (100 %), ") && !Catch::Contains("ETA"));
+  // A jump over several tenths is one line.
+  std::ostringstream jump;
+  perfex::cli::ProgressBar once(jump, Style::log, "t");
+  once.update(0, 0);
+  once.update(35, 40);
+  once.update(36, 40);
+  const std::string jumped = jump.str();
+  CHECK(jumped.rfind("t: 35/40 patches (87 %), ", 0) == 0);
+  CHECK(std::count(jumped.begin(), jumped.end(), '\n') == 2);
 }
 
 TEST_CASE("cli: explicit and default options are told apart; limits", "[cli]") {
