@@ -1,9 +1,12 @@
 #include "cli.hpp"
 
 #include <perfex/config.hpp>
+#include <perfex/detail/closest_name.hpp>
 #include <perfex/io/extract_files.hpp>
 #include <perfex/io/output_file.hpp>
+#include <perfex/io/psf_files.hpp>
 #include <perfex/runtime.hpp>
+#include <perfex/version.hpp>
 
 #include <cerrno>
 #include <cmath>
@@ -41,8 +44,9 @@ std::string extract_options_help(bool input_output) {
   std::ostringstream o;
   const extract::ExtractionOptions d;
   if (input_output)
-    o << "  -i, --input FILE        preproc image (HDUs IMAGE, IVAR, MASK[, FIBERMAP])\n"
-      << "  -p, --psf FILE          GaussHermite PSF file (specex PSFVER 3)\n"
+    o << "  -i, --input FILE        preproc image (HDUs IMAGE, IVAR[, MASK, FIBERMAP])\n"
+      << "  -p, --psf FILE          PSF file of a format perfex reads (by its PSFTYPE):\n"
+      << "                          " << io::psf_formats() << "\n"
       << "  -o, --output FILE       output frame file (FILE.gz: gzip-compressed)\n";
   o << "  -m, --model FILE        also write the model image\n"
     << "  -f, --fibermap FILE     FIBERMAP rows SPECMIN.. from this file (default: the image's)\n"
@@ -60,7 +64,7 @@ std::string extract_options_help(bool input_output) {
     << "] (default " << d.wavepad_frac << ")\n"
     << "      --pixpad-frac X     pixel padding fraction in [0,1] (default " << d.pixpad_frac
     << ")\n"
-    << "      --regularize X      regularisation (default " << d.regularize << ")\n"
+    << "  -r, --regularize X      regularisation (default " << d.regularize << ")\n"
     << "      --psferr X          PSF error for chi2pix (default: the PSF's PSFERR, else 0.01)\n"
     << "      --decorrelate-fibers  decorrelate across fibres (full H^1/2; not recommended)\n"
     << "      --geometry NAME     patches cut as gpu_specter or specter cuts them (default:\n"
@@ -81,6 +85,7 @@ std::string extract_options_help(bool input_output) {
     << "                          regions perfex::..., its kernels perfex::...); also\n"
     << "                          KOKKOS_TOOLS_LIBS (KOKKOS_PROFILE_LIBRARY with Kokkos 3.4)\n"
     << "  -h, --help              this help\n"
+    << "      --version           perfex's and Kokkos' versions and the backends of this build\n"
     << "exit status: 0 done, 1 failed (bad input file, I/O, memory), 2 refused (options,\n"
     << "outputs, request beyond the PSF or the memory), 3 frame written but some patches failed\n";
   return o.str();
@@ -92,6 +97,7 @@ bool ArgReader::next() {
   name_ = args_[next_++];
   has_inline_ = false;
   inline_value_.clear();
+  known_.clear();
   if (name_.size() > 2 && name_.compare(0, 2, "--") == 0) {
     const auto eq = name_.find('=');
     if (eq != std::string::npos) {
@@ -104,6 +110,7 @@ bool ArgReader::next() {
 }
 
 bool ArgReader::is(const char* short_name, const char* long_name) const {
+  known_.push_back(long_name);
   return (short_name && name_ == short_name) || name_ == long_name;
 }
 
@@ -190,8 +197,11 @@ void ArgReader::no_value() const {
 }
 
 void ArgReader::reject() const {
-  if (!name_.empty() && name_[0] == '-')
-    throw UsageError("unknown option " + name_ + " (see --help)");
+  if (!name_.empty() && name_[0] == '-') {
+    const std::string near = closest_name(name_, known_);
+    throw UsageError("unknown option " + name_ +
+                     (near.empty() ? " (see --help)" : " (did you mean " + near + "?)"));
+  }
   throw UsageError("unexpected argument '" + name_ + "' (see --help)");
 }
 
@@ -201,6 +211,9 @@ bool parse_extract_option(ArgReader& r, ExtractArgs& a) {
   if (r.is("-h", "--help")) {
     r.no_value();
     a.help = true;
+  } else if (r.is(nullptr, "--version")) {
+    r.no_value();
+    a.version = true;
   } else if (r.is("-i", "--input")) {
     a.input = r.nonempty_value("file");
   } else if (r.is("-p", "--psf")) {
@@ -230,7 +243,7 @@ bool parse_extract_option(ArgReader& r, ExtractArgs& a) {
     o.wavepad_frac = r.double_value(0.0, extract::kMaxWavepadFrac);
   } else if (r.is(nullptr, "--pixpad-frac")) {
     o.pixpad_frac = r.double_value(0.0, 1.0);
-  } else if (r.is(nullptr, "--regularize")) {
+  } else if (r.is("-r", "--regularize")) {
     o.regularize = r.double_value(0.0, HUGE_VAL);
   } else if (r.is(nullptr, "--psferr")) {
     o.psferr = r.double_value(0.0, HUGE_VAL);
@@ -247,7 +260,7 @@ bool parse_extract_option(ArgReader& r, ExtractArgs& a) {
   } else if (r.is(nullptr, "--threads")) {
     const std::string name = r.name();
     a.threads = check_thread_count(r.int_value(1), "option " + name);
-  } else if (is_kokkos_thread_option(r.name())) {
+  } else if (r.is(nullptr, "--kokkos-threads") || r.is(nullptr, "--kokkos-num-threads")) {
     const std::string name = r.name();
     a.kokkos_thread_options.push_back(
         name + "=" + std::to_string(check_thread_count(r.int_value(1), "option " + name)));
@@ -270,7 +283,7 @@ bool parse_extract_option(ArgReader& r, ExtractArgs& a) {
 void finish_extract_args(ExtractArgs& a, bool require_files) {
   a.options.model_image = !a.model.empty();
   if (a.backend.empty()) a.backend = default_backend();
-  if (require_files && !a.help) {
+  if (require_files && !a.help && !a.version) {
     if (a.input.empty()) throw UsageError("option -i/--input: required");
     if (a.psf.empty()) throw UsageError("option -p/--psf: required");
     if (a.output.empty()) throw UsageError("option -o/--output: required");
@@ -287,39 +300,56 @@ ExtractArgs parse_extract_args(const std::vector<std::string>& args) {
 }
 
 // ---- progress, extraction -------------------------------------------------------------------
-ProgressBar::ProgressBar(std::ostream& out, bool enabled)
-    : out_(out), enabled_(enabled), start_(clock::now()) {}
+ProgressBar::ProgressBar(std::ostream& out, Style style, std::string tool)
+    : out_(out), style_(style), tool_(std::move(tool)), start_(clock::now()) {}
 
 bool ProgressBar::stderr_is_terminal() { return isatty(fileno(stderr)) != 0; }
 
+ProgressBar::Style ProgressBar::stderr_style() {
+  return stderr_is_terminal() ? Style::terminal : Style::log;
+}
+
 void ProgressBar::update(int done, int total) {
-  if (done == 0 && total == 0) start_ = clock::now();
-  if (!enabled_ || total <= 0) return;
+  if (done == 0 && total == 0) {
+    start_ = clock::now();
+    logged_tenths_ = 0;
+  }
+  if (style_ == Style::none || total <= 0) return;
   const auto now = clock::now();
-  if (drawn_ && done < total && now - last_ < std::chrono::milliseconds(100)) return;
+  const int tenths = static_cast<int>(10LL * done / total);
+  if (style_ == Style::log ? tenths <= logged_tenths_
+                           : drawn_ && done < total && now - last_ < std::chrono::milliseconds(100))
+    return;
   last_ = now;
-  drawn_ = true;
+  logged_tenths_ = tenths;
   const double t = std::chrono::duration<double>(now - start_).count();
   const double rate = t > 0 ? done / t : 0.0;
-  const int width = 30;
-  const int fill = static_cast<int>(static_cast<double>(width) * done / total);
   std::ostringstream line;
-  line << "\r[" << std::string(static_cast<std::size_t>(fill), '#')
-       << std::string(static_cast<std::size_t>(width - fill), '.') << "] " << done << "/" << total
-       << " patches  ";
+  if (style_ == Style::log) {
+    line << tool_ << ": " << done << "/" << total << " patches (" << 100LL * done / total
+         << " %), ";
+  } else {
+    drawn_ = true;
+    const int width = 30;
+    const int fill = static_cast<int>(static_cast<double>(width) * done / total);
+    line << "\r[" << std::string(static_cast<std::size_t>(fill), '#')
+         << std::string(static_cast<std::size_t>(width - fill), '.') << "] " << done << "/" << total
+         << " patches  ";
+  }
+  const char* gap = style_ == Style::log ? ", " : "  ";
   line.setf(std::ios::fixed);
   line.precision(1);
   line << rate << " patches/s";
   if (done < total && rate > 0) {
     line.precision(0);
-    line << "  ETA " << (total - done) / rate << " s";
+    line << gap << "ETA " << (total - done) / rate << " s";
   }
-  line << "   ";
+  line << (style_ == Style::log ? "\n" : "   ");
   out_ << line.str() << std::flush;
 }
 
 void ProgressBar::finish() {
-  if (enabled_ && drawn_) out_ << "\n" << std::flush;
+  if (style_ == Style::terminal && drawn_) out_ << "\n" << std::flush;
   drawn_ = false;
 }
 
@@ -349,7 +379,7 @@ HostThreads runtime_settings(const ExtractArgs& args) {
 }
 
 RunResult run_extract_files_reporting(const std::string& tool, const ExtractArgs& args) {
-  ProgressBar bar(std::cerr, ProgressBar::stderr_is_terminal());
+  ProgressBar bar(std::cerr, ProgressBar::stderr_style(), tool);
   RunResult r;
   try {
     r = io::extract_files(files_request(args), io::FilesNames(), bar.callback(),
@@ -390,6 +420,10 @@ int extract_main(int argc, const char* const* argv) {
                 << "Spectro-perfectionism extraction of a DESI preproc image (perfex "
                 << PERFEX_VERSION_STRING << ").\n\noptions:\n"
                 << extract_options_help();
+      return 0;
+    }
+    if (args.version) {
+      std::cout << version_text();
       return 0;
     }
     io::remove_temp_files_on_signals();

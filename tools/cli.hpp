@@ -41,7 +41,7 @@ enum ExitStatus : int {
 // Everything perfex-extract is told on its command line.
 struct ExtractArgs {
   std::string input;     // -i/--input   preproc image
-  std::string psf;       // -p/--psf     GaussHermite PSF
+  std::string psf;       // -p/--psf     PSF (any format io::read_psf reads)
   std::string output;    // -o/--output  frame file
   std::string model;     // -m/--model   model image file ("" = none)
   std::string fibermap;  // -f/--fibermap  FIBERMAP rows from this file ("" = the image's)
@@ -55,6 +55,7 @@ struct ExtractArgs {
   std::string tools_libs;                  // --kokkos-tools-libs: a Kokkos Tools library
   std::vector<std::string> kokkos_thread_options;  // --kokkos-threads=N, --kokkos-num-threads=N
   bool help = false;
+  bool version = false;  // --version: perfex's, Kokkos' and the backends' versions
 };
 
 using io::ProgressCallback;
@@ -85,7 +86,8 @@ class ArgReader {
   double double_value(double lo, double hi);
   // For flags: an "=value" is an error.
   void no_value() const;
-  // Throws "unknown option" / "unexpected argument" for the current argument.
+  // Throws "unknown option" / "unexpected argument" for the current argument; an unknown
+  // option names the nearest of the options is() was asked about ("did you mean ...?").
   [[noreturn]] void reject() const;
 
  private:
@@ -93,6 +95,9 @@ class ArgReader {
   std::size_t next_ = 0;
   std::string name_, inline_value_;
   bool has_inline_ = false;
+  // The option names is() compared the current argument with: every option a parser knows
+  // once it rejects the argument, with no list of them to keep beside the parser.
+  mutable std::vector<std::string> known_;
 };
 
 // Applies the reader's current argument when it is one of perfex-extract's options; false
@@ -104,12 +109,17 @@ void finish_extract_args(ExtractArgs& a, bool require_files);
 // perfex-extract's whole command line (without the program name).
 ExtractArgs parse_extract_args(const std::vector<std::string>& args);
 
-// Progress on a terminal: "[#####.....] 120/260 patches  35.2 patches/s  ETA 4 s". Draws
-// only when enabled (the tools: stderr is a terminal), at most ~10 times a second.
+// Progress of an extraction. On a terminal, a bar redrawn at most ~10 times a second:
+// "[#####.....] 120/260 patches  35.2 patches/s  ETA 4 s". Elsewhere (a batch job's log), a
+// line each time another tenth of the patches is done: "tool: 120/260 patches (46 %), 35.2
+// patches/s, ETA 4 s".
 class ProgressBar {
  public:
-  ProgressBar(std::ostream& out, bool enabled);
+  enum class Style { none, terminal, log };
+  ProgressBar(std::ostream& out, Style style, std::string tool = "");
   static bool stderr_is_terminal();
+  // The style for stderr: a bar on a terminal, else log lines.
+  static Style stderr_style();
   // (0, 0) marks the start of the extraction (run_extract_files sends it): the clock restarts.
   void update(int done, int total);
   // Ends the bar's line (once, if anything was drawn).
@@ -121,8 +131,10 @@ class ProgressBar {
  private:
   using clock = std::chrono::steady_clock;
   std::ostream& out_;
-  bool enabled_;
+  Style style_;
+  std::string tool_;
   bool drawn_ = false;
+  int logged_tenths_ = 0;  // tenths of the patches a log line reported
   clock::time_point start_, last_;
 };
 

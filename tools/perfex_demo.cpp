@@ -13,6 +13,7 @@
 #include <perfex/io/image_fits.hpp>
 #include <perfex/io/psf_files.hpp>
 #include <perfex/psf/synthetic.hpp>
+#include <perfex/version.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -269,6 +270,10 @@ int main(int argc, char* argv[]) {
     const DemoArgs d = parse(argc, argv);
     if (d.extract.help) {
       std::cout << usage();
+      return 0;
+    }
+    if (d.extract.version) {
+      std::cout << perfex::version_text();
       return 0;
     }
     const perfex::HostThreads threads = cli::runtime_settings(d.extract);

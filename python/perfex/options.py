@@ -49,6 +49,12 @@ def parse_wavelength(wavelength):
         raise RequestError(f"wavelength: expected 'wmin,wmax,dw', got {wavelength!r}") from None
 
 
+def _with_near_match(name, known):
+    """name, with "(did you mean X?)" when a known name is near (a typo)."""
+    near = _perfex.closest_name(name, known)
+    return f"{name} (did you mean {near}?)" if near else name
+
+
 def make_options(**options):
     """The complete options dict from keyword options.
 
@@ -77,9 +83,9 @@ def make_options(**options):
         opts["wmin"], opts["wmax"], opts["dw"] = parse_wavelength(wavelength)
     unknown = sorted(set(options) - set(opts))
     if unknown:
-        raise TypeError(
-            f"unknown extraction option(s) {', '.join(unknown)}; known: wavelength, " + ", ".join(sorted(opts))
-        )
+        known = ["wavelength", *sorted(opts)]
+        named = [_with_near_match(name, known) for name in unknown]
+        raise TypeError(f"unknown extraction option(s) {', '.join(named)}; known: " + ", ".join(known))
     psferr = options.pop("psferr", None)
     if psferr is None:
         psferr = -1.0  # the PSF's

@@ -1,4 +1,5 @@
 // perfex.options: extraction options as dicts and objects, checked exactly as they convert.
+#include <perfex/detail/closest_name.hpp>
 #include <perfex/extract/plan.hpp>
 #include <perfex/extract/wavelength_grid.hpp>
 
@@ -95,12 +96,18 @@ ExtractionOptions options_from_dict(const py::dict& d) {
                                                  "extraction option geometry");
   for (const auto& item : d) {
     const std::string key = py::str(item.first);
-    if (!known.count(key)) throw RequestError("unknown extraction option '" + key + "'");
+    if (known.count(key)) continue;
+    const std::string near =
+        perfex::closest_name(key, std::vector<std::string>(known.begin(), known.end()));
+    throw RequestError("unknown extraction option '" + key + "'" +
+                       (near.empty() ? "" : " (did you mean '" + near + "'?)"));
   }
   return o;
 }
 
 void register_options(py::module_& m) {
+  m.def("closest_name", &perfex::closest_name, py::arg("word"), py::arg("names"),
+        "The name of names nearest to word (a mistyped option), or '' when none is near.");
   py::class_<ExtractionOptions> options(m, "ExtractionOptions");
   options.def(py::init<>());
   for_each_option([&](const char* name, auto member) { options.def_readwrite(name, member); });

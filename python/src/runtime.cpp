@@ -2,6 +2,7 @@
 // count perfex::host_threads accepts; a child forked after the start never touches it.
 #include <perfex/memory.hpp>
 #include <perfex/runtime.hpp>
+#include <perfex/version.hpp>
 
 #include <pthread.h>
 
@@ -100,6 +101,18 @@ void register_runtime(py::module_& m) {
       "Starts Kokkos with perfex::host_threads' count (threads <= 0: from the environment, "
       "capped at 512; a bad thread variable is a RequestError naming it; device: the GPU, -1 "
       "Kokkos' default); returns the cap's warning or ''.");
+  m.def(
+      "version_info",
+      [] {
+        const perfex::VersionInfo v = perfex::version_info();
+        py::dict d;
+        d["perfex"] = v.perfex;
+        d["kokkos"] = v.kokkos;
+        d["backends"] = v.backends;
+        return d;
+      },
+      "The versions of this build, as the tools' --version prints them: {'perfex': ..., "
+      "'kokkos': '3.4.1', 'backends': [the default first, ...]}.");
   m.def("cuda_device_count", &perfex::device_count);
   m.def("device_for_rank", &perfex::device_for_rank, py::arg("local_rank"), py::arg("ndevices"),
         py::arg("requested") = -1);

@@ -5,6 +5,7 @@ import inspect
 import logging
 import os
 import pickle
+import re
 import threading
 import time
 
@@ -223,6 +224,8 @@ def test_bad_images(psf, pixels, ivar, error, match):
         (dict(row_min=100, row_max=100), perfex.RequestError, "row_min, row_max must be"),
         (dict(decorrelation="full"), perfex.RequestError, "'signal' or 'noise'"),
         (dict(nspce=5), TypeError, "unknown extraction option.*nspce"),
+        (dict(nsubbundle=2), TypeError, r"option\(s\) nsubbundle \(did you mean nsubbundles\?\); known"),
+        (dict(frobnicate=2), TypeError, r"option\(s\) frobnicate; known: wavelength, "),
         (dict(nspec="five"), perfex.RequestError, "nspec: cannot convert"),
         (dict(nspec=5.5), perfex.RequestError, "nspec: cannot convert"),
         (dict(backend="vulkan"), perfex.RequestError, "backend: 'vulkan' is not one of"),
@@ -379,6 +382,46 @@ def test_model_image_and_file_round_trip(masked, psf, tmp_path):
         assert np.array_equal(getattr(back, name), getattr(frame, name).astype(np.float32)), name
     assert np.array_equal(back.mask, frame.mask) and np.array_equal(back.wave, frame.wave)
     assert back.options == frame.options and back.specmin == 0
+
+
+def test_closest_name_and_unknown_option_dict():
+    assert _perfex.closest_name("nsubbundle", ["nspec", "nsubbundles"]) == "nsubbundles"
+    assert _perfex.closest_name("frobnicate", ["nspec", "nsubbundles"]) == ""
+    near = r"option\(s\) nsubbundle \(did you mean nsubbundles\?\), wavelengt \(did you mean wavelength\?\); known"
+    with pytest.raises(TypeError, match=near):
+        perfex.options.make_options(nsubbundle=2, wavelengt="5760,5800,0.8")
+    with pytest.raises(
+        perfex.RequestError, match=r"unknown extraction option 'wavepad_fra' \(did you mean 'wavepad_frac'\?\)"
+    ):
+        _perfex.options_from_dict({"wavepad_fra": 0.2})
+
+
+def test_version_info():
+    info = _perfex.version_info()
+    assert info["perfex"] == perfex.__version__
+    assert re.fullmatch(r"\d+\.\d+\.\d+", info["kokkos"])
+    assert info["backends"] == perfex.backends() and info["backends"][0] == perfex.default_backend()
+
+
+def test_frame_and_model_record_dependencies(tmp_path):
+    depend = pytest.importorskip("desiutil.depend", reason="desiutil reads the DEPNAMnn/DEPVERnn cards")
+    fits = pytest.importorskip("astropy.io.fits")
+    nspec, nwave = 2, 5
+    frame = perfex.Frame(
+        **{name: np.ones((nspec, nwave)) for name in ("flux", "ivar", "chi2pix", "pixmask_fraction")},
+        mask=np.zeros((nspec, nwave), np.uint32),
+        wave=np.linspace(5760, 5763.2, nwave),
+        resolution=np.ones((nspec, 3, nwave)),
+        model=np.ones((4, 3)),
+    )
+    perfex.write_frame(tmp_path / "f.fits", frame)
+    perfex.write_model(tmp_path / "m.fits", frame)
+    for path, extname in ((tmp_path / "f.fits", "FLUX"), (tmp_path / "m.fits", "MODEL")):
+        header = fits.getheader(path, extname)
+        assert depend.getdep(header, "perfex") == perfex.__version__ == header["PERFEX"]
+        assert depend.getdep(header, "kokkos") == _perfex.version_info()["kokkos"]
+        assert depend.getdep(header, "numpy") == np.__version__
+        assert [name for name, _ in depend.iterdep(header)] == ["perfex", "kokkos", "numpy"]
 
 
 def test_threads_per_rank(monkeypatch):

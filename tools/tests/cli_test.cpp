@@ -6,6 +6,7 @@
 
 #include <perfex/psf/synthetic.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -116,8 +117,15 @@ TEST_CASE("cli: desi_extract_spectra options", "[cli]") {
   CHECK(d.backend == perfex::default_backend());
   CHECK(d.threads == 0);
 
-  // --help needs no files.
+  // --help and --version need no files.
   CHECK(parse_extract_args(Args{"--help"}).help);
+  CHECK(parse_extract_args(Args{"--version"}).version);
+  CHECK_FALSE(d.version);
+  // -r is desi_extract_spectra's --regularize.
+  CHECK(parse_extract_args(with_files({"-r", "0.5"})).options.regularize == 0.5);
+  CHECK_THAT(perfex::cli::extract_options_help(),
+             Catch::Contains("-r, --regularize") && Catch::Contains("--version") &&
+                 Catch::Contains("GAUSS-HERMITE PSFVER 1-3, GAUSS-HERMITE2, SPOTGRID"));
   CHECK(perfex::cli::extract_options_help().find("--decorrelate-fibers") != std::string::npos);
 }
 
@@ -193,7 +201,14 @@ TEST_CASE("cli: bad options name the option", "[cli]") {
              Contains("option --geometry must be 'gpu_specter', 'specter' or 'automatic'") &&
                  Contains("'desi'"));
   CHECK_THAT(error_of(with_files({"--frobnicate"})),
-             Contains("--frobnicate") && Contains("unknown"));
+             Contains("--frobnicate") && Contains("unknown") && Contains("see --help"));
+  // A near miss names the option meant, the tool's own options included.
+  CHECK(error_of(with_files({"--nsubbundle", "2"})) ==
+        "unknown option --nsubbundle (did you mean --nsubbundles?)");
+  CHECK_THAT(error_of(with_files({"--regularise=0.1"})), Contains("did you mean --regularize?"));
+  CHECK_THAT(error_of(with_files({"--kokkos-thread=2"})),
+             Contains("did you mean --kokkos-threads?"));
+  CHECK_THAT(error_of(with_files({"-x"})), Contains("unknown option -x (see --help)"));
   CHECK_THAT(error_of(with_files({"stray"})), Contains("stray"));
   CHECK_THAT(error_of(with_files({"-o", ""})), Contains("-o"));
   // Every error is one line.
@@ -215,8 +230,9 @@ TEST_CASE("cli: summary line and progress bar", "[cli]") {
         "GFLOP/s), backend openmp, "
         "threads 2, failed patches 0");
 
+  using Style = perfex::cli::ProgressBar::Style;
   std::ostringstream quiet, shown;
-  perfex::cli::ProgressBar off(quiet, false), on(shown, true);
+  perfex::cli::ProgressBar off(quiet, Style::none), on(shown, Style::terminal);
   off.update(1, 4);
   off.finish();
   CHECK(quiet.str().empty());
@@ -228,6 +244,29 @@ TEST_CASE("cli: summary line and progress bar", "[cli]") {
   on.finish();
   CHECK_THAT(shown.str(), Catch::Contains("4/4 patches") && Catch::Contains("patches/s"));
   CHECK(shown.str().back() == '\n');
+
+  // In a log (stderr not a terminal): a line per tenth of the patches, none in between.
+  std::ostringstream log;
+  perfex::cli::ProgressBar lines(log, Style::log, "t");
+  lines.update(0, 0);
+  for (int done = 1; done <= 40; ++done) lines.update(done, 40);
+  lines.finish();
+  const std::string text = log.str();
+  CHECK(std::count(text.begin(), text.end(), '\n') == 10);
+  CHECK(text.find('\r') == std::string::npos);
+  CHECK_THAT(text,
+             Catch::StartsWith("t: 4/40 patches (10 %), ") && Catch::Contains(" patches/s, ETA "));
+  CHECK_THAT(text.substr(text.rfind("t: ")),
+             Catch::StartsWith("t: 40/40 patches (100 %), ") && !Catch::Contains("ETA"));
+  // A jump over several tenths is one line.
+  std::ostringstream jump;
+  perfex::cli::ProgressBar once(jump, Style::log, "t");
+  once.update(0, 0);
+  once.update(35, 40);
+  once.update(36, 40);
+  const std::string jumped = jump.str();
+  CHECK(jumped.rfind("t: 35/40 patches (87 %), ", 0) == 0);
+  CHECK(std::count(jumped.begin(), jumped.end(), '\n') == 2);
 }
 
 TEST_CASE("cli: explicit and default options are told apart; limits", "[cli]") {

@@ -18,6 +18,17 @@
 namespace perfex {
 namespace io {
 
+// The formats read_psf reads, as messages and the tools' help name them ("GAUSS-HERMITE PSFVER
+// 1-3, GAUSS-HERMITE2, SPOTGRID").
+inline std::string psf_formats() {
+  std::string formats;
+  psf::AnyPsfData::for_each_format([&](auto* format) {
+    using Data = std::remove_pointer_t<decltype(format)>;
+    formats += (formats.empty() ? "" : ", ") + std::string(PsfFile<Data>::layouts);
+  });
+  return formats;
+}
+
 // A PSF file of any format perfex reads.
 inline psf::AnyPsfData read_psf(const std::string& path) {
   std::string type;
@@ -26,16 +37,14 @@ inline psf::AnyPsfData read_psf(const std::string& path) {
     type = detail::psf_kind(file).type;
   }
   std::optional<psf::AnyPsfData> psf;
-  std::string formats;
   psf::AnyPsfData::for_each_format([&](auto* format) {
     using Data = std::remove_pointer_t<decltype(format)>;
     if (type.empty()) type = Data::psftype;  // the first format's when not stated
     if (!psf && type == Data::psftype) psf = PsfFile<Data>::read(path);
-    formats += (formats.empty() ? "" : ", ") + std::string(PsfFile<Data>::layouts);
   });
   if (!psf)
     throw Error("PSF '" + path + "': PSFTYPE '" + type + "' is not a format perfex reads (" +
-                formats + ")");
+                psf_formats() + ")");
   return std::move(*psf);
 }
 

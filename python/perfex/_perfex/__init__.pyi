@@ -7,7 +7,7 @@ import numpy
 import numpy.typing
 import typing
 from . import testing
-__all__: list[str] = ['DEFAULT_MASK_BITS', 'Error', 'ExtractionOptions', 'FrameFiles', 'FrameJob', 'HostImage', 'MAX_HOST_THREADS', 'OutputSet', 'Phase', 'PhaseTimes', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_fits', 'check_outputs', 'concurrency', 'cuda_device_count', 'default_backend', 'device_for_rank', 'device_sharers', 'finalize', 'format_phases', 'frame_mask', 'grid_of_values', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'preproc_shape', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'set_device_sharers', 'shared_device_budget', 'testing', 'write_frame', 'write_model', 'write_synthetic_psfs']
+__all__: list[str] = ['DEFAULT_MASK_BITS', 'Error', 'ExtractionOptions', 'FrameFiles', 'FrameJob', 'HostImage', 'MAX_HOST_THREADS', 'OutputSet', 'Phase', 'PhaseTimes', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_fits', 'check_outputs', 'closest_name', 'concurrency', 'cuda_device_count', 'default_backend', 'dependencies', 'device_for_rank', 'device_sharers', 'finalize', 'format_phases', 'frame_mask', 'grid_of_values', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'preproc_shape', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'set_device_sharers', 'shared_device_budget', 'testing', 'version_info', 'write_frame', 'write_model', 'write_synthetic_psfs']
 class Error(RuntimeError):
     pass
 class RequestError(Error):
@@ -402,12 +402,20 @@ def check_outputs(outputs: collections.abc.Sequence[tuple[str, str]], inputs: co
     """
     Raises RequestError unless every (name, path) output can be written and none is an input or an earlier output (the same file by device and inode, or by folder and name).
     """
+def closest_name(word: str, names: collections.abc.Sequence[str]) -> str:
+    """
+    The name of names nearest to word (a mistyped option), or '' when none is near.
+    """
 def concurrency(arg0: str) -> int:
     ...
 def cuda_device_count() -> int:
     ...
 def default_backend(gpu: bool = True) -> str:
     ...
+def dependencies(backend: str = '') -> list:
+    """
+    The (DEPNAMnn, DEPVERnn) pairs of the files the Python package writes: perfex, kokkos, perfex-backend (when backend is given), numpy.
+    """
 def device_for_rank(local_rank: typing.SupportsInt | typing.SupportsIndex, ndevices: typing.SupportsInt | typing.SupportsIndex, requested: typing.SupportsInt | typing.SupportsIndex = -1) -> int:
     ...
 def device_sharers() -> int:
@@ -450,6 +458,10 @@ def set_device_sharers(arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
     ...
 def shared_device_budget(free_bytes: typing.SupportsInt | typing.SupportsIndex, sharers: typing.SupportsInt | typing.SupportsIndex) -> int:
     ...
+def version_info() -> dict:
+    """
+    The versions of this build, as the tools' --version prints them: {'perfex': ..., 'kokkos': '3.4.1', 'backends': [the default first, ...]}.
+    """
 def write_frame(path: str, frame: typing.Any, image_path: str = '', psf_path: str = '', fibermap: str = '') -> list:
     ...
 def write_model(path: str, frame: typing.Any, image_path: str = '', psf_path: str = '') -> None:
