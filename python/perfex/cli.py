@@ -38,7 +38,7 @@ def parser(prog="python3 -m perfex.extract"):
         description="Extract spectra from pre-processed raw data (desi_extract_spectra's options, perfex extraction).",
     )
     p.error = lambda message: _error(p, message)
-    p.add_argument("--version", action="version", version=runtime.version_text())
+    runtime.add_version_option(p)
     p.add_argument("-i", "--input", action="append", default=[], help="input image (repeat for an exposure)")
     p.add_argument(
         "-f", "--fibermap", action="append", default=[], help="input fibermap file (default: the image's FIBERMAP)"

@@ -68,7 +68,7 @@ def default_spectra(frame, count=3):
     """
     flux, ivar = np.asarray(frame.flux), np.asarray(frame.ivar)
     good = np.isfinite(flux) & np.isfinite(ivar) & (ivar > 0)
-    snr = flux * np.sqrt(np.where(good, ivar, 0.0))
+    snr = np.where(good, flux, 0.0) * np.sqrt(np.where(good, ivar, 0.0))
     lit = np.array([f for f in range(frame.nspec) if good[f].any() and np.median(snr[f, good[f]]) > 1.0], dtype=int)
     if lit.size == 0:
         lit = np.arange(frame.nspec)
@@ -338,7 +338,7 @@ def command():
 
 def _main(argv, prog):
     p = argparse.ArgumentParser(prog=prog, description="Quick-look PNG of a frame file.")
-    p.add_argument("--version", action="version", version=runtime.version_text())
+    runtime.add_version_option(p)
     p.add_argument("frame", help="frame file (perfex, desispec or gpu_specter)")
     p.add_argument("-o", "--output", help="PNG file (default: the frame's name with .png)")
     p.add_argument(

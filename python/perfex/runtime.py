@@ -261,15 +261,25 @@ def duration_text(seconds):
     return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
 
 
+def add_version_option(parser):
+    """--version on an argparse command: prints version_text(), unwrapped, and exits."""
+    import argparse
+
+    class Version(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            print(version_text())
+            parser.exit()
+
+    parser.add_argument(
+        "--version", nargs=0, action=Version, help="print the versions of perfex, Kokkos, the backends, numpy and Python"
+    )
+
+
 def version_text():
-    """The commands' --version: perfex's version, Kokkos', this build's backends (the default
-    first), numpy's and Python's."""
+    """The commands' --version: the C++ tools' text (perfex's and Kokkos' versions, this build's
+    backends, the default first), then numpy's and Python's versions, a line each."""
     import platform
 
     import numpy
 
-    info = _perfex.version_info()
-    return (
-        f"perfex {info['perfex']} (Kokkos {info['kokkos']}; backends {', '.join(info['backends'])}; "
-        f"numpy {numpy.__version__}; Python {platform.python_version()})"
-    )
+    return f"{_perfex.version_text()}numpy {numpy.__version__}\nPython {platform.python_version()}"

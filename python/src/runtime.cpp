@@ -113,6 +113,9 @@ void register_runtime(py::module_& m) {
       },
       "The versions of this build, as the tools' --version prints them: {'perfex': ..., "
       "'kokkos': '3.4.1', 'backends': [the default first, ...]}.");
+  m.def(
+      "version_text", [] { return perfex::version_text(); },
+      "The tools' --version text: perfex's and Kokkos' versions and the backends, a line each.");
   m.def("cuda_device_count", &perfex::device_count);
   m.def("device_for_rank", &perfex::device_for_rank, py::arg("local_rank"), py::arg("ndevices"),
         py::arg("requested") = -1);

@@ -142,6 +142,12 @@ def run_python(args, timeout=600, **env):
     )
 
 
+def output(result):
+    """What a command printed on both streams: desiutil's logger (perfex's where desiutil is
+    installed) prints on stdout, logging's handler and argparse on stderr."""
+    return result.stdout + result.stderr
+
+
 def timing_phases(text):
     """(indent, name) of the phase lines a --timing run printed."""
     return re.findall(r"^( +)(\S+) +[0-9.]+ s$", text, re.MULTILINE)

@@ -46,7 +46,7 @@ def check_console_scripts():
     for name in ("perfex_extract_spectra", "perfex_plot"):
         command = os.path.join(sysconfig.get_path("scripts"), name)
         r = subprocess.run([command, "--version"], capture_output=True, text=True)
-        assert r.returncode == 0 and r.stdout.startswith(f"perfex {perfex.__version__} ("), (command, r)
+        assert r.returncode == 0 and r.stdout.startswith(f"perfex {perfex.__version__}\nKokkos "), (command, r)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import perfex.cli as cli
 import perfex.mpi
 import pytest
 
-from conftest import SMALL, assert_frames_identical, run_python, timing_phases
+from conftest import SMALL, assert_frames_identical, output, run_python, timing_phases
 
 DESI_OPTIONS = [
     "-i",
@@ -121,7 +121,7 @@ def test_frames_list_file(tmp_path, capsys):
 def test_python_m_perfex_is_the_command_line():
     """python3 -m perfex is the same command line, named as it was called in its messages."""
     r = run_python(["-m", "perfex", "--help"])
-    assert r.returncode == 0 and r.stdout.startswith("usage: python3 -m perfex "), r.stdout + r.stderr
+    assert r.returncode == 0 and r.stdout.startswith("usage: python3 -m perfex "), output(r)
     assert "--frames" in r.stdout
     r = run_python(["-m", "perfex", "-i", "a", "-p", "b", "-o", "c", "-n", "0"])
     assert r.returncode == 2 and "python3 -m perfex: error: " in r.stderr and "nspec must be >= 1" in r.stderr
@@ -166,7 +166,7 @@ def test_extraction_matches_the_library(tmp_path, masked, psf, small_frame):
         ]
     )
     assert r.returncode == 0, r.stderr
-    assert "written" in r.stderr
+    assert "written" in output(r)
     written = perfex.read_frame(out)
     expected = perfex.Frame(
         **{
@@ -212,7 +212,7 @@ def test_fibermap_option(tmp_path, masked, psf):
         assert list(f["FIBERMAP"].data["TARGETID"]) == list(range(1005, 1015))
         assert f["FIBERMAP"].verify_checksum() == 1
     r = run_python(base + ["-n", "50", "-o", str(tmp_path / "g.fits")])
-    assert r.returncode == 1 and "FIBERMAP has 50 rows, fibres 5-54 need 55" in r.stderr
+    assert r.returncode == 1 and "FIBERMAP has 50 rows, fibres 5-54 need 55" in output(r)
     assert not (tmp_path / "g.fits").exists()
 
 
@@ -238,9 +238,9 @@ def test_exposure_with_a_broken_frame(tmp_path, clean, masked, psf):
         argv += ["-i", image, "-o", str(out)]
     r = run_python(argv)
     assert r.returncode == 1
-    output = r.stdout + r.stderr  # desiutil's logger prints on stdout, logging's on stderr
-    assert "frame frame-broken.fits: FAILED" in output and "broken.fits" in output
-    assert "1 of 3 frames failed" in output
+    printed = output(r)  # desiutil's logger prints on stdout, logging's on stderr
+    assert "frame frame-broken.fits: FAILED" in printed and "broken.fits" in printed
+    assert "1 of 3 frames failed" in printed
     assert outs[0].exists() and outs[2].exists() and not outs[1].exists()
 
 
@@ -266,8 +266,8 @@ def test_frames_as_perfex_extract_writes_them(tmp_path, masked, psf):
     both = run_python(["-m", "perfex"] + exposure + grid)
     assert both.returncode == 0, both.stderr
     expected = [(" " * (2 + p.count(" ")), p.strip()) for p in FILES_PHASES]
-    assert timing_phases(alone.stdout + alone.stderr) == expected
-    assert timing_phases(both.stdout + both.stderr) == 2 * expected
+    assert timing_phases(output(alone)) == expected
+    assert timing_phases(output(both)) == 2 * expected
     exe = os.environ.get("PERFEX_EXTRACT_EXE")
     outputs = ["alone", "a", "b"]
     if exe:
@@ -275,7 +275,7 @@ def test_frames_as_perfex_extract_writes_them(tmp_path, masked, psf):
             [exe, "-i", masked.path, "-o", str(tmp_path / "tool.fits")] + grid, capture_output=True, text=True
         )
         assert tool.returncode == 0, tool.stderr
-        assert timing_phases(tool.stdout + tool.stderr) == expected
+        assert timing_phases(output(tool)) == expected
         outputs.append("tool")
     warnings = {}
     for name in outputs:

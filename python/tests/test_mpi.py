@@ -9,7 +9,17 @@ import perfex
 import pytest
 from perfex import gpu_specter
 
-from conftest import HERE, NAN_GRID, NAN_PIXELS, SMALL, assert_frames_identical, mpirun, run_python, timing_phases
+from conftest import (
+    HERE,
+    NAN_GRID,
+    NAN_PIXELS,
+    SMALL,
+    assert_frames_identical,
+    mpirun,
+    output,
+    run_python,
+    timing_phases,
+)
 
 pytestmark = pytest.mark.mpi
 
@@ -19,7 +29,7 @@ def test_library_ranks_bitwise(nranks, masked, psf, small_frame, tmp_path):
     out = tmp_path / "frame.npz"
     nan = ["nan"] if nranks == 3 else []
     r = mpirun(nranks, [os.path.join(HERE, "mpi_worker.py"), masked.path, psf.source, str(out)] + nan)
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.returncode == 0, output(r)
     got = np.load(out)
     assert_frames_identical(small_frame, got)
     assert int(got["npatches"]) == small_frame.npatches
@@ -73,10 +83,10 @@ def test_command_line_three_ranks_bitwise(masked, psf, small_frame, tmp_path):
         "0.01",
     ]
     r = mpirun(3, args)
-    output = r.stdout + r.stderr  # desiutil's logger prints on stdout, logging's on stderr
-    assert r.returncode == 0, output
-    assert "on 3 ranks" in output
-    assert re.search(r"patches \(100 %\) of rank 0's share \(patches 0-\d+ of the frame's \d+\)", output), output
+    printed = output(r)  # desiutil's logger prints on stdout, logging's on stderr
+    assert r.returncode == 0, printed
+    assert "on 3 ranks" in printed
+    assert re.search(r"patches \(100 %\) of rank 0's share \(patches 0-\d+ of the frame's \d+\)", printed), printed
     perfex.write_frame(tmp_path / "single.fits", small_frame, masked.path, psf.source)
     assert_frames_identical(perfex.read_frame(out), perfex.read_frame(tmp_path / "single.fits"))
 
@@ -88,15 +98,15 @@ def test_command_line_over_ranks_as_in_one_process(masked, psf, tmp_path):
     fits = pytest.importorskip("astropy.io.fits")
     grid = ["-w", "5760,5800,0.8", "-s", "490", "--psferr", "0.01", "--timing", "-p", psf.source]
     r = mpirun(2, ["-m", "perfex", "--mpi", "-i", masked.path, "-o", str(tmp_path / "ranks.fits")] + grid)
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.returncode == 0, output(r)
     one = run_python(["-m", "perfex", "-i", masked.path, "-o", str(tmp_path / "one.fits")] + grid)
     assert one.returncode == 0, one.stderr
-    phases = timing_phases(one.stdout + one.stderr)
+    phases = timing_phases(output(one))
     mpi = [("  ", "mpi::check"), ("  ", "mpi::scatter"), ("  ", "mpi::extract"), ("    ", "job::extract")]
     mpi += [("      ", f"extract_frame::{p}") for p in ("allocate", "spots", "solve", "finish")]
     mpi += [("  ", "mpi::gather"), ("  ", "mpi::assemble")]
     extract = phases.index(("  ", "job::extract"))
-    assert timing_phases(r.stdout + r.stderr) == phases[:extract] + mpi + phases[extract + 5 :]
+    assert timing_phases(output(r)) == phases[:extract] + mpi + phases[extract + 5 :]
     headers = []
     for name in ("ranks", "one"):
         with fits.open(tmp_path / f"{name}.fits") as f:
@@ -117,7 +127,7 @@ def test_specter_geometry_frame_and_model_over_ranks(masked, psf, tmp_path):
         files = ["-o", str(tmp_path / f"{name}.fits"), "-m", str(tmp_path / f"{name}-model.fits")]
         args = ["-m", "perfex", "--mpi"] + files + grid
         r = mpirun(ranks, args) if ranks > 1 else run_python(args[:2] + args[3:])
-        assert r.returncode == 0, r.stdout + r.stderr
+        assert r.returncode == 0, output(r)
         outputs[name] = perfex.read_frame(tmp_path / f"{name}.fits"), fits.getdata(tmp_path / f"{name}-model.fits")
     (frame, model), (one, one_model) = outputs["ranks"], outputs["one"]
     assert frame.options["geometry"] == "specter"
@@ -130,7 +140,7 @@ def test_errors_cross_ranks_with_their_class(masked, psf, tmp_path):
     """A failure on rank 0 or on any other rank is raised on every rank as its class and message
     (perfex.collective), in one frame and in an exposure."""
     r = mpirun(3, [os.path.join(HERE, "mpi_errors.py"), psf.source, masked.path, str(tmp_path)])
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), output(r)
 
 
 def test_exposure_groups_with_a_broken_frame(clean, masked, psf, tmp_path):
@@ -144,9 +154,9 @@ def test_exposure_groups_with_a_broken_frame(clean, masked, psf, tmp_path):
     listing.write_text("".join(f"{path} {psf.source} {tmp_path}/frame-{name}.fits\n" for name, path in names.items()))
     r = mpirun(4, ["-m", "perfex.extract", "--mpi", "--frames", str(listing)] + grid)
     assert r.returncode != 0
-    output = r.stdout + r.stderr
-    assert "frame frame-broken.fits: FAILED" in output and "broken-preproc.fits" in output
-    assert "1 of 3 frames failed" in output
+    printed = output(r)
+    assert "frame frame-broken.fits: FAILED" in printed and "broken-preproc.fits" in printed
+    assert "1 of 3 frames failed" in printed
     assert not (tmp_path / "frame-broken.fits").exists()
     for name in ("clean", "masked"):
         pre = clean if name == "clean" else masked
@@ -178,7 +188,7 @@ def test_many_ranks_bitwise(nranks, masked, psf, small_frame, tmp_path):
         ],
         timeout=900,
     )
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.returncode == 0, output(r)
     got = np.load(out)
     one = perfex.extract_frame(
         masked,
@@ -205,13 +215,13 @@ def test_one_bundle_on_two_ranks(masked, psf, tmp_path):
     below the call's wall time)."""
     out = tmp_path / "frame.npz"
     r = mpirun(2, [os.path.join(HERE, "mpi_balance.py"), masked.path, psf.source, str(out), "0", "25"])
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.returncode == 0, output(r)
     records = np.load(out)["records"]
     patches = records[:, 0]
     assert patches.sum() == 55 and 20 <= patches[0] <= patches[1], records  # rank 0 a bit less
     # Twelve ranks on one fibre's 11 patches: the ranks left without work wait without CPU.
     r = mpirun(12, [os.path.join(HERE, "mpi_balance.py"), masked.path, psf.source, str(out), "20", "1"], timeout=900)
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.returncode == 0, output(r)
     records = np.load(out)["records"]
     assert records[:, 0].sum() == 11 and (records[:, 0] == 0).any(), records
     for patches, cpu, wall in records:

@@ -17,7 +17,7 @@ import perfex
 import pytest
 from perfex import gpu_specter
 
-from conftest import REPO, assert_frames_identical, mpi_launcher, mpirun, python_env, run_python
+from conftest import REPO, assert_frames_identical, mpi_launcher, mpirun, output, python_env, run_python
 
 QUICK = dict(wavelength="5760,5800,0.8", specmin=0, nspec=5, psferr=0.01)
 QUICK_ARGS = ["-w", "5760,5800,0.8", "-s", "0", "-n", "5", "--psferr", "0.01"]
@@ -64,7 +64,7 @@ def test_command_line_never_writes_over_an_input(outputs, inputs, tmp_path):
     t0 = time.time()
     r = run_cli(["-i", image, "-p", psf] + [tmp_path / o if o.endswith(".fits") else o for o in outputs] + QUICK_ARGS)
     assert r.returncode == 2, r.stderr
-    assert "perfex never writes over its inputs" in r.stderr or "is also the" in r.stderr, r.stderr
+    assert "perfex never writes over its inputs" in output(r) or "is also the" in output(r), output(r)
     assert (digest(image), digest(psf)) == before
     assert not (tmp_path / "a.fits").exists() and not (tmp_path / "f.fits").exists()
     assert time.time() - t0 < 60  # refused before any extraction
@@ -85,7 +85,7 @@ def test_frames_list_outputs_are_checked_across_lines(inputs, tmp_path):
         listing.write_text(text)
         r = run_cli(["--frames", listing] + QUICK_ARGS)
         assert r.returncode == 2, (what, r.stderr)
-        assert "frame 2" in r.stderr, (what, r.stderr)
+        assert "frame 2" in output(r), (what, output(r))
         assert not (tmp_path / "a.fits").exists() and not (tmp_path / "d" / "a.fits").exists(), what
 
 
@@ -142,8 +142,8 @@ def test_more_than_512_threads(how):
     if how == "initialize":
         assert r.returncode == 1 and "at most 512" in r.stderr and "RequestError" in r.stderr
     else:
-        assert r.returncode == 0 and r.stdout.strip() == "512", r.stdout + r.stderr
-        assert "exceeds the 512 threads" in r.stderr
+        assert r.returncode == 0 and r.stdout.strip() == "512", output(r)
+        assert "exceeds the 512 threads" in output(r)
 
 
 def test_threads_600_on_the_command_line(inputs, tmp_path):
@@ -227,7 +227,7 @@ assert np.array_equal(np.load(sys.argv[1]), frame.flux)
 print("both extracted")
 """
     r = run_python(["-c", code, str(tmp_path / "child.npy")], timeout=300)
-    assert r.returncode == 0 and "both extracted" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and "both extracted" in r.stdout, output(r)
 
 
 @pytest.mark.parametrize(
@@ -246,7 +246,7 @@ def test_command_line_preflight(inputs, tmp_path, extra, expect):
     t0 = time.time()
     r = run_cli(args + extra)
     assert time.time() - t0 < 120
-    assert expect in r.stderr, r.stderr
+    assert expect in output(r), output(r)
     assert r.returncode == (0 if "--nwavestep" in extra else 2), r.stderr
 
 
@@ -291,7 +291,7 @@ except Exception as e:
 open({str(tmp_path)!r} + f"/rank-{{comm.rank}}.txt", "w").write(result)
 """)
     r = mpirun(3, [str(script)], timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.returncode == 0, output(r)
     results = [(tmp_path / f"rank-{rank}.txt").read_text() for rank in range(3)]
     assert all(x.startswith("error: ") for x in results), results
     assert len(set(results)) == 1, results  # the same error on every rank
@@ -374,7 +374,7 @@ def test_bad_psferr_on_the_command_line(inputs, tmp_path, value):
     r = run_cli(
         ["-i", image, "-p", psf, "-o", tmp_path / "f.fits", "-w", "5760,5800,0.8", "-n", "5", "--psferr", value]
     )
-    assert r.returncode == 2 and "psferr" in r.stderr, r.stderr
+    assert r.returncode == 2 and "psferr" in output(r), output(r)
 
 
 # ---- 5. nothing left behind, failures found first ---------------------------------------------
@@ -415,8 +415,8 @@ def test_missing_output_folder_is_found_first(inputs, tmp_path):
     image, psf = inputs
     t0 = time.time()
     r = run_cli(["-i", image, "-p", psf, "-o", tmp_path / "f.fits", "-m", tmp_path / "no" / "m.fits"] + QUICK_ARGS)
-    assert r.returncode == 2 and "-m/--model" in r.stderr and "no" in r.stderr, r.stderr
-    assert "extracting" not in r.stderr
+    assert r.returncode == 2 and "-m/--model" in output(r) and "no" in output(r), output(r)
+    assert "extracting" not in output(r)
     assert not (tmp_path / "f.fits").exists()
     assert time.time() - t0 < 60
 
@@ -425,7 +425,7 @@ def test_failed_patches_exit_status_3(inputs, tmp_path):
     image, psf = inputs
     r = run_cli(["-i", image, "-p", psf, "-o", tmp_path / "f.fits", "-r", "1e300"] + QUICK_ARGS)
     assert r.returncode == 3, r.stderr
-    assert "patches failed" in r.stderr and (tmp_path / "f.fits").exists()
+    assert "patches failed" in output(r) and (tmp_path / "f.fits").exists()
 
 
 # ---- 6. messages ----------------------------------------------------------------------------------
@@ -491,7 +491,7 @@ def test_exposure_with_many_failures_has_a_short_summary(inputs, tmp_path):
     listing.write_text("".join(f"{tmp_path}/missing-{n}.fits {psf} {tmp_path}/f{n}.fits\n" for n in range(300)))
     r = run_cli(["--frames", listing] + QUICK_ARGS)
     assert r.returncode == 1
-    summary = [line for line in (r.stdout + r.stderr).splitlines() if "frames failed" in line]
+    summary = [line for line in output(r).splitlines() if "frames failed" in line]
     assert len(summary) == 1 and "300 of 300 frames failed" in summary[0] and len(summary[0]) < 400
     assert "and 295 more" in summary[0]
 
@@ -539,9 +539,9 @@ except perfex.RequestError as e:
     r = run_python_without_thread_variables(["-c", code], env)
     assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
     if isinstance(expect, int):
-        assert r.stdout.strip() == f"threads {expect}", r.stdout + r.stderr
+        assert r.stdout.strip() == f"threads {expect}", output(r)
     else:
-        assert r.stdout.startswith("refused: ") and expect in r.stdout, r.stdout + r.stderr
+        assert r.stdout.startswith("refused: ") and expect in r.stdout, output(r)
 
 
 def test_thread_environment_of_the_command_line_and_the_drop_in(inputs, tmp_path):
@@ -561,7 +561,7 @@ except perfex.RequestError as e:
     print("refused:", e)
 """
     r = run_python(["-c", code], timeout=120, OMP_NUM_THREADS="4,x")
-    assert r.returncode == 0 and "refused: OMP_NUM_THREADS='4,x'" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and "refused: OMP_NUM_THREADS='4,x'" in r.stdout, output(r)
 
 
 # ---- 8. the drop-in's messages name the file, the HDU, the value -------------------------------
@@ -713,12 +713,15 @@ def test_frames_list_collisions(inputs, tmp_path):
         before = listing.read_bytes()
         r = run_cli(["--frames", listing] + QUICK_ARGS)
         assert r.returncode == 2, (what, r.stderr)
-        assert "is also the" in r.stderr or "never writes over its inputs" in r.stderr, (what, r.stderr)
+        assert "is also the" in output(r) or "never writes over its inputs" in output(r), (
+            what,
+            output(r),
+        )
         assert listing.read_bytes() == before
         assert not (tmp_path / "d" / "a.fits").exists() and not (tmp_path / "a.fits").exists()
     listing.write_text(f"{image} {psf} {tmp_path}/a.fits\n{image} {psf} {tmp_path}/b.fits\n")
     r = run_cli(["--frames", listing, "-f", image] + QUICK_ARGS)
-    assert r.returncode == 2 and "1 -f for the 2 frames of --frames" in r.stderr, r.stderr
+    assert r.returncode == 2 and "1 -f for the 2 frames of --frames" in output(r), output(r)
 
 
 def test_psf_from_standard_input_or_a_pipe(inputs, tmp_path):
@@ -732,11 +735,11 @@ def test_psf_from_standard_input_or_a_pipe(inputs, tmp_path):
         r = subprocess.run(
             [sys.executable] + args + ["-p", source], input=data, env=python_env(), capture_output=True, timeout=120
         )
-        assert r.returncode == 1 and words.encode() in r.stderr, r.stderr
+        assert r.returncode == 1 and words.encode() in output(r), output(r)
     fifo = tmp_path / "psf.fifo"
     os.mkfifo(fifo)
     r = run_cli(["-i", image, "-p", fifo, "-o", tmp_path / "f.fits"] + QUICK_ARGS)
-    assert r.returncode == 1 and "is a pipe (FIFO)" in r.stderr, r.stderr
+    assert r.returncode == 1 and "is a pipe (FIFO)" in output(r), output(r)
     with pytest.raises(OSError, match="is a pipe"):
         gpu_specter.io.read_psf(str(fifo))
     assert not (tmp_path / "f.fits").exists()
@@ -748,7 +751,7 @@ def test_folder_that_takes_no_file(inputs, small_frame, tmp_path):
     image, psf = inputs
     t0 = time.time()
     r = run_cli(["-i", image, "-p", psf, "-o", "/proc/frame.fits"] + QUICK_ARGS)
-    assert r.returncode == 2 and "cannot write /proc/frame.fits: folder /proc" in r.stderr, r.stderr
+    assert r.returncode == 2 and "cannot write /proc/frame.fits: folder /proc" in output(r), output(r)
     assert time.time() - t0 < 60
     with pytest.raises(perfex.Error, match="cannot write /proc/frame.fits: folder /proc"):
         perfex.write_frame("/proc/frame.fits", small_frame)
@@ -877,7 +880,7 @@ def test_frame_and_model_change_together(command, nranks, inputs):
     r = subprocess.run(["sh", FULL_DISK, "20m", line], env=python_env(), capture_output=True, text=True, timeout=300)
     if r.returncode == 77:
         pytest.skip(r.stdout.strip())
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.returncode == 0, output(r)
 
 
 # ---- PSF messages: the file's own HDUs, truncated HDUs, PSFs given as dicts ---------------------

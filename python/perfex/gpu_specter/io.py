@@ -42,7 +42,7 @@ _TABLE = re.compile(
 def _astropy(module):
     """astropy's `module`: the readers and writers use it where gpu_specter uses fitsio (a
     MissingExtra naming perfex[gpu_specter] when astropy is not installed)."""
-    return extras.require(module, "perfex.gpu_specter's file readers and writers", "gpu_specter")
+    return extras.require(module, "reading and writing files with perfex.gpu_specter", "gpu_specter")
 
 
 def native_endian(data):

@@ -29,7 +29,7 @@ def parse(options=None):
         description="Extract spectra from pre-processed raw data.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=perfex.runtime.version_text())
+    perfex.runtime.add_version_option(parser)
     parser.add_argument("-i", "--input", type=str, required=False, help="input image")
     parser.add_argument("-p", "--psf", type=str, required=False, help="input psf file")
     parser.add_argument("-o", "--output", type=str, required=True, help="output extracted spectra file")
