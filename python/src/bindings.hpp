@@ -27,6 +27,12 @@
 #include <utility>
 #include <vector>
 
+namespace perfex {
+namespace io {
+struct Dependency;  // io/frame_fits.hpp
+}  // namespace io
+}  // namespace perfex
+
 namespace perfex_py {
 
 namespace py = pybind11;
@@ -156,6 +162,9 @@ py::dict options_to_dict(const perfex::extract::ExtractionOptions& o);
 // frames.cpp
 py::dict frame_to_dict(perfex::extract::Frame&& fr);
 perfex::extract::Frame frame_from_object(const py::object& frame);
+// The Python package's own DEPNAMnn/DEPVERnn cards in the files it writes (numpy's version),
+// after perfex's, Kokkos' and the backend's.
+std::vector<perfex::io::Dependency> python_dependencies();
 // profiling.cpp: phases as a list of (name, depth, seconds), and back; the recorder a Python
 // argument names (a PhaseTimes; None: a new one)
 py::list phases_to_list(const perfex::PhaseTimes& times);

@@ -30,6 +30,7 @@ perfex::io::FilesRequest files_request(const std::string& image, const std::stri
   job.request.nspec_given = nspec_given;
   job.request.allow_image_size_mismatch = allow_image_size_mismatch;
   job.backend = backend;
+  job.dependencies = python_dependencies();
   return job;
 }
 

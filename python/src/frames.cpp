@@ -160,15 +160,34 @@ std::vector<perfex::io::NamedPath> named_paths(
   return out;
 }
 
+// The Frame does not know its backend: the frames of the Python API record perfex, Kokkos and
+// numpy (perfex.files' frames record their backend too).
 perfex::io::FrameProvenance provenance(const std::string& image_path, const std::string& psf_path,
                                        const std::string& fibermap) {
   perfex::io::FrameProvenance prov{image_path, psf_path, fibermap};
+  prov.dependencies = python_dependencies();
   return prov;
 }
 
 }  // namespace
 
+std::vector<perfex::io::Dependency> python_dependencies() {
+  return {{"numpy", py::str(py::module_::import("numpy").attr("__version__"))}};
+}
+
 void register_frames(py::module_& m) {
+  m.def(
+      "dependencies",
+      [](const std::string& backend) {
+        py::list out;
+        std::vector<perfex::io::Dependency> deps = perfex::io::default_dependencies(backend);
+        for (const auto& dep : python_dependencies()) deps.push_back(dep);
+        for (const auto& dep : deps) out.append(py::make_tuple(dep.name, dep.version));
+        return out;
+      },
+      py::arg("backend") = "",
+      "The (DEPNAMnn, DEPVERnn) pairs of the files the Python package writes: perfex, kokkos, "
+      "perfex-backend (when backend is given), numpy.");
   m.def("frame_mask", &frame_mask, py::arg("chi2pix"), py::arg("pixmask_fraction"), py::arg("ivar"),
         py::arg("failed_bins") = py::list());
   // Both return the writer's warnings (e.g. a FIBERMAP shorter than the frame).
@@ -178,10 +197,11 @@ void register_frames(py::module_& m) {
          const std::string& psf_path, const std::string& fibermap) {
         const perfex::extract::Frame fr = frame_from_object(frame);
         perfex::io::remove_temp_files_on_signals();
+        const perfex::io::FrameProvenance prov = provenance(image_path, psf_path, fibermap);
         std::vector<std::string> warnings;
         {
           py::gil_scoped_release nogil;
-          warnings = perfex::io::write_frame(path, fr, provenance(image_path, psf_path, fibermap));
+          warnings = perfex::io::write_frame(path, fr, prov);
         }
         py::list out;
         for (const std::string& w : warnings) out.append(fs_text(w));
@@ -195,8 +215,9 @@ void register_frames(py::module_& m) {
          const std::string& psf_path) {
         const perfex::extract::Frame fr = frame_from_object(frame);
         perfex::io::remove_temp_files_on_signals();
+        const perfex::io::FrameProvenance prov = provenance(image_path, psf_path, "");
         py::gil_scoped_release nogil;
-        perfex::io::write_model(path, fr, provenance(image_path, psf_path, ""));
+        perfex::io::write_model(path, fr, prov);
       },
       py::arg("path"), py::arg("frame"), py::arg("image_path") = "", py::arg("psf_path") = "");
   // The library's set of outputs for the Python writers (astropy): each written through an open

@@ -401,6 +401,27 @@ def test_version_info():
     assert info["backends"] == perfex.backends() and info["backends"][0] == perfex.default_backend()
 
 
+def test_frame_and_model_record_dependencies(tmp_path):
+    depend = pytest.importorskip("desiutil.depend", reason="desiutil reads the DEPNAMnn/DEPVERnn cards")
+    fits = pytest.importorskip("astropy.io.fits")
+    nspec, nwave = 2, 5
+    frame = perfex.Frame(
+        **{name: np.ones((nspec, nwave)) for name in ("flux", "ivar", "chi2pix", "pixmask_fraction")},
+        mask=np.zeros((nspec, nwave), np.uint32),
+        wave=np.linspace(5760, 5763.2, nwave),
+        resolution=np.ones((nspec, 3, nwave)),
+        model=np.ones((4, 3)),
+    )
+    perfex.write_frame(tmp_path / "f.fits", frame)
+    perfex.write_model(tmp_path / "m.fits", frame)
+    for path, extname in ((tmp_path / "f.fits", "FLUX"), (tmp_path / "m.fits", "MODEL")):
+        header = fits.getheader(path, extname)
+        assert depend.getdep(header, "perfex") == perfex.__version__ == header["PERFEX"]
+        assert depend.getdep(header, "kokkos") == _perfex.version_info()["kokkos"]
+        assert depend.getdep(header, "numpy") == np.__version__
+        assert [name for name, _ in depend.iterdep(header)] == ["perfex", "kokkos", "numpy"]
+
+
 def test_threads_per_rank(monkeypatch):
     """Ranks x threads never oversubscribe a node: OMP_NUM_THREADS, else the node's cores
     shared among its ranks (the launcher's count), never more than the rank may run on."""

@@ -350,6 +350,35 @@ def test_write_and_read_frame(frame_dict, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["frame.fits", "model.fits"]
 
 
+def test_writers_record_dependencies(tmp_path):
+    depend = pytest.importorskip("desiutil.depend", reason="desiutil reads the DEPNAMnn/DEPVERnn cards")
+    from astropy.io import fits
+
+    # imagehdr's own record of a code keeps its nn; the drop-in's are added after it.
+    imagehdr = fits.Header([("CAMERA", "r0"), ("DEPNAM00", "numpy"), ("DEPVER00", "0.1")])
+    arrays = {key: np.ones((2, 5)) for key in ("specflux", "specivar", "chi2pix", "pixmask_fraction")}
+    frame = dict(
+        arrays,
+        specmask=np.zeros((2, 5), np.int32),
+        wave=np.linspace(5760, 5763.2, 5),
+        Rdiags=np.ones((2, 3, 5)),
+        modelimage=np.ones((4, 3)),
+        imagehdr=imagehdr,
+        fibermap=None,
+        fibermaphdr=None,
+    )
+    gpu_specter.io.write_frame(tmp_path / "frame.fits", frame)
+    gpu_specter.io.write_model(tmp_path / "model.fits", frame)
+    for path in ("frame.fits", "model.fits"):
+        header = fits.getheader(tmp_path / path, 0)
+        assert header["DEPNAM00"] == "numpy" and depend.getdep(header, "numpy") == np.__version__
+        assert depend.getdep(header, "perfex") == perfex.__version__
+        assert depend.getdep(header, "kokkos") == perfex.frames.dependencies()[1][1]
+        assert depend.getdep(header, "perfex.gpu_specter") == perfex.__version__
+        assert [name for name, _ in depend.iterdep(header)] == ["numpy", "perfex", "kokkos", "perfex.gpu_specter"]
+    assert imagehdr["DEPVER00"] == "0.1"  # the caller's header is left as it was
+
+
 def test_writers_are_atomic(frame_dict, tmp_path, monkeypatch):
     from astropy.io import fits
 

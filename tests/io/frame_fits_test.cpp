@@ -360,6 +360,70 @@ TEST_CASE("frame FITS: FIBERMAP and header cards come from the input image", "[i
   CHECK(ncols == 1);
 }
 
+TEST_CASE("frame FITS: DEPNAMnn/DEPVERnn record the codes that made the frame and the model",
+          "[io]") {
+  TempDir dir;
+  // An input image that records codes of its own, one of them perfex (an older version).
+  const std::string img = dir.file("preproc.fits");
+  write_input_image(img, false);
+  {
+    int status = 0;
+    fitsfile* f = nullptr;
+    fits_open_file(&f, img.c_str(), READWRITE, &status);
+    fits_update_key_str(f, "DEPNAM00", "python", nullptr, &status);
+    fits_update_key_str(f, "DEPVER00", "3.10.4", nullptr, &status);
+    fits_update_key_str(f, "DEPNAM01", "perfex", nullptr, &status);
+    fits_update_key_str(f, "DEPVER01", "0.0.1", nullptr, &status);
+    fits_close_file(f, &status);
+    REQUIRE(status == 0);
+  }
+  auto fr = small_frame();
+  fr.model_rows = 2;
+  fr.model_cols = 2;
+  fr.model.assign(4, 1.0);
+  perfex::io::FrameProvenance prov{img, "psf.fits"};
+  prov.backend = "openmp";
+  prov.dependencies = {{"numpy", "1.24.2"}, {"perfex.gpu_specter", PERFEX_VERSION_STRING}};
+  const std::string frame = dir.file("frame.fits"), model = dir.file("model.fits");
+  perfex::io::write_frame(frame, fr, prov);
+  perfex::io::write_model(model, fr, prov);
+  // desiutil.depend's layout: nn from 00, a name already there keeps its nn.
+  const std::vector<std::pair<std::string, std::string>> frame_cards{
+      {"python", "3.10.4"},
+      {"perfex", PERFEX_VERSION_STRING},
+      {"kokkos", perfex::kokkos_version()},
+      {"perfex-backend", "openmp"},
+      {"numpy", "1.24.2"},
+      {"perfex.gpu_specter", PERFEX_VERSION_STRING}};
+  auto model_cards = frame_cards;
+  model_cards.erase(model_cards.begin());  // the model copies no card of the image
+  for (const auto& [path, cards] :
+       {std::make_pair(frame, frame_cards), std::make_pair(model, model_cards)}) {
+    Reader r(path);
+    r.hdu(1);
+    INFO(path);
+    for (std::size_t i = 0; i < cards.size(); ++i) {
+      const std::string nn = (i < 10 ? "0" : "") + std::to_string(i);
+      CHECK(r.str(("DEPNAM" + nn).c_str()) == cards[i].first);
+      CHECK(r.str(("DEPVER" + nn).c_str()) == cards[i].second);
+    }
+    int status = 0;
+    char value[FLEN_VALUE];
+    const std::string next = "DEPNAM0" + std::to_string(cards.size());
+    fits_read_keyword(r.f, next.c_str(), value, nullptr, &status);
+    CHECK(status == KEY_NO_EXIST);
+  }
+  // Without a backend or a caller's own: perfex and kokkos.
+  perfex::io::write_model(model, fr, {});
+  Reader r(model);
+  CHECK(r.str("DEPNAM00") == "perfex");
+  CHECK(r.str("DEPNAM01") == "kokkos");
+  int status = 0;
+  char value[FLEN_VALUE];
+  fits_read_keyword(r.f, "DEPNAM02", value, nullptr, &status);
+  CHECK(status == KEY_NO_EXIST);
+}
+
 TEST_CASE("frame FITS: a failed write keeps the old file and leaves no temporary", "[io]") {
   TempDir dir;
   const std::string path = dir.file("frame.fits");

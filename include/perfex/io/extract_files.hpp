@@ -43,6 +43,8 @@ struct FilesRequest {
   std::string fibermap;  // fibermap file whose rows replace the image's FIBERMAP ("" = none)
   extract::Request request;
   std::string backend;  // "" = default_backend()
+  // The front end's own DEPNAMnn/DEPVERnn cards, after perfex's, Kokkos' and the backend's.
+  std::vector<Dependency> dependencies;
 };
 
 // How a front end names the files and parameters in its messages (defaults: perfex-extract's).
@@ -156,6 +158,8 @@ inline void write_files(const FrameFiles& files, const extract::Frame& frame,
   Phase phase("files::write", times);
   FrameProvenance prov{files.request.image, files.request.psf, files.request.fibermap};
   prov.notes = files.notes;
+  prov.backend = files.backend;
+  prov.dependencies = files.request.dependencies;
   OutputSet outputs;
   std::vector<std::string> warnings;
   while_doing("writing the frame " + files.request.output,

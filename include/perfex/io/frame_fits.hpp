@@ -14,6 +14,8 @@
 //   6 CHI2PIX     float32 [nspec][K]
 //   7 PIXMASK_FRACTION float32 [nspec][K]
 // write_model writes one float64 image HDU MODEL (the full CCD).
+// FLUX and MODEL carry desiutil.depend's DEPNAMnn/DEPVERnn cards (FrameProvenance's
+// dependencies), beside the cards the FLUX HDU copies from the input image.
 // Both write through io::write_atomically (output_file.hpp): a temporary in the destination's
 // folder renamed over it once complete (a failed write leaves no partial file and keeps an
 // existing one), through symbolic links, never over anything but a regular file, gzip-
@@ -24,8 +26,10 @@
 #include <perfex/extract/options.hpp>
 #include <perfex/io/fits.hpp>
 #include <perfex/io/output_file.hpp>
+#include <perfex/version.hpp>
 
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -34,6 +38,19 @@
 
 namespace perfex {
 namespace io {
+
+// A code and its version, as desiutil.depend records them (DEPNAMnn = name, DEPVERnn = version).
+struct Dependency {
+  std::string name, version;
+};
+
+// The dependencies every file perfex writes records: perfex, Kokkos and, when known, the
+// execution space that extracted (DEPNAM 'perfex-backend', DEPVER 'openmp').
+inline std::vector<Dependency> default_dependencies(const std::string& backend = "") {
+  std::vector<Dependency> deps{{"perfex", PERFEX_VERSION_STRING}, {"kokkos", kokkos_version()}};
+  if (!backend.empty()) deps.push_back({"perfex-backend", backend});
+  return deps;
+}
 
 struct FrameProvenance {
   std::string input_image;  // preproc image the frame was extracted from ("" = unknown)
@@ -44,6 +61,10 @@ struct FrameProvenance {
   // What the caller adapted or noticed (clamped options, image warnings): recorded in the
   // FLUX header with the frame's own warnings.
   std::vector<std::string> notes;
+  // DEPNAMnn/DEPVERnn cards of FLUX and MODEL: default_dependencies(backend), then the
+  // caller's (a front end's own: numpy, a drop-in module). The frame does not know its backend.
+  std::string backend;
+  std::vector<Dependency> dependencies;
 };
 
 // Returns its own warnings (extracted fibres the input FIBERMAP lacks), also in the header.
@@ -88,6 +109,26 @@ inline void check_not_an_input(const std::string& path, const FrameProvenance& p
     if (!input->empty() && same_file(out, file_identity(*input)))
       throw RequestError("perfex: cannot write " + path + ": it is the " + what + " " + *input +
                          "; perfex never writes over its inputs");
+}
+
+// Records each dependency as desiutil.depend.setdep does: a DEPNAMnn of the same name (copied
+// from the input image) gets the new DEPVERnn, else the first free nn of 00-99 takes it. With
+// all 100 taken by other codes (desiutil's limit) it goes unrecorded: the frame is not lost.
+inline void write_dependencies(FitsFile& out, const FrameProvenance& prov) {
+  std::vector<Dependency> deps = default_dependencies(prov.backend);
+  deps.insert(deps.end(), prov.dependencies.begin(), prov.dependencies.end());
+  for (const Dependency& dep : deps)
+    for (int i = 0; i < 100; ++i) {
+      char name_key[16], version_key[16];
+      std::snprintf(name_key, sizeof name_key, "DEPNAM%02d", i);
+      std::snprintf(version_key, sizeof version_key, "DEPVER%02d", i);
+      std::string name;
+      const bool taken = out.read_key(name_key, name);
+      if (taken && name != dep.name) continue;
+      if (!taken) out.write_key(name_key, dep.name);
+      out.write_key(version_key, dep.version);
+      break;
+    }
 }
 
 inline std::vector<float> to_f4(const std::vector<double>& v) {
@@ -277,6 +318,7 @@ inline std::vector<std::string> write_frame(OutputSet& outputs, const std::strin
     out.write_key("MODELIMG", o.model_image, "model image requested");
     out.write_key("BATCHPAT", o.batch_patches, "patches per batch (0 = automatic)");
     out.write_key("PERFEX", PERFEX_VERSION_STRING, "perfex version");
+    detail::write_dependencies(out, prov);
     out.write_key("NPATCH", frame.npatches, "patches solved");
     out.write_key("NFAILPAT", frame.failed_patches, "failed patches (flux 0, ivar 0)");
     out.write_key("NNONFIN", frame.nonfinite_pixels, "non-finite input pixels treated as masked");
@@ -338,6 +380,7 @@ inline void write_model(OutputSet& outputs, const std::string& path, const extra
     out.write_long_string_key("IN_PSF", prov.input_psf, "input PSF file");
     out.write_long_string_key("IN_IMG", prov.input_image, "input preproc image");
     out.write_key("PERFEX", PERFEX_VERSION_STRING, "perfex version");
+    detail::write_dependencies(out, prov);
     out.write_checksum();
     out.close();
   });

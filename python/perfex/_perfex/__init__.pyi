@@ -7,7 +7,7 @@ import numpy
 import numpy.typing
 import typing
 from . import testing
-__all__: list[str] = ['DEFAULT_MASK_BITS', 'Error', 'ExtractionOptions', 'FrameFiles', 'FrameJob', 'HostImage', 'MAX_HOST_THREADS', 'OutputSet', 'Phase', 'PhaseTimes', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_fits', 'check_outputs', 'closest_name', 'concurrency', 'cuda_device_count', 'default_backend', 'device_for_rank', 'device_sharers', 'finalize', 'format_phases', 'frame_mask', 'grid_of_values', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'preproc_shape', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'set_device_sharers', 'shared_device_budget', 'testing', 'version_info', 'write_frame', 'write_model', 'write_synthetic_psfs']
+__all__: list[str] = ['DEFAULT_MASK_BITS', 'Error', 'ExtractionOptions', 'FrameFiles', 'FrameJob', 'HostImage', 'MAX_HOST_THREADS', 'OutputSet', 'Phase', 'PhaseTimes', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_fits', 'check_outputs', 'closest_name', 'concurrency', 'cuda_device_count', 'default_backend', 'dependencies', 'device_for_rank', 'device_sharers', 'finalize', 'format_phases', 'frame_mask', 'grid_of_values', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'preproc_shape', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'set_device_sharers', 'shared_device_budget', 'testing', 'version_info', 'write_frame', 'write_model', 'write_synthetic_psfs']
 class Error(RuntimeError):
     pass
 class RequestError(Error):
@@ -382,6 +382,10 @@ def cuda_device_count() -> int:
     ...
 def default_backend(gpu: bool = True) -> str:
     ...
+def dependencies(backend: str = '') -> list:
+    """
+    The (DEPNAMnn, DEPVERnn) pairs of the files the Python package writes: perfex, kokkos, perfex-backend (when backend is given), numpy.
+    """
 def device_for_rank(local_rank: typing.SupportsInt | typing.SupportsIndex, ndevices: typing.SupportsInt | typing.SupportsIndex, requested: typing.SupportsInt | typing.SupportsIndex = -1) -> int:
     ...
 def device_sharers() -> int:

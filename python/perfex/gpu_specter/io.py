@@ -298,7 +298,7 @@ def _frame_hdus(frame, dtype=np.float32):
         table = fits.BinTableHDU(data=fibermap, header=_header(_item(frame, "fibermaphdr"), table=True))
         table.header["EXTNAME"] = "FIBERMAP"
     return [
-        _image(_item(frame, "specflux", dtype), "FLUX", _item(frame, "imagehdr"), primary=True),
+        _with_dependencies(_image(_item(frame, "specflux", dtype), "FLUX", _item(frame, "imagehdr"), primary=True)),
         _image(_item(frame, "specivar", dtype), "IVAR"),
         _image(_item(frame, "specmask"), "MASK"),
         _image(_item(frame, "wave"), "WAVELENGTH"),
@@ -315,7 +315,22 @@ def write_model(filename, frame):
 
 
 def _model_hdus(frame):
-    return [_image(_item(frame, "modelimage"), "MODEL", _item(frame, "imagehdr"), primary=True)]
+    return [_with_dependencies(_image(_item(frame, "modelimage"), "MODEL", _item(frame, "imagehdr"), primary=True))]
+
+
+def _with_dependencies(hdu):
+    """hdu with the DEPNAMnn/DEPVERnn cards of perfex's writers (desiutil.depend.setdep's
+    layout: a name already in imagehdr's cards keeps its nn, else the first free nn), the
+    drop-in named too. The frame dict does not say which backend extracted it."""
+    header = hdu.header
+    for name, value in [*perfex.frames.dependencies(), ("perfex.gpu_specter", perfex.__version__)]:
+        for i in range(100):
+            namekey, verkey = f"DEPNAM{i:02d}", f"DEPVER{i:02d}"
+            if namekey not in header or header[namekey] == name:
+                header[namekey] = name
+                header[verkey] = value
+                break
+    return hdu
 
 
 def write_together(frame, output=None, model=None):
