@@ -169,6 +169,12 @@ def write_model(path, frame, image_path=None, psf_path=None):
     _perfex.write_model(_path(path), frame, _path(image_path), _path(psf_path))
 
 
+def dependencies(backend=None):
+    """The (DEPNAMnn, DEPVERnn) pairs the package's writers record in frames and model images
+    (desiutil.depend's cards): perfex, kokkos, perfex-backend when backend is given, numpy."""
+    return _perfex.dependencies(backend or "")
+
+
 def read_frame(path):
     """Reads a frame file (perfex's, desispec's or gpu_specter's).
 

@@ -328,9 +328,8 @@ def _with_dependencies(hdu):
     """hdu with the DEPNAMnn/DEPVERnn cards of perfex's writers (desiutil.depend.setdep's
     layout: a name already in imagehdr's cards keeps its nn, else the first free nn), the
     drop-in named too. The frame dict does not say which backend extracted it."""
-    version = perfex._perfex.version_info()["perfex"]
     header = hdu.header
-    for name, value in [*perfex._perfex.dependencies(), ("perfex.gpu_specter", version)]:
+    for name, value in [*perfex.frames.dependencies(), ("perfex.gpu_specter", perfex.__version__)]:
         for i in range(100):
             namekey, verkey = f"DEPNAM{i:02d}", f"DEPVER{i:02d}"
             if namekey not in header or header[namekey] == name:
