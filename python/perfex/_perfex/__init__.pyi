@@ -7,7 +7,7 @@ import numpy
 import numpy.typing
 import typing
 from . import testing
-__all__: list[str] = ['DEFAULT_MASK_BITS', 'Error', 'ExtractionOptions', 'FrameFiles', 'FrameJob', 'HostImage', 'MAX_HOST_THREADS', 'OutputSet', 'Phase', 'PhaseTimes', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_fits', 'check_outputs', 'closest_name', 'concurrency', 'cuda_device_count', 'default_backend', 'dependencies', 'device_for_rank', 'device_sharers', 'finalize', 'format_phases', 'frame_mask', 'grid_of_values', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'preproc_shape', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'set_device_sharers', 'shared_device_budget', 'testing', 'version_info', 'write_frame', 'write_model', 'write_synthetic_psfs']
+__all__: list[str] = ['DEFAULT_MASK_BITS', 'Error', 'ExtractionOptions', 'FrameFiles', 'FrameJob', 'HostImage', 'MAX_HOST_THREADS', 'OutputSet', 'Phase', 'PhaseTimes', 'Psf', 'RequestError', 'backends', 'bundle_ranges', 'check_backend', 'check_fits', 'check_outputs', 'closest_name', 'concurrency', 'cuda_device_count', 'default_backend', 'dependencies', 'device_for_rank', 'device_sharers', 'finalize', 'format_phases', 'frame_mask', 'grid_of_values', 'initialize', 'is_forked_child', 'is_initialized', 'options_from_dict', 'options_to_dict', 'preproc_shape', 'ranks_sharing_device', 'read_frame', 'read_preproc', 'read_psf', 'set_device_sharers', 'shared_device_budget', 'testing', 'version_info', 'version_text', 'write_frame', 'write_model', 'write_synthetic_psfs']
 class Error(RuntimeError):
     pass
 class RequestError(Error):
@@ -461,6 +461,10 @@ def shared_device_budget(free_bytes: typing.SupportsInt | typing.SupportsIndex, 
 def version_info() -> dict:
     """
     The versions of this build, as the tools' --version prints them: {'perfex': ..., 'kokkos': '3.4.1', 'backends': [the default first, ...]}.
+    """
+def version_text() -> str:
+    """
+    The tools' --version text: perfex's and Kokkos' versions and the backends, a line each.
     """
 def write_frame(path: str, frame: typing.Any, image_path: str = '', psf_path: str = '', fibermap: str = '') -> list:
     ...
