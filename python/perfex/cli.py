@@ -15,11 +15,11 @@ import codecs
 import os
 import sys
 
-from . import _perfex, extras, logs, runtime
+from . import extras, logs, runtime
 from ._perfex import Error, RequestError
 from .exposure import extract_frames
 from .files import FailedPatches, FrameFiles, check_frame_outputs
-from .options import cxx_options, make_options
+from .options import closest_name, cxx_options, make_options
 
 # Frames named in the summary line of an exposure with failures.
 SUMMARY_FRAMES = 5
@@ -296,11 +296,12 @@ def _error(p, message):
         options = [o for action in p._actions for o in action.option_strings]
         hints = []
         for word in message.split(": ", 1)[1].split():
-            close = _perfex.closest_name(word.split("=")[0], options) if word.startswith("-") else ""
+            close = closest_name(word.split("=")[0], options) if word.startswith("-") else ""
             if close:
                 hints.append(f"{word}: did you mean {close}?")
         if hints:
             message += " (" + "; ".join(hints) + ")"
+    p.print_usage(sys.stderr)
     p.exit(2, f"{p.prog}: error: {message}\n")
 
 

@@ -49,9 +49,15 @@ def parse_wavelength(wavelength):
         raise RequestError(f"wavelength: expected 'wmin,wmax,dw', got {wavelength!r}") from None
 
 
+def closest_name(word, names):
+    """The name among names that word is a likely typo of, else "" (the library's rule,
+    perfex::closest_name, as the C++ tools apply it to their options)."""
+    return _perfex.closest_name(word, list(names))
+
+
 def _with_near_match(name, known):
     """name, with "(did you mean X?)" when a known name is near (a typo)."""
-    near = _perfex.closest_name(name, known)
+    near = closest_name(name, known)
     return f"{name} (did you mean {near}?)" if near else name
 
 

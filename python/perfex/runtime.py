@@ -271,7 +271,12 @@ def add_version_option(parser):
             parser.exit()
 
     parser.add_argument(
-        "--version", nargs=0, action=Version, help="print the versions of perfex, Kokkos, the backends, numpy and Python"
+        "--version",
+        nargs=0,
+        action=Version,
+        dest=argparse.SUPPRESS,  # no attribute on the parsed namespace, as argparse's own
+        default=argparse.SUPPRESS,
+        help="print the versions of perfex, Kokkos, the backends, numpy and Python",
     )
 
 

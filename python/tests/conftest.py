@@ -148,6 +148,12 @@ def output(result):
     return result.stdout + result.stderr
 
 
+def without_log_lines(text):
+    """A program's own lines: desiutil's logger (perfex's where desiutil is installed) prints
+    LEVEL:file:line:function: lines on stdout among them."""
+    return "\n".join(line for line in text.splitlines() if not re.match(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL):", line))
+
+
 def timing_phases(text):
     """(indent, name) of the phase lines a --timing run printed."""
     return re.findall(r"^( +)(\S+) +[0-9.]+ s$", text, re.MULTILINE)

@@ -1,4 +1,5 @@
-"""The package's layers import one way: extension -> runtime -> {profiling, options, the MPI
+"""The package's layers import one way: where messages go and the optional dependencies (logs,
+extras) -> extension -> runtime -> {profiling, options, the MPI
 helpers} -> the numpy API (psf, images, frames, extraction) -> a frame over MPI ranks -> a
 frame's files -> an exposure -> {command line, gpu_specter and specter
 drop-ins, plot, the package's front};
@@ -15,6 +16,7 @@ import pytest
 
 PACKAGE = os.path.dirname(perfex.__file__)
 LAYERS = [
+    {"logs", "extras"},
     {"_perfex"},
     {"runtime"},
     {"profiling", "options", "collective"},
