@@ -1,6 +1,7 @@
 #pragma once
-// The Kokkos runtime as perfex's programs and bindings start it: how many host threads Kokkos
-// can hold and is started with, and Runtime (Kokkos for a program's lifetime). The execution
+// The Kokkos runtime as perfex's programs and bindings start it, in two jobs: the host threads
+// (how many Kokkos can hold and is started with) and the Kokkos Tools libraries (loaded and
+// checked before Kokkos starts); then Runtime (Kokkos for a program's lifetime). The execution
 // spaces by name are in backends.hpp (included), memory and GPUs in memory.hpp.
 #include <perfex/backends.hpp>
 #include <perfex/detail/kokkos_compat.hpp>

@@ -228,7 +228,7 @@ class PreprocImage:
     region: Optional[tuple] = None
 
 
-def read_preproc(path, mask_bits=0x2FF, box=None):
+def read_preproc(path, mask_bits=_perfex.DEFAULT_MASK_BITS, box=None):
     """Reads a DESI preproc image (HDUs IMAGE, IVAR, MASK).
 
     The arrays are float64, ivar := 0 where (MASK & mask_bits) != 0, and NaN/Inf pixels are
@@ -239,7 +239,7 @@ def read_preproc(path, mask_bits=0x2FF, box=None):
     ----------
     path : str or os.PathLike
         The preproc file.
-    mask_bits : int, default 0x2FF
+    mask_bits : int, default DEFAULT_MASK_BITS (0x2FF)
         The MASK bits that mask a pixel; the default is DESI's rule (bits 0-7 and 9).
     box : tuple of int, optional
         (row0, row1, col0, col1): read only those rows and columns (the result's region says

@@ -77,8 +77,9 @@ inline void set_times(FilesResult& r, const PhaseTimes& times) {
   r.write_seconds = times.seconds("files::write");
 }
 
-// Called with (patches done, patches in total); (0, 0) marks the start of the extraction.
-using ProgressCallback = std::function<void(int, int)>;
+// The extraction's progress callback (extract_frame.hpp); extract_files first calls it with
+// (0, 0) to mark the start of the extraction.
+using extract::ProgressCallback;
 // Receives each warning of a run as it arises (before a long extraction, when it can).
 using WarningCallback = std::function<void(const std::string&)>;
 
