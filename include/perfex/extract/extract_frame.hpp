@@ -12,6 +12,7 @@
 #include <perfex/error.hpp>
 #include <perfex/extract/frame.hpp>
 #include <perfex/extract/frame_plan.hpp>
+#include <perfex/extract/geometry.hpp>
 #include <perfex/extract/image.hpp>
 #include <perfex/extract/model_image.hpp>
 #include <perfex/extract/options.hpp>
@@ -194,8 +195,8 @@ PatchSolver<ExecSpace, typename ExecSpace::memory_space> make_solver(
 }
 
 // Spots and corners of the group's fibres that patches [lo, hi) solve (all of them unless a
-// range cuts the group), at their places in the group's spot arrays; with the specter geometry,
-// specter's spots (specter_spot_boxes).
+// range cuts the group), at their places in the group's spot arrays, then as the plan's geometry
+// makes them (its spot_boxes).
 template <class ExecSpace, class Psf>
 void compute_group_spots(const ExecSpace& exec, const Psf& psf,
                          const FramePlan<typename ExecSpace::memory_space>& plan,
@@ -212,11 +213,12 @@ void compute_group_spots(const ExecSpace& exec, const Psf& psf,
                      Kokkos::subview(w.spots, fibres, Kokkos::ALL, Kokkos::ALL, Kokkos::ALL),
                      Kokkos::subview(w.xcorner, fibres, Kokkos::ALL),
                      Kokkos::subview(w.ycorner, fibres, Kokkos::ALL));
-  if (plan.options.geometry == Geometry::specter)
-    specter_spot_boxes(exec, psf, group.fibre_lo + flo, fhi - flo, plan.device_fullwave,
-                       Kokkos::subview(w.spots, fibres, Kokkos::ALL, Kokkos::ALL, Kokkos::ALL),
-                       Kokkos::subview(w.xcorner, fibres, Kokkos::ALL),
-                       Kokkos::subview(w.ycorner, fibres, Kokkos::ALL));
+  with_geometry(plan.options.geometry, [&](auto geometry) {
+    geometry.spot_boxes(exec, psf, group.fibre_lo + flo, fhi - flo, plan.device_fullwave,
+                        Kokkos::subview(w.spots, fibres, Kokkos::ALL, Kokkos::ALL, Kokkos::ALL),
+                        Kokkos::subview(w.xcorner, fibres, Kokkos::ALL),
+                        Kokkos::subview(w.ycorner, fibres, Kokkos::ALL));
+  });
 }
 
 // Patches [lo, hi) in launches of the plan's batch; progress after each launch (the host waits
@@ -384,13 +386,16 @@ Frame extract_frame(const ExecSpace& exec, const Psf& psf,
   return frame;
 }
 
-// Host PSF data (any format perfex reads): uploaded for this call only.
+// Host PSF data (any format perfex reads): uploaded for this call only; an automatic geometry
+// chosen by its format, as the front ends choose it (resolve_geometry).
 template <class ExecSpace>
 Frame extract_frame(const ExecSpace& exec, const psf::AnyPsfData& psf_data,
                     const DeviceImage<typename ExecSpace::memory_space>& image,
                     const ExtractionOptions& options, const ProgressCallback& progress = {}) {
+  ExtractionOptions resolved = options;
+  resolve_geometry(resolved, psf_data);
   return psf::with_psf_model(exec, psf_data, [&](const auto& model) {
-    return extract_frame(exec, model, image, options, progress);
+    return extract_frame(exec, model, image, resolved, progress);
   });
 }
 

@@ -8,11 +8,11 @@
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/detail/team_shape.hpp>
 #include <perfex/error.hpp>
+#include <perfex/extract/geometry.hpp>
 #include <perfex/extract/image.hpp>
 #include <perfex/extract/options.hpp>
 #include <perfex/extract/patch_solver.hpp>
 #include <perfex/extract/plan.hpp>
-#include <perfex/extract/specter_geometry.hpp>
 #include <perfex/extract/wavelength_grid.hpp>
 #include <perfex/memory.hpp>
 #include <perfex/profiling.hpp>
@@ -85,6 +85,17 @@ struct FramePlan {
   PhaseTimes phases;  // plan_frame's phases, with their times
 
   int npatches() const { return static_cast<int>(patches.size()); }
+  // The padded grid of the plan's padding (geometry.wavepad bins each side), on the host and
+  // the device.
+  template <class ExecSpace>
+  void set_padded_grid(const ExecSpace& exec) {
+    fullwave = make_padded_grid(wave, options.dw, geometry.wavepad, options.nwavestep);
+    const int nk = static_cast<int>(fullwave.size());
+    Kokkos::View<double*, MemorySpace> grid(uninitialized("perfex::fullwave"), nk);
+    Kokkos::deep_copy(exec, grid,
+                      Kokkos::View<const double*, Kokkos::HostSpace>(fullwave.data(), nk));
+    device_fullwave = grid;
+  }
   // The CCD pixels the windows of patches [first, last) cover (all patches by default): what
   // the image must hold (a reader may keep only these); empty when no window holds a pixel.
   PixelBox pixel_box(int first = 0, int last = -1) const {
@@ -104,64 +115,25 @@ struct FramePlan {
 
 namespace detail {
 
-// The padded grid of the plan's geometry (wavepad bins each side), on the host and the device.
-template <class ExecSpace>
-void plan_padded_grid(const ExecSpace& exec, FramePlan<typename ExecSpace::memory_space>& plan) {
-  using Mem = typename ExecSpace::memory_space;
-  const ExtractionOptions& opt = plan.options;
-  plan.fullwave = make_padded_grid(plan.wave, opt.dw, plan.geometry.wavepad, opt.nwavestep);
-  const int nk = static_cast<int>(plan.fullwave.size());
-  Kokkos::View<double*, Mem> fullwave(uninitialized("perfex::fullwave"), nk);
-  Kokkos::deep_copy(exec, fullwave,
-                    Kokkos::View<const double*, Kokkos::HostSpace>(plan.fullwave.data(), nk));
-  plan.device_fullwave = fullwave;
-}
-
-// The plan's options as used (validated, psferr resolved, an automatic geometry gpu_specter's),
-// its patch geometry, and its output and padded wavelength grids (the padded one on the device
-// too; the specter geometry's is replaced once its padding is known).
+// The plan's options as used (validated, psferr resolved, the geometry resolved_geometry's),
+// its patch geometry (with its geometry's model fold and padding check), and its output and
+// padded wavelength grids (the padded one on the device too; a geometry that pads each patch
+// its own way replaces it once the padding is known).
 template <class ExecSpace, class Psf>
 void plan_grids(const ExecSpace& exec, const Psf& psf, const ExtractionOptions& options,
                 FramePlan<typename ExecSpace::memory_space>& plan) {
   options.validate();
   plan.options = options;
   if (plan.options.psferr < 0) plan.options.psferr = psf.psferr();
-  if (plan.options.geometry == Geometry::automatic) plan.options.geometry = Geometry::gpu_specter;
+  plan.options.geometry = resolved_geometry(plan.options.geometry);
   const ExtractionOptions& opt = plan.options;
-  const int ndiag = psf.spot_rows() / 2;
-  plan.geometry = patch_geometry(opt, psf.spot_rows(), psf.spot_cols(), ndiag);
-  if (opt.geometry == Geometry::gpu_specter && plan.geometry.wavepad < ndiag)
-    throw Error("extraction option wavepad (" + std::to_string(plan.geometry.wavepad) +
-                ") must be >= half the PSF's spot rows (" + std::to_string(ndiag) +
-                ") to store the resolution band");
+  plan.geometry = patch_geometry(opt, psf.spot_rows(), psf.spot_cols(), psf.spot_rows() / 2);
+  with_geometry(opt.geometry, [&](auto geometry) {
+    plan.geometry.model_fold = geometry.model_fold;
+    geometry.check_padding(plan.geometry);
+  });
   plan.wave = make_wavelength_grid(opt.wmin, opt.wmax, opt.dw);
-  plan_padded_grid(exec, plan);
-}
-
-// The specter geometry of every patch of the bundles (specter_geometry.hpp), in
-// frame_patches' order; the plan's padding becomes the largest patch's, its padded grid that.
-template <class ExecSpace, class Psf>
-std::vector<SpecterPatch> plan_specter_geometry(const ExecSpace& exec, const Psf& psf,
-                                                const std::vector<BundlePlan>& bundles,
-                                                FramePlan<typename ExecSpace::memory_space>& plan) {
-  const ExtractionOptions& opt = plan.options;
-  const int frame_lo = spot_fibres(bundles.front()).lo;
-  std::vector<SpecterPatch> patches;
-  for (const PatchDesc& p : frame_patches(bundles, opt, static_cast<int>(plan.wave.size()), 0)) {
-    SpecterPatch s;
-    s.speclo = frame_lo + p.fib0;
-    s.spechi = s.speclo + p.nfib;
-    s.k0 = p.kf0;
-    s.nkeep = p.nkeep;
-    patches.push_back(s);
-  }
-  PatchGeometry& g = plan.geometry;
-  specter_patches(exec, psf, plan.wave, opt, g.ndiag, patches);
-  g.wavepad = g.ndiag;
-  for (const SpecterPatch& s : patches) g.wavepad = std::max({g.wavepad, s.nlo, s.nhi});
-  g.nwt = g.nwavestep + 2 * g.wavepad;
-  plan_padded_grid(exec, plan);
-  return patches;
+  plan.set_padded_grid(exec);
 }
 
 // Spot corners of fibres [lo, hi) at every padded wavelength, on the device and the host.
@@ -261,9 +233,10 @@ void plan_budget(const ExecSpace& exec, const std::vector<BundlePlan>& bundles, 
 }  // namespace detail
 
 // Plans the extraction of options' fibres and wavelengths from a ccd_rows x ccd_cols image with
-// a PSF model (psf/model.hpp) in exec's memory. Its phases (FramePlan::phases, each a profiling
-// region "perfex::plan_frame::<phase>"): grids, specter_geometry (with that geometry: two small
-// launches), corners (one launch), patches (host), bandwidths (one launch), budget.
+// a PSF model (psf/model.hpp) in exec's memory, cut by the options' geometry (geometry.hpp). Its
+// phases (FramePlan::phases, each a profiling region "perfex::plan_frame::<phase>"): grids,
+// specter_geometry (with that geometry: two small launches), corners (one launch), patches
+// (host), bandwidths (one launch), budget.
 template <class ExecSpace, class Psf>
 FramePlan<typename ExecSpace::memory_space> plan_frame(const ExecSpace& exec, const Psf& psf,
                                                        int ccd_rows, int ccd_cols,
@@ -279,32 +252,22 @@ FramePlan<typename ExecSpace::memory_space> plan_frame(const ExecSpace& exec, co
   Phase grids("plan_frame::grids", plan.phases);
   detail::plan_grids(exec, psf, options, plan);
   grids.stop(exec);
-  const std::vector<BundlePlan> bundles = plan_bundles(plan.options, psf.nfib());
-  std::vector<SpecterPatch> specter;
-  if (plan.options.geometry == Geometry::specter) {
-    Phase geometry("plan_frame::specter_geometry", plan.phases);
-    specter = detail::plan_specter_geometry(exec, psf, bundles, plan);
-    geometry.stop(exec);
-  }
-  Phase corners("plan_frame::corners", plan.phases);
-  const auto c = detail::plan_corners(exec, psf, plan, bundles);
-  corners.stop(exec);
-  Phase patches("plan_frame::patches", plan.phases);
-  const int nwave = static_cast<int>(plan.wave.size());
-  if (plan.options.geometry == Geometry::specter)
-    plan.patches =
-        specter_frame_patches(bundles, plan.options, nwave, specter, plan.geometry.wavepad);
-  else
-    plan.patches = plan_frame_patches(
-        bundles, plan.options, nwave, psf.spot_cols(), psf.spot_rows(), ccd_cols, ccd_rows,
-        [&](int f, int k) { return c.host_x(f, k); }, [&](int f, int k) { return c.host_y(f, k); });
-  patches.stop();
-  Phase bandwidths("plan_frame::bandwidths", plan.phases);
-  const auto device_patches = detail::measure_patches(exec, c, plan);
-  bandwidths.stop(exec);
-  Phase budget("plan_frame::budget", plan.phases);
-  detail::plan_budget(exec, bundles, c.lo, device_patches, plan);
-  budget.stop(exec);
+  with_geometry(plan.options.geometry, [&](auto geometry) {
+    const std::vector<BundlePlan> bundles = geometry.bundles(plan.options, psf.nfib());
+    const auto layout = geometry.layout(exec, psf, bundles, plan);
+    Phase corners("plan_frame::corners", plan.phases);
+    const auto c = detail::plan_corners(exec, psf, plan, bundles);
+    corners.stop(exec);
+    Phase patches("plan_frame::patches", plan.phases);
+    plan.patches = geometry.windows(layout, bundles, psf, plan, c);
+    patches.stop();
+    Phase bandwidths("plan_frame::bandwidths", plan.phases);
+    const auto device_patches = detail::measure_patches(exec, c, plan);
+    bandwidths.stop(exec);
+    Phase budget("plan_frame::budget", plan.phases);
+    detail::plan_budget(exec, bundles, c.lo, device_patches, plan);
+    budget.stop(exec);
+  });
   return plan;
 }
 

@@ -7,7 +7,7 @@
 // folds them after its own): the image is the same to the last bit.
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/extract/options.hpp>
-#include <perfex/extract/plan.hpp>
+#include <perfex/extract/patches.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -18,17 +18,13 @@
 namespace perfex {
 namespace extract {
 
-// What a block holds and how the blocks make the image.
+// What a block holds and how the blocks make the image (each geometry's: model_fold(Geometry),
+// geometry.hpp).
 //   sum        gpu_specter's: A·(R f), the spots of the patch's kept fibres and core bins times
 //              their reconvolved flux, added over the patches.
 //   overwrite  specter's ex2d's: A·φ̂, the fit itself (every solved fibre and wavelength), each
 //              patch's block written over the blocks of the patches before it.
 enum class ModelFold { sum, overwrite };
-
-// The rule of a (resolved) geometry.
-inline ModelFold model_fold(Geometry g) {
-  return g == Geometry::specter ? ModelFold::overwrite : ModelFold::sum;
-}
 
 // Pixels of a patch's block (its window, row after row).
 KOKKOS_INLINE_FUNCTION std::int64_t model_block_size(const PatchDesc& p) {

@@ -40,23 +40,28 @@ inline Decorrelation parse_decorrelation(const std::string& name,
 //                round(pixpad_frac x spot rows); its padding reaches the bins of the first
 //                fibre int(wavepad_frac x spot rows) rows beyond that box (at least the
 //                resolution half-width), so it differs from patch to patch.
-//   automatic    resolve_request chooses: gpu_specter for the PSFs gpu_specter reads
+//   automatic    by the PSF's format (resolve_geometry, geometry.hpp; every front end and
+//                extract_frame on PSF data): gpu_specter for the PSFs gpu_specter reads
 //                (GAUSS-HERMITE with specex's PSF, XTRACE and YTRACE HDUs, and gpu_specter's
-//                PSF dicts), specter for every other format; a plan made without it takes
-//                gpu_specter.
+//                PSF dicts), specter for every other format; without PSF data (a plan from a
+//                PSF model alone) gpu_specter.
+// Each geometry is a header of extract/geometry/, chosen by geometry.hpp.
 enum class Geometry { automatic, gpu_specter, specter };
 
-// A geometry's name in options, command lines and frame headers.
-inline const char* geometry_name(Geometry g) {
-  return g == Geometry::specter       ? "specter"
-         : g == Geometry::gpu_specter ? "gpu_specter"
-                                      : "automatic";
-}
+// Each geometry's name in options, command lines and frame headers, in Geometry's order.
+constexpr const char* kGeometryNames[] = {"automatic", "gpu_specter", "specter"};
+
+inline const char* geometry_name(Geometry g) { return kGeometryNames[static_cast<int>(g)]; }
 // The geometry of a name; throws RequestError naming `what` (the option) for any other.
 inline Geometry parse_geometry(const std::string& name, const std::string& what = "geometry") {
-  for (Geometry g : {Geometry::automatic, Geometry::gpu_specter, Geometry::specter})
-    if (name == geometry_name(g)) return g;
-  throw RequestError(what + " must be 'gpu_specter', 'specter' or 'automatic', got '" + name + "'");
+  constexpr int count = static_cast<int>(sizeof kGeometryNames / sizeof kGeometryNames[0]);
+  for (int i = 0; i < count; ++i)
+    if (name == kGeometryNames[i]) return static_cast<Geometry>(i);
+  std::string names;  // the concrete ones, then automatic
+  for (int i = 1; i < count; ++i)
+    names += std::string(i > 1 ? ", '" : "'") + kGeometryNames[i] + "'";
+  throw RequestError(what + " must be " + names + " or '" + kGeometryNames[0] + "', got '" + name +
+                     "'");
 }
 
 // Every setting of a frame extraction, with the DESI / gpu_specter production defaults

@@ -5,7 +5,7 @@
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/detail/team_shape.hpp>
 #include <perfex/extract/patch_geometry.hpp>
-#include <perfex/extract/plan.hpp>
+#include <perfex/extract/patches.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -5,7 +5,7 @@
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/extract/patch_geometry.hpp>
 #include <perfex/extract/patch_outputs.hpp>
-#include <perfex/extract/plan.hpp>
+#include <perfex/extract/patches.hpp>
 #include <perfex/linalg/band_cholesky.hpp>
 #include <perfex/linalg/eigen.hpp>
 #include <perfex/linalg/status.hpp>

@@ -4,7 +4,7 @@
 // j % nfib), and the flop count of its linear algebra (patch_flops).
 #include <perfex/extract/model_image.hpp>
 #include <perfex/extract/options.hpp>
-#include <perfex/extract/plan.hpp>
+#include <perfex/extract/patches.hpp>
 #include <perfex/linalg/band_cholesky.hpp>
 #include <perfex/linalg/flops.hpp>
 
@@ -16,8 +16,8 @@ namespace perfex {
 namespace extract {
 
 // The shape of the patches a solver handles: what sizes its scratch (PatchWorkspace) and its
-// loops. patch_geometry fills the part the options and the PSF fix; the plan measures nfib,
-// band and maxpix.
+// loops. patch_geometry fills the part the options and the PSF fix; the plan sets the model
+// fold of its geometry and measures nfib, band and maxpix.
 struct PatchGeometry {
   int nwt = 0;        // wavelengths per fibre: nwavestep core + 2 * wavepad padding
   int wavepad = 0;    // padding wavelengths on each side of the core
@@ -29,7 +29,7 @@ struct PatchGeometry {
   int maxpix = 0;  // largest pixel window
   Decorrelation decorrelation = Decorrelation::signal;
   bool model_image = false;               // the patches also make their blocks of the model image
-  ModelFold model_fold = ModelFold::sum;  // what the blocks hold (model_image.hpp)
+  ModelFold model_fold = ModelFold::sum;  // what the blocks hold (the plan's geometry's)
 
   int nmax() const { return nfib * nwt; }  // unknowns of the largest patch
   // Order of the eigenproblems: a fibre's block, or all unknowns for the noise variant.
@@ -47,7 +47,6 @@ inline PatchGeometry patch_geometry(const ExtractionOptions& options, int spot_r
   g.spot_cols = spot_cols;
   g.decorrelation = options.decorrelation;
   g.model_image = options.model_image;
-  g.model_fold = model_fold(options.geometry);
   return g;
 }
 

@@ -5,7 +5,7 @@
 // benchmarks call; Solver is a PatchSolver (its spots, corners, image and workspace).
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/extract/patch_geometry.hpp>
-#include <perfex/extract/plan.hpp>
+#include <perfex/extract/patches.hpp>
 #include <perfex/linalg/gemm.hpp>
 
 #include <cstddef>

@@ -4,7 +4,7 @@
 // PatchSolver (its spots, corners, image, workspace and results).
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/extract/model_image.hpp>
-#include <perfex/extract/plan.hpp>
+#include <perfex/extract/patches.hpp>
 
 namespace perfex {
 namespace extract {

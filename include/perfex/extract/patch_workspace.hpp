@@ -5,7 +5,7 @@
 #include <perfex/detail/host_pages.hpp>
 #include <perfex/detail/kokkos_compat.hpp>
 #include <perfex/extract/patch_geometry.hpp>
-#include <perfex/extract/plan.hpp>
+#include <perfex/extract/patches.hpp>
 #include <perfex/linalg/eigen.hpp>
 
 #include <Kokkos_Core.hpp>

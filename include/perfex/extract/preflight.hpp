@@ -6,10 +6,9 @@
 //
 //   check_fibres            the fibres exist in the PSF
 //   check_wavelength_grid   the grid has a sane length and reaches the PSF's domain
-//   resolve_geometry        an automatic patch geometry chosen by the PSF's format
-//   fit_padding_to_psf      the wavelength padding widened to cover the PSF's spots
-//   fit_patches_to_grid     nwavestep and the wavelength padding clamped to the grid
-//   bound_specter_padding   the specter geometry's padding bounded from the traces
+//   resolve_geometry        an automatic patch geometry chosen by the PSF's format (geometry.hpp)
+//   fit_geometry_padding    nwavestep clamped to the grid and the wavelength padding fitted to
+//                           the PSF and the grid, by the geometry's rules (its fit_padding)
 //   check_psf_over_grid     the PSF's widths stay valid where the padded grid extrapolates
 //   check_image_size        the image is the PSF's CCD (not transposed, not cut)
 //   estimate_run_size       the memory the extraction will use, to compare with what is free
@@ -23,6 +22,8 @@
 // Refusals of a request (fibres, grid, sizes) are RequestError; an image that is not the PSF's
 // CCD is an Error (invalid input).
 #include <perfex/error.hpp>
+#include <perfex/extract/geometry.hpp>
+#include <perfex/extract/grid_limits.hpp>
 #include <perfex/extract/options.hpp>
 #include <perfex/memory.hpp>
 #include <perfex/psf/any_psf.hpp>
@@ -36,30 +37,6 @@
 
 namespace perfex {
 namespace extract {
-
-// Longest output grid accepted: far beyond any spectrograph (DESI's is ~2900 bins), and every
-// index of the padded grid and of a fibre's bins stays well inside 32-bit integers.
-constexpr double kMaxGridLength = 1 << 24;
-
-namespace preflight_detail {
-
-inline std::string number(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.10g", x);
-  return buf;
-}
-
-inline std::string grid_text(const ExtractionOptions& o) {
-  return number(o.wmin) + "," + number(o.wmax) + "," + number(o.dw);
-}
-
-}  // namespace preflight_detail
-
-// Length of make_wavelength_grid(wmin, wmax, dw), without building it (a double: an absurd
-// request gives an absurd number, not an allocation).
-inline double wavelength_grid_length(double wmin, double wmax, double dw) {
-  return std::ceil((wmax + 0.5 * dw - wmin) / dw);
-}
 
 // Throws unless fibres [specmin, specmin + nspec) are all in the PSF.
 inline void check_fibres(const ExtractionOptions& o, const psf::AnyPsfData& psf) {
@@ -107,123 +84,11 @@ inline std::string check_wavelength_grid(const ExtractionOptions& o, const psf::
          " A: its traces are extrapolated there (bins off the CCD are masked NODATA)";
 }
 
-// The wavelength padding (wavepad0 + int(wavepad0 * wavepad_frac) bins each side of a patch's
-// core) must span more CCD rows than a spot (1.25 spot boxes, at the PSF's smallest dispersion
-// over the padded grid and the requested fibres): else the core's edge bins are fitted with their
-// neighbours' light cut off and differ from specter's by tenths of a sigma. DESI's default of 12
-// bins spans ~17 rows of an 11-row spot; a PSF with taller spots or a finer grid gets more, by
-// raising wavepad0 (wavepad_frac kept). Returns a warning when it changes the padding.
-inline std::vector<std::string> fit_padding_to_psf(ExtractionOptions& o,
-                                                   const psf::AnyPsfData& psf) {
-  if (o.geometry == Geometry::specter) return {};  // its padding follows the traces
-  const double n = wavelength_grid_length(o.wmin, o.wmax, o.dw);
-  const psf::PsfSummary ps = psf.summary();
-  if (!(n >= 1 && n <= kMaxGridLength) ||
-      !psf::fibre_range_problem(o.specmin, o.nspec, ps.nfib, "specmin", "nspec").empty())
-    return {};  // the other checks' business
-  const double lo = std::max(ps.trace_wavemin, o.wmin - o.wavepad() * o.dw);
-  const double hi = std::min(ps.trace_wavemax, o.wmin + (n - 1 + o.wavepad() + o.nwavestep) * o.dw);
-  if (!(hi > lo)) return {};
-  const double rows_per_bin = psf.rows().min_slope(o.specmin, o.nspec, lo, hi) * o.dw;
-  if (!(rows_per_bin > 0) || !std::isfinite(rows_per_bin)) return {};
-  const double needed = std::ceil(1.25 * ps.spot_rows / rows_per_bin);
-  if (o.wavepad() >= needed || needed > kMaxGridLength) return {};
-  const int requested = o.wavepad(), requested_pad0 = o.wavepad0;
-  while (o.wavepad() < needed) ++o.wavepad0;
-  return {"wavelength padding of " + std::to_string(requested) + " bins (wavepad " +
-          std::to_string(requested_pad0) + ") spans " +
-          preflight_detail::number(requested * rows_per_bin) +
-          " CCD rows, less than 1.25 times the PSF's " + std::to_string(ps.spot_rows) +
-          "-row spots: using " + std::to_string(o.wavepad()) + " bins (wavepad " +
-          std::to_string(o.wavepad0) + ")"};
-}
-
-// A patch needs at most the grid's own wavelengths as core and as padding: nwavestep is
-// clamped to the larger of the grid length and the DESI default (50), the padding on each side
-// (wavepad0 + int(wavepad0 * wavepad_frac)) to the larger of the grid length and the default
-// padding (12 bins: wavepad0 10, wavepad_frac 0.2), through wavepad_frac or, when wavepad0
-// alone exceeds it, through wavepad0. Larger values only add unknowns (the time grows with their
-// cube) for the same frame; the defaults are never changed, so small grids still match gpu_specter.
-// Returns one warning per change; the options then say what is used (for the frame header).
-inline std::vector<std::string> fit_patches_to_grid(ExtractionOptions& o) {
-  std::vector<std::string> warnings;
-  const double n = wavelength_grid_length(o.wmin, o.wmax, o.dw);
-  if (!(n >= 1 && n <= kMaxGridLength)) return warnings;  // check_wavelength_grid's business
-  const int nwave = static_cast<int>(n);
-  const ExtractionOptions desi;
-  const int max_step = std::max(nwave, desi.nwavestep);
-  if (o.nwavestep > max_step) {
-    warnings.push_back("nwavestep " + std::to_string(o.nwavestep) + " exceeds the grid's " +
-                       std::to_string(nwave) + " wavelengths: using " + std::to_string(max_step));
-    o.nwavestep = max_step;
-  }
-  const int limit = std::max(nwave, desi.wavepad());
-  if (o.geometry != Geometry::specter && o.wavepad() > limit) {
-    const int requested = o.wavepad(), requested_pad0 = o.wavepad0;
-    const double requested_frac = o.wavepad_frac;
-    if (o.wavepad0 > limit) {
-      o.wavepad0 = limit;
-      o.wavepad_frac = 0;
-    } else {
-      // The smallest wavepad_frac giving exactly `limit` bins (wavepad() truncates).
-      double frac = o.wavepad0 > 0 ? static_cast<double>(limit - o.wavepad0) / o.wavepad0 : 0.0;
-      while (o.wavepad0 > 0 && o.wavepad0 + static_cast<int>(o.wavepad0 * frac) < limit)
-        frac = std::nextafter(frac, HUGE_VAL);
-      o.wavepad_frac = frac;
-    }
-    warnings.push_back("wavelength padding of " + std::to_string(requested) +
-                       " bins per side (wavepad " + std::to_string(requested_pad0) +
-                       ", wavepad_frac " + preflight_detail::number(requested_frac) +
-                       ") exceeds the grid's " + std::to_string(nwave) + " wavelengths: using " +
-                       std::to_string(o.wavepad()) + " (wavepad " + std::to_string(o.wavepad0) +
-                       ", wavepad_frac " + preflight_detail::number(o.wavepad_frac) + ")");
-  }
-  return warnings;
-}
-
-// An automatic geometry (options.hpp) made gpu_specter's for the PSFs gpu_specter reads
-// (GAUSS-HERMITE in specex's HDUs, gpu_specter's PSF dicts), specter's for every other.
-inline void resolve_geometry(ExtractionOptions& o, const psf::AnyPsfData& psf) {
-  if (o.geometry != Geometry::automatic) return;
-  const auto* gh = psf.get_if<psf::GaussHermitePsfData>();
-  o.geometry = gh && gh->specex_layout() ? Geometry::gpu_specter : Geometry::specter;
-}
-
-// With the specter geometry, wavepad0 raised until wavepad() bounds every patch's padding (the
-// plan computes each exactly): the rows from a core's edge to the end of its padding (a spot,
-// round(pixpad_frac x spot rows), int(wavepad_frac x spot rows), the spread of a bundle's traces
-// and two more) in bins at the PSF's smallest dispersion over the grid, and at least half a
-// spot. What the padded grid then spans is what check_psf_over_grid and the memory estimate see.
-inline void bound_specter_padding(ExtractionOptions& o, const psf::AnyPsfData& psf) {
-  if (o.geometry != Geometry::specter) return;
-  const double n = wavelength_grid_length(o.wmin, o.wmax, o.dw);
-  const psf::PsfSummary ps = psf.summary();
-  if (!(n >= 1 && n <= kMaxGridLength) || o.specmin < 0 || o.nspec < 1 ||
-      o.specmin + static_cast<long long>(o.nspec) > ps.nfib)
-    return;  // the other checks' business
-  const double lo = std::max(ps.trace_wavemin, o.wmin);
-  const double hi = std::min(ps.trace_wavemax, o.wmin + (n - 1) * o.dw);
-  const psf::LegendreTraceSet& rows = psf.rows();
-  double spread = 0;
-  for (int b0 = o.specmin; b0 < o.specmin + o.nspec; b0 += o.bundlesize) {
-    const int f1 = std::min(b0 + o.bundlesize, o.specmin + o.nspec);
-    for (int i = 0; i <= 16; ++i) {
-      const double w = hi > lo ? lo + (hi - lo) * i / 16 : lo;
-      double ylo = HUGE_VAL, yhi = -HUGE_VAL;
-      for (int f = b0; f < f1; ++f) {
-        ylo = std::min(ylo, rows.value(f, w));
-        yhi = std::max(yhi, rows.value(f, w));
-      }
-      spread = std::max(spread, yhi - ylo);
-    }
-  }
-  const double span = ps.spot_rows + std::nearbyint(o.pixpad_frac * ps.spot_rows) +
-                      std::floor(o.wavepad_frac * ps.spot_rows) + spread + 2;
-  const double rows_per_bin = rows.min_slope(o.specmin, o.nspec, lo, hi) * o.dw;
-  if (!(rows_per_bin > 0) || !std::isfinite(rows_per_bin)) return;
-  const double needed = std::max(std::ceil(span / rows_per_bin) + 1, ps.spot_rows / 2.0);
-  if (!(needed <= kMaxGridLength)) return;
-  while (o.wavepad() < needed) ++o.wavepad0;
+// nwavestep and the wavelength padding fitted to the PSF and the grid by the options' (resolved)
+// geometry's rules; returns one warning per change.
+inline std::vector<std::string> fit_geometry_padding(ExtractionOptions& o,
+                                                     const psf::AnyPsfData& psf) {
+  return with_geometry(o.geometry, [&](auto geometry) { return geometry.fit_padding(o, psf); });
 }
 
 // The PSF's validity (for a Gauss-Hermite PSF: its widths) over the padded grid the extraction
@@ -330,9 +195,7 @@ inline std::vector<std::string> preflight(ExtractionOptions& o, const psf::AnyPs
   const std::string outside = check_wavelength_grid(o, psf);
   if (!outside.empty()) warnings.push_back(outside);
   resolve_geometry(o, psf);
-  for (auto& w : fit_padding_to_psf(o, psf)) warnings.push_back(w);
-  for (auto& w : fit_patches_to_grid(o)) warnings.push_back(w);
-  bound_specter_padding(o, psf);
+  for (auto& w : fit_geometry_padding(o, psf)) warnings.push_back(w);
   check_psf_over_grid(o, psf);
   if (ccd_rows > 0 && ccd_cols > 0) check_image_size(psf, ccd_rows, ccd_cols);
   return warnings;
@@ -412,11 +275,8 @@ inline ResolvedRequest resolve_request(const Request& request, const psf::AnyPsf
     refuse(grid_name, e.what());
   }
   resolve_geometry(o, psf);
-  for (const std::string& w : fit_padding_to_psf(o, psf))
+  for (const std::string& w : fit_geometry_padding(o, psf))
     r.warnings.push_back(names.patches + ": " + w);
-  for (const std::string& w : fit_patches_to_grid(o))
-    r.warnings.push_back(names.patches + ": " + w);
-  bound_specter_padding(o, psf);
   try {
     check_psf_over_grid(o, psf);
   } catch (const Error& e) {

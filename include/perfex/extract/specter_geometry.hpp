@@ -12,7 +12,7 @@
 // positions and the trace's inverse, each where specter evaluates them. The spots themselves
 // are specter's where its box starts later than perfex's (specter_spot_boxes).
 #include <perfex/detail/kokkos_compat.hpp>
-#include <perfex/extract/plan.hpp>
+#include <perfex/extract/patches.hpp>
 #include <perfex/memory.hpp>
 #include <perfex/psf/model.hpp>
 
