@@ -154,35 +154,70 @@ struct GaussHermiteDevice : GaussHermiteTable<MemorySpace> {
     return t;
   }
 
+  // The arrays of a thread's scratch (Layout), each at its place.
+  struct Scratch {
+    double* s;
+    double* P;
+    double* a;  // a[i * nby + j]
+    double* E;  // E[m * ne + e]
+    double* B;  // B[m * ne + e]: Bx_i[q] at e = q, By_j[p] at e = nx + 1 + p
+    double* t;
+    double* phi;
+    double* he;
+    double* T;     // T[j * nx + q]
+    double* core;  // core[p * nx + q]
+    double* colsum;
+    KOKKOS_INLINE_FUNCTION Scratch(const Layout& L, double* buf)
+        : s(buf),
+          P(buf + L.P),
+          a(buf + L.a),
+          E(buf + L.E),
+          B(buf + L.B),
+          t(buf + L.t),
+          phi(buf + L.phi),
+          he(buf + L.he),
+          T(buf + L.T),
+          core(buf + L.core),
+          colsum(buf + L.colsum) {}
+  };
+
   // One pixel-integrated, normalised spot by one thread, its vector lanes over the
-  // coefficients, the edges and the spot's columns: the Legendre values of the wavelength,
-  // the Gauss-Hermite coefficients a_ij, the 1-D edge integrals in x and y (one erf and one exp
-  // per pixel edge), T = Σ_i a_ij·Bx_i and the clipped spot, each in the thread's scratch.
+  // coefficients, the edges and the spot's columns, in named steps: the spot's scalars (with
+  // the Legendre values of the wavelength), the Gauss-Hermite coefficients a_ij, the 1-D edge
+  // and pixel integrals in x and y (one erf and one exp per pixel edge), T = Σ_i a_ij·Bx_i,
+  // then the clipped spot and its normalisation, each in the thread's scratch.
   template <class Member>
   KOKKOS_INLINE_FUNCTION void spot(const Member& member, int fib, double lam, double* buf,
                                    const SpotOutput& out) const {
-    const GaussHermiteDevice& d = *this;
-    const Layout L(d);
-    const int nx = L.nx, ny = L.ny, nbx = L.nbx, nby = L.nby, ne = L.ne;
-    double* s = buf;
-    double* P = buf + L.P;
-    double* a = buf + L.a;  // a[i * nby + j]
-    double* E = buf + L.E;  // E[m * ne + e]
-    double* B = buf + L.B;  // B[m * ne + e]: Bx_i[q] at e = q, By_j[p] at e = nx + 1 + p
-    double* tt = buf + L.t;
-    double* phi = buf + L.phi;
-    double* he = buf + L.he;
-    double* T = buf + L.T;        // T[j * nx + q]
-    double* core = buf + L.core;  // core[p * nx + q]
-    double* colsum = buf + L.colsum;
+    const Layout L(*this);
+    const Scratch w(L, buf);
+    spot_scalars(member, fib, lam, w, out);
+    spot_coefficients(member, fib, L, w);
+    edge_integrals(member, L, w);
+    x_sums(member, L, w);
+    spot_pixels(member, L, w);
+    double total = 0.0;
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(member, L.nx), [&](int q, double& sum) { sum += w.colsum[q]; },
+        total);
+    detail::write_normalised(member, L.ny * L.nx, w.core, total, out);
+  }
 
+  // The spot's scalars (trace, widths, corner, the trace's offsets from the centre pixel's
+  // centre, the tail's parameters) and the Legendre values P_m of the wavelength; the corner
+  // also to out.
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void spot_scalars(const Member& member, int fib, double lam,
+                                           const Scratch& w, const SpotOutput& out) const {
+    const GaussHermiteDevice& d = *this;
+    double* s = w.s;
     Kokkos::single(Kokkos::PerThread(member), [&]() {
       const double x = d.trace_x(fib, lam), y = d.trace_y(fib, lam);
-      detail::legendre_values(detail::reduced(lam, d.pw0, d.pscale), d.ncp, P);
+      detail::legendre_values(detail::reduced(lam, d.pw0, d.pscale), d.ncp, w.P);
       s[X] = x;
       s[Y] = y;
-      s[SIGX] = d.param(d.row_sigx, fib, P);
-      s[SIGY] = d.param(d.row_sigy, fib, P);
+      s[SIGX] = d.param(d.row_sigx, fib, w.P);
+      s[SIGY] = d.param(d.row_sigy, fib, w.P);
       const int c0 = static_cast<int>(math::floor(x - d.hx + 0.5));
       const int r0 = static_cast<int>(math::floor(y - d.hy + 0.5));
       *out.col0 = c0;
@@ -193,36 +228,51 @@ struct GaussHermiteDevice : GaussHermiteTable<MemorySpace> {
       const double ax = x + 0.5, ay = y + 0.5;
       s[DELTAX] = (ax - math::floor(ax)) - 0.5;
       s[DELTAY] = (ay - math::floor(ay)) - 0.5;
-      s[TAILAMP] = d.tails ? d.param(d.row_tailamp, fib, P) : 0.0;
+      s[TAILAMP] = d.tails ? d.param(d.row_tailamp, fib, w.P) : 0.0;
       if (s[TAILAMP] != 0.0) {
-        const double tc = d.param(d.row_tailcore, fib, P);
+        const double tc = d.param(d.row_tailcore, fib, w.P);
         s[TAILCORE2] = tc * tc;
-        s[TAILXSCA] = d.param(d.row_tailxsca, fib, P);
-        s[TAILYSCA] = d.param(d.row_tailysca, fib, P);
-        s[TAILEXP] = 1.0 + 0.5 * d.param(d.row_tailinde, fib, P);
+        s[TAILXSCA] = d.param(d.row_tailxsca, fib, w.P);
+        s[TAILYSCA] = d.param(d.row_tailysca, fib, w.P);
+        s[TAILEXP] = 1.0 + 0.5 * d.param(d.row_tailinde, fib, w.P);
       }
     });
-    // a_ij = Σ_m c_ijm P_m, summed over m in order as d.param does.
+  }
+
+  // a_ij = Σ_m c_ijm P_m, summed over m in order as d.param does.
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void spot_coefficients(const Member& member, int fib, const Layout& L,
+                                                const Scratch& w) const {
+    const GaussHermiteDevice& d = *this;
+    const int nab = L.nbx * L.nby;
     const double* ghc = &d.ghcoeff(fib, 0, 0);
     for (int m = 0; m < d.ncp; ++m) {
-      const double pm = P[m];
-      const double* c = ghc + m * nbx * nby;
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nbx * nby), [&](int ij) {
+      const double pm = w.P[m];
+      const double* c = ghc + m * nab;
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nab), [&](int ij) {
         const double v = c[ij] * pm;
-        a[ij] = m == 0 ? v : a[ij] + v;
+        w.a[ij] = m == 0 ? v : w.a[ij] + v;
       });
     }
-    // Edge integrals: E_0 = ½·erf(t/√2) and E_m = −φ(t)·He_{m−1}(t) at t = (edge − trace)/σ,
-    // one erf and one exp per edge; then degree by degree over all edges the Hermite
-    // recurrence He_{m−1} = t·He_{m−2} − (m−2)·He_{m−3}; then every B_m in one sweep.
+  }
+
+  // Edge integrals: E_0 = ½·erf(t/√2) and E_m = −φ(t)·He_{m−1}(t) at t = (edge − trace)/σ,
+  // one erf and one exp per edge; then degree by degree over all edges the Hermite
+  // recurrence He_{m−1} = t·He_{m−2} − (m−2)·He_{m−3}; then every B_m in one sweep.
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void edge_integrals(const Member& member, const Layout& L,
+                                             const Scratch& w) const {
+    const GaussHermiteDevice& d = *this;
+    const int nx = L.nx, ne = L.ne;
+    const double* s = w.s;
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ne), [&](int e) {
       const bool inx = e <= nx;
       const int edge = inx ? e - d.hx : e - nx - 1 - d.hy;  // from the centre pixel's centre
       const double t =
           ((edge - 0.5) - (inx ? s[DELTAX] : s[DELTAY])) * (1.0 / (inx ? s[SIGX] : s[SIGY]));
-      E[e] = 0.5 * math::erf(t / math::sqrt2);
-      tt[e] = t;
-      phi[e] = math::inv_sqrt_2pi * math::exp(-0.5 * t * t);
+      w.E[e] = 0.5 * math::erf(t / math::sqrt2);
+      w.t[e] = t;
+      w.phi[e] = math::inv_sqrt_2pi * math::exp(-0.5 * t * t);
     });
     for (int m = 1; m < L.nd; ++m) {
       Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, ne), [&](int e) {
@@ -230,25 +280,31 @@ struct GaussHermiteDevice : GaussHermiteTable<MemorySpace> {
         if (m == 1) {
           h = 1.0;
         } else if (m == 2) {
-          h = tt[e];
+          h = w.t[e];
         } else {
-          h = tt[e] * he[ne + e] - (m - 2) * he[e];
+          h = w.t[e] * w.he[ne + e] - (m - 2) * w.he[e];
         }
         if (m >= 2) {
-          he[e] = m == 2 ? 1.0 : he[ne + e];
-          he[ne + e] = h;
+          w.he[e] = m == 2 ? 1.0 : w.he[ne + e];
+          w.he[ne + e] = h;
         }
-        E[m * ne + e] = -phi[e] * h;
+        w.E[m * ne + e] = -w.phi[e] * h;
       });
     }
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, L.nd * ne - 1),
-                         [&](int i) { B[i] = E[i + 1] - E[i]; });
-    // T[j][q] = Σ_i a_ij · Bx_i[q], four i per vector sweep (zero-padded), summed in order.
+                         [&](int i) { w.B[i] = w.E[i + 1] - w.E[i]; });
+  }
+
+  // T[j][q] = Σ_i a_ij · Bx_i[q], four i per vector sweep (zero-padded), summed in order.
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void x_sums(const Member& member, const Layout& L,
+                                     const Scratch& w) const {
+    const int nx = L.nx, nbx = L.nbx, nby = L.nby, ne = L.ne;
     for (int j = 0; j < nby; ++j) {
-      double* t = T + j * nx;
+      double* t = w.T + j * nx;
       for (int i0 = 0; i0 < nbx; i0 += 4) {
         const FourTerms in = four_terms(
-            i0, nbx, [&](int i) { return a[i * nby + j]; }, [&](int i) { return B + i * ne; });
+            i0, nbx, [&](int i) { return w.a[i * nby + j]; }, [&](int i) { return w.B + i * ne; });
         Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx), [&](int q) {
           double v = i0 == 0 ? 0.0 : t[q];
           for (int u = 0; u < 4; ++u) v += in.w[u] * in.row[u][q];
@@ -256,15 +312,23 @@ struct GaussHermiteDevice : GaussHermiteTable<MemorySpace> {
         });
       }
     }
-    // core[p][q] = Σ_j By_j[p] · T[j][q] (four j per sweep), plus the tail; clipped at 0.
-    // colsum[q] sums the columns (running sums in a vector: no serial chain over the pixels).
+  }
+
+  // core[p][q] = Σ_j By_j[p] · T[j][q] (four j per sweep), plus the tail; clipped at 0.
+  // colsum[q] sums the columns (running sums in a vector: no serial chain over the pixels).
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void spot_pixels(const Member& member, const Layout& L,
+                                          const Scratch& w) const {
+    const int nx = L.nx, nby = L.nby, ne = L.ne;
+    const double* s = w.s;
+    double* colsum = w.colsum;
     const bool tail = s[TAILAMP] != 0.0;
-    for (int p = 0; p < ny; ++p) {
-      double* c = core + p * nx;
+    for (int p = 0; p < L.ny; ++p) {
+      double* c = w.core + p * nx;
       for (int j0 = 0; j0 < nby; j0 += 4) {
         const FourTerms in = four_terms(
-            j0, nby, [&](int j) { return B[j * ne + nx + 1 + p]; },
-            [&](int j) { return T + j * nx; });
+            j0, nby, [&](int j) { return w.B[j * ne + nx + 1 + p]; },
+            [&](int j) { return w.T + j * nx; });
         if (j0 + 4 >= nby && !tail) {  // last sweep: clip and sum as well
           Kokkos::parallel_for(Kokkos::ThreadVectorRange(member, nx), [&](int q) {
             double v = j0 == 0 ? 0.0 : c[q];
@@ -293,11 +357,6 @@ struct GaussHermiteDevice : GaussHermiteTable<MemorySpace> {
         });
       }
     }
-    double total = 0.0;
-    Kokkos::parallel_reduce(
-        Kokkos::ThreadVectorRange(member, nx), [&](int q, double& sum) { sum += colsum[q]; },
-        total);
-    detail::write_normalised(member, ny * nx, core, total, out);
   }
 };
 
