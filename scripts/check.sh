@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The fast gate, to run before each commit, and the first stage of the test command
 # (scripts/test.sh, CI's): the tree's formatting (clang-format; ruff's format and lint),
-# spelling (codespell, pyproject.toml's words) and large files (scripts/large_files.sh); then
-# the library tests without the slow ones on the Serial backend and the Python tests without
-# MPI, both on the golden data of the repository (tests/data) with the larger shared reference
-# data left out, as in a plain clone. About 5 minutes on 2 cores once its build folder exists
+# spelling (codespell, pyproject.toml's words), large files (scripts/large_files.sh) and the
+# library's include layers (cmake/check_layers.cmake); then the library tests without the slow
+# ones on the Serial backend and the Python tests without MPI, both on the golden data of the
+# repository (tests/data) with the larger shared reference data left out, as in a plain clone. About 5 minutes on 2 cores once its build folder exists
 # (the first run builds it: the tests, the Python extension and perfex-extract).
 #
 #   bash scripts/check.sh                       the Serial suite alone, in build-check
@@ -61,6 +61,9 @@ for pin in "${pins[@]}"; do
   }
 done
 echo "pre-commit: its hooks pin ${pins[*]}"
+
+step "the library's layers include one way (cmake/check_layers.cmake)"
+cmake -P cmake/check_layers.cmake
 
 step "build of the library tests, the Python extension and perfex-extract in $build"
 cmake -S . -B "$build" "${configure[@]}" >/dev/null

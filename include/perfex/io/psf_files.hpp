@@ -1,7 +1,7 @@
 #pragma once
 // PSF files of every format perfex reads (psf/any_psf.hpp): read_psf chooses the format by the
 // file's PSFTYPE (specter's load_psf rule; GAUSS-HERMITE when not stated) and reads it with that
-// format's reader (psf/<format>/read.hpp, io::PsfFile); write_psf writes each format. Any other
+// format's reader (io/psf/<format>.hpp, io::PsfFile); write_psf writes each format. Any other
 // PSFTYPE (MONOSPOT, PCA-PIX, ...) is refused by name.
 #include <optional>
 #include <string>
@@ -9,11 +9,11 @@
 
 #include <perfex/error.hpp>
 #include <perfex/io/fits.hpp>
+#include <perfex/io/psf/gauss_hermite.hpp>
+#include <perfex/io/psf/gauss_hermite2.hpp>
+#include <perfex/io/psf/read.hpp>
+#include <perfex/io/psf/spot_grid.hpp>
 #include <perfex/psf/any_psf.hpp>
-#include <perfex/psf/gauss_hermite/read.hpp>
-#include <perfex/psf/gauss_hermite2/read.hpp>
-#include <perfex/psf/read.hpp>
-#include <perfex/psf/spot_grid/read.hpp>
 
 namespace perfex {
 namespace io {

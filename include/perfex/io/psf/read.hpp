@@ -1,8 +1,8 @@
 #pragma once
-// What every PSF format's reader shares (psf/<format>/read.hpp, the FITS layer of a format,
+// What every PSF format's reader shares (io/psf/<format>.hpp, the FITS layer of a format,
 // host only: link perfex::io): the PSF type and version a file states, integer keywords, trace
 // HDUs, and PsfFile<Data>, the reader and writer of one format's files, which each format's
-// read.hpp defines and io::read_psf (io/psf_files.hpp) chooses from by the file's PSFTYPE.
+// header defines and io::read_psf (io/psf_files.hpp) chooses from by the file's PSFTYPE.
 #include <cmath>
 #include <cstdlib>
 #include <optional>
@@ -15,7 +15,7 @@
 namespace perfex {
 namespace io {
 
-// The files of one PSF format (psf/<format>/read.hpp):
+// The files of one PSF format (io/psf/<format>.hpp):
 //   static Data read(const std::string& path);   the file's data, validated
 //   static constexpr const char* layouts;        the layouts it reads, for messages
 template <class Data>

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include <perfex/io/fits.hpp>
-#include <perfex/psf/read.hpp>
+#include <perfex/io/psf/read.hpp>
 #include <perfex/psf/spot_grid/data.hpp>
 
 namespace perfex {

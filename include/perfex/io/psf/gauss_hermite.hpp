@@ -19,8 +19,8 @@
 
 #include <perfex/error.hpp>
 #include <perfex/io/fits.hpp>
+#include <perfex/io/psf/read.hpp>
 #include <perfex/psf/gauss_hermite/data.hpp>
-#include <perfex/psf/read.hpp>
 
 namespace perfex {
 namespace io {

@@ -1,13 +1,13 @@
 #pragma once
 // Reading and writing GAUSS-HERMITE2 PSF files (host only: link perfex::io): the older specex
-// layout of GAUSS-HERMITE PSFVER 1-2 (psf/gauss_hermite/read.hpp), one table in HDU 1, with the
+// layout of GAUSS-HERMITE PSFVER 1-2 (io/psf/gauss_hermite.hpp), one table in HDU 1, with the
 // second core's degrees GHDEGX2/GHDEGY2 among its keywords.
 #include <string>
 
 #include <perfex/io/fits.hpp>
-#include <perfex/psf/gauss_hermite/read.hpp>
+#include <perfex/io/psf/gauss_hermite.hpp>
+#include <perfex/io/psf/read.hpp>
 #include <perfex/psf/gauss_hermite2/data.hpp>
-#include <perfex/psf/read.hpp>
 
 namespace perfex {
 namespace io {
