@@ -132,46 +132,66 @@ KOKKOS_INLINE_FUNCTION void normal_matrix(const Member& member, const Solver& so
   });
 }
 
-// One host thread: H0, b and ω built pixel row by pixel row of the window (normal_matrix and
-// weigh_spots do the same work a pair of spots at a time). Spots rise with wavelength, so a
-// pixel row meets a few consecutive spots of each fibre; their row segments side by side (a
-// slot per spot, zero where a spot does not reach) make a small dense block per fibre, and
-// every pair of fibres whose blocks share columns adds the product of the two blocks over those
-// columns, one weighted, to its entries of H0: a register-tiled matrix product running over
-// contiguous slots (gemm.hpp), into a buffer per pair of fibres laid out so that a row's
-// product lands contiguously (column k2, entry k - k2 + kmax). Each entry adds its rows in
-// order, each row's columns in order. Returns false (nothing written) where the spots do not
-// rise or the buffers would not fit in the patch's wspot scratch (and in a device build's
-// device code); the caller then takes the pairwise path.
-template <class Solver, class HV, class BV, class OV>
-KOKKOS_INLINE_FUNCTION bool normal_equations_by_rows(const Solver& solver, int ip,
-                                                     const PatchDesc& p, int n, const HV& H,
-                                                     const BV& b, const OV& omega) {
 #ifdef PERFEX_HOST_TILES
-  namespace ld = linalg::detail;
-  constexpr int L = ld::lanes;
-  const int nrow = static_cast<int>(solver.spots.extent(2)),
-            ncol = static_cast<int>(solver.spots.extent(3));
-  const int nf = p.nfib, wcols = p.col1 - p.col0, wrows = p.row1 - p.row0;
-  const int* ys = &solver.ycorner(p.fib0, p.kf0);
-  const int* xs = &solver.xcorner(p.fib0, p.kf0);
-  const long cs =
-      static_cast<long>(&solver.ycorner(p.fib0 + (nf > 1), p.kf0) - ys);       // fibre stride
-  const long ks = static_cast<long>(&solver.ycorner(p.fib0, p.kf0 + 1) - ys);  // λ stride
-  for (int f = 0; f < nf; ++f)
-    for (int k = 0; k + 1 < solver.nwt; ++k)
-      if (ys[f * cs + (k + 1) * ks] < ys[f * cs + k * ks]) return false;
-  double* scratch = &solver.ws.wspot(0, ip);
-  const std::size_t capacity = solver.ws.wspot.extent(0);
-  // Per fibre: its spots [lo, hi) that reach the current row and their columns [c0, c1) in
-  // the window; the slot of each pair of fibres (f, f2), f <= f2, or -1 where they never meet.
-  if (capacity < static_cast<std::size_t>(4 * nf + nf * nf)) return false;
-  double* lo = scratch;
-  double* hi = lo + nf;
-  double* c0 = hi + nf;
-  double* c1 = c0 + nf;
-  double* slot = c1 + nf;
-  auto advance = [&](int f, int r) {  // to window row r (rows only increase)
+// One host thread's normal equations by pixel rows of the window (normal_equations_by_rows:
+// normal_matrix and weigh_spots do the same work a pair of spots at a time), in named steps.
+// Spots rise with wavelength, so a pixel row meets a few consecutive spots of each fibre; their
+// row segments side by side (a slot per spot, zero where a spot does not reach) make a small
+// dense block per fibre (row_blocks), and every pair of fibres whose blocks share columns adds
+// the product of the two blocks over those columns, one weighted, to its entries of H0
+// (add_row_products): a register-tiled matrix product running over contiguous slots (gemm.hpp),
+// into a buffer per pair of fibres laid out so that a row's product lands contiguously (column
+// k2, entry k - k2 + kmax), copied into H's band at the end (to_band). Each entry adds its rows
+// in order, each row's columns in order. Everything lives in the patch's wspot scratch.
+template <class Solver>
+struct RowSweep {
+  static constexpr int L = linalg::detail::lanes;
+  const Solver& solver;
+  const PatchDesc& p;
+  int nrow, ncol, nf, wcols, wrows;
+  const int* ys;  // spot corners of the patch's fibres and wavelengths
+  const int* xs;
+  long cs, ks;  // their fibre and wavelength strides
+  double* scratch;
+  std::size_t capacity;
+  // Per fibre: its spots [lo, hi) that reach the current row and their columns [c0, c1) in the
+  // window; the slot of each pair of fibres (f, f2), f <= f2, or -1 where they never meet.
+  double *lo, *hi, *c0, *c1, *slot;
+  // The most spots of a fibre in a row; the largest wavelength distance between spots of two
+  // fibres that share a row's columns; the pairs of fibres that ever do.
+  int width = 0, kmax = 0, npairs = 0;
+  int S = 0, ldg = 0;  // slots per block (a multiple of the lanes); a pair buffer's column
+  double *E, *Wt, *G;  // per fibre its block (column c at E + c S), the weighted block; pairs
+
+  KOKKOS_INLINE_FUNCTION RowSweep(const Solver& s, int ip, const PatchDesc& patch)
+      : solver(s),
+        p(patch),
+        nrow(static_cast<int>(s.spots.extent(2))),
+        ncol(static_cast<int>(s.spots.extent(3))),
+        nf(patch.nfib),
+        wcols(patch.col1 - patch.col0),
+        wrows(patch.row1 - patch.row0),
+        ys(&s.ycorner(patch.fib0, patch.kf0)),
+        xs(&s.xcorner(patch.fib0, patch.kf0)),
+        cs(static_cast<long>(&s.ycorner(patch.fib0 + (patch.nfib > 1), patch.kf0) - ys)),
+        ks(static_cast<long>(&s.ycorner(patch.fib0, patch.kf0 + 1) - ys)),
+        scratch(&s.ws.wspot(0, ip)),
+        capacity(s.ws.wspot.extent(0)),
+        lo(scratch),
+        hi(lo + patch.nfib),
+        c0(hi + patch.nfib),
+        c1(c0 + patch.nfib),
+        slot(c1 + patch.nfib) {}
+
+  KOKKOS_INLINE_FUNCTION bool spots_rise() const {
+    for (int f = 0; f < nf; ++f)
+      for (int k = 0; k + 1 < solver.nwt; ++k)
+        if (ys[f * cs + (k + 1) * ks] < ys[f * cs + k * ks]) return false;
+    return true;
+  }
+
+  // Fibre f's spots and columns at window row r (rows only increase).
+  KOKKOS_INLINE_FUNCTION void advance(int f, int r) {
     const int row = p.row0 + r;
     const int* y = ys + f * cs;
     const int* x = xs + f * cs;
@@ -189,75 +209,82 @@ KOKKOS_INLINE_FUNCTION bool normal_equations_by_rows(const Solver& solver, int i
     hi[f] = h;
     c0[f] = a;
     c1[f] = math::max(math::min(e, p.col1), a);
-  };
-  // First sweep: the most spots of a fibre in a row (slots per block, a multiple of the
-  // lanes), the largest wavelength distance between spots of two fibres that share a row's
-  // columns, and which pairs of fibres ever do.
-  int width = 0, kmax = 0, npairs = 0;
-  for (int f = 0; f < nf; ++f) lo[f] = hi[f] = 0;
-  for (int i = 0; i < nf * nf; ++i) slot[i] = -1;
-  for (int r = 0; r < wrows; ++r) {
-    for (int f = 0; f < nf; ++f) advance(f, r);
-    for (int f2 = 0; f2 < nf; ++f2) {
-      if (lo[f2] >= hi[f2]) continue;
-      width = math::max(width, static_cast<int>(hi[f2] - lo[f2]));
-      for (int f = 0; f <= f2; ++f) {
-        if (lo[f] >= hi[f] || math::max(c0[f], c0[f2]) >= math::min(c1[f], c1[f2])) continue;
-        kmax = math::max(kmax, static_cast<int>(math::max(hi[f] - lo[f2], hi[f2] - lo[f])) - 1);
-        if (slot[f * nf + f2] < 0) slot[f * nf + f2] = npairs++;
+  }
+
+  // First sweep: width, kmax and the pairs' slots.
+  KOKKOS_INLINE_FUNCTION void find_pairs() {
+    for (int f = 0; f < nf; ++f) lo[f] = hi[f] = 0;
+    for (int i = 0; i < nf * nf; ++i) slot[i] = -1;
+    for (int r = 0; r < wrows; ++r) {
+      for (int f = 0; f < nf; ++f) advance(f, r);
+      for (int f2 = 0; f2 < nf; ++f2) {
+        if (lo[f2] >= hi[f2]) continue;
+        width = math::max(width, static_cast<int>(hi[f2] - lo[f2]));
+        for (int f = 0; f <= f2; ++f) {
+          if (lo[f] >= hi[f] || math::max(c0[f], c0[f2]) >= math::min(c1[f], c1[f2])) continue;
+          kmax = math::max(kmax, static_cast<int>(math::max(hi[f] - lo[f2], hi[f2] - lo[f])) - 1);
+          if (slot[f * nf + f2] < 0) slot[f * nf + f2] = npairs++;
+        }
       }
     }
   }
-  const int S = (width + L - 1) / L * L;
-  // A pair's buffer: column k2 holds k - k2 + kmax at rows [0, 2 kmax], and the rows a
-  // product tile rounds up to the lanes, which are zero, fit below them without reaching the
-  // next column's.
-  const int ldg = 2 * kmax + L;
-  double* E = slot + nf * nf;  // per fibre, column c of its block at E + c S
-  double* Wt = E + static_cast<std::size_t>(nf) * wcols * S;  // E times the pixels' weights
-  double* G = Wt + static_cast<std::size_t>(nf) * wcols * S;
-  const std::size_t gsize = static_cast<std::size_t>(npairs) * solver.nwt * ldg;
-  if (static_cast<std::size_t>(G - scratch) + gsize > capacity) return false;
-  for (std::size_t i = 0; i < gsize; ++i) G[i] = 0;
-  for (int j = 0; j < n; ++j) {
-    b(j) = 0;
-    omega(j) = 0;
+
+  // The blocks and the pairs' buffers after the per-fibre state; false where they do not fit.
+  // A pair's buffer: column k2 holds k - k2 + kmax at rows [0, 2 kmax], and the rows a product
+  // tile rounds up to the lanes, which are zero, fit below them without reaching the next
+  // column's.
+  KOKKOS_INLINE_FUNCTION bool lay_out() {
+    S = (width + L - 1) / L * L;
+    ldg = 2 * kmax + L;
+    E = slot + nf * nf;
+    Wt = E + static_cast<std::size_t>(nf) * wcols * S;
+    G = Wt + static_cast<std::size_t>(nf) * wcols * S;
+    const std::size_t gsize = static_cast<std::size_t>(npairs) * solver.nwt * ldg;
+    if (static_cast<std::size_t>(G - scratch) + gsize > capacity) return false;
+    for (std::size_t i = 0; i < gsize; ++i) G[i] = 0;
+    for (int f = 0; f < nf; ++f) lo[f] = hi[f] = 0;
+    return true;
   }
-  for (int f = 0; f < nf; ++f) lo[f] = hi[f] = 0;
-  for (int r = 0; r < wrows; ++r) {
+
+  // Fibre f's block at window row r, its weighted block, and the row's part of b and ω: its
+  // columns in order.
+  template <class BV, class OV>
+  KOKKOS_INLINE_FUNCTION void row_blocks(int f, int r, const BV& b, const OV& omega) const {
+    namespace ld = linalg::detail;
     const int row = p.row0 + r;
-    for (int f = 0; f < nf; ++f) {
-      advance(f, r);
-      const int l = static_cast<int>(lo[f]), h = static_cast<int>(hi[f]);
-      const int a = static_cast<int>(c0[f]), w = static_cast<int>(c1[f]) - a;
-      double* e = E + static_cast<std::size_t>(f) * wcols * S;
-      double* wt = Wt + static_cast<std::size_t>(f) * wcols * S;
-      for (int q = 0; q < w * S; q += L) ld::store_lanes(e + q, ld::lane_vector{});
-      for (int s = 0; s < h - l; ++s) {
-        const int k = l + s, x = xs[f * cs + k * ks];
-        const int from = math::max(a, x), to = math::min(a + w, x + ncol);
-        const double* src = &solver.spots(p.fib0 + f, p.kf0 + k, row - ys[f * cs + k * ks], 0) - x;
-        double* dst = e + s - static_cast<long>(a) * S;
-        for (int c = from; c < to; ++c) dst[c * S] = src[c];
+    const int l = static_cast<int>(lo[f]), h = static_cast<int>(hi[f]);
+    const int a = static_cast<int>(c0[f]), w = static_cast<int>(c1[f]) - a;
+    double* e = E + static_cast<std::size_t>(f) * wcols * S;
+    double* wt = Wt + static_cast<std::size_t>(f) * wcols * S;
+    for (int q = 0; q < w * S; q += L) ld::store_lanes(e + q, ld::lane_vector{});
+    for (int s = 0; s < h - l; ++s) {
+      const int k = l + s, x = xs[f * cs + k * ks];
+      const int from = math::max(a, x), to = math::min(a + w, x + ncol);
+      const double* src = &solver.spots(p.fib0 + f, p.kf0 + k, row - ys[f * cs + k * ks], 0) - x;
+      double* dst = e + s - static_cast<long>(a) * S;
+      for (int c = from; c < to; ++c) dst[c * S] = src[c];
+    }
+    for (int s0 = 0; s0 < h - l; s0 += L) {
+      ld::lane_vector rb = {}, ro = {}, ws_;
+      for (int c = 0; c < w; ++c) {
+        const double pw = solver.image.weight(row, a + c), pv = solver.image.value(row, a + c);
+        ld::load_lanes(ws_, e + c * S + s0);
+        ws_ *= pw;
+        ld::store_lanes(wt + c * S + s0, ws_);
+        rb += ws_ * pv;
+        ro += ws_;
       }
-      // The weighted block, and this row's part of b and ω: its columns in order.
-      for (int s0 = 0; s0 < h - l; s0 += L) {
-        ld::lane_vector rb = {}, ro = {}, ws_;
-        for (int c = 0; c < w; ++c) {
-          const double pw = solver.image.weight(row, a + c), pv = solver.image.value(row, a + c);
-          ld::load_lanes(ws_, e + c * S + s0);
-          ws_ *= pw;
-          ld::store_lanes(wt + c * S + s0, ws_);
-          rb += ws_ * pv;
-          ro += ws_;
-        }
-        for (int s = 0; s < L && s0 + s < h - l; ++s) {
-          const int j = (l + s0 + s) * nf + f;
-          b(j) += rb[s];
-          omega(j) += ro[s];
-        }
+      for (int s = 0; s < L && s0 + s < h - l; ++s) {
+        const int j = (l + s0 + s) * nf + f;
+        b(j) += rb[s];
+        omega(j) += ro[s];
       }
     }
+  }
+
+  // The current row's product of each pair of fibres' blocks into the pair's buffer.
+  KOKKOS_INLINE_FUNCTION void add_row_products() const {
+    namespace ld = linalg::detail;
     for (int f2 = 0; f2 < nf; ++f2)
       for (int f = 0; f <= f2; ++f) {
         const int pair = static_cast<int>(slot[f * nf + f2]);
@@ -285,24 +312,57 @@ KOKKOS_INLINE_FUNCTION bool normal_equations_by_rows(const Solver& solver, int i
         }
       }
   }
+
   // The buffers into H's band (the entries no pair of fibres reaches are 0): entry (k, k2) of
   // pair (f, f2) is H0(j, j2) at j = k nf + f, j2 = k2 nf + f2.
-  for (int j = 0; j < n; ++j)
-    for (int d = 0; d <= p.band && d < n - j; ++d) H(d, j) = 0;
-  for (int f2 = 0; f2 < nf; ++f2)
-    for (int f = 0; f <= f2; ++f) {
-      const int pair = static_cast<int>(slot[f * nf + f2]);
-      if (pair < 0) continue;
-      for (int k2 = 0; k2 < solver.nwt; ++k2) {
-        const double* g = G + (static_cast<std::size_t>(pair) * solver.nwt + k2) * ldg;
-        const int j2 = k2 * nf + f2;
-        for (int k = math::max(f == f2 ? k2 : 0, k2 - kmax);
-             k <= math::min(solver.nwt - 1, k2 + kmax); ++k) {
-          const int j = k * nf + f, d = j > j2 ? j - j2 : j2 - j;
-          if (d <= p.band) H(d, j > j2 ? j2 : j) = g[k - k2 + kmax];
+  template <class HV>
+  KOKKOS_INLINE_FUNCTION void to_band(int n, const HV& H) const {
+    for (int j = 0; j < n; ++j)
+      for (int d = 0; d <= p.band && d < n - j; ++d) H(d, j) = 0;
+    for (int f2 = 0; f2 < nf; ++f2)
+      for (int f = 0; f <= f2; ++f) {
+        const int pair = static_cast<int>(slot[f * nf + f2]);
+        if (pair < 0) continue;
+        for (int k2 = 0; k2 < solver.nwt; ++k2) {
+          const double* g = G + (static_cast<std::size_t>(pair) * solver.nwt + k2) * ldg;
+          const int j2 = k2 * nf + f2;
+          for (int k = math::max(f == f2 ? k2 : 0, k2 - kmax);
+               k <= math::min(solver.nwt - 1, k2 + kmax); ++k) {
+            const int j = k * nf + f, d = j > j2 ? j - j2 : j2 - j;
+            if (d <= p.band) H(d, j > j2 ? j2 : j) = g[k - k2 + kmax];
+          }
         }
       }
+  }
+};
+#endif
+
+// One host thread: H0, b and ω built pixel row by pixel row of the window (RowSweep). Returns
+// false (nothing written) where the spots do not rise or the buffers would not fit in the
+// patch's wspot scratch (and in a device build's device code); the caller then takes the
+// pairwise path.
+template <class Solver, class HV, class BV, class OV>
+KOKKOS_INLINE_FUNCTION bool normal_equations_by_rows(const Solver& solver, int ip,
+                                                     const PatchDesc& p, int n, const HV& H,
+                                                     const BV& b, const OV& omega) {
+#ifdef PERFEX_HOST_TILES
+  RowSweep<Solver> sweep(solver, ip, p);
+  if (!sweep.spots_rise()) return false;
+  if (sweep.capacity < static_cast<std::size_t>(4 * p.nfib + p.nfib * p.nfib)) return false;
+  sweep.find_pairs();
+  if (!sweep.lay_out()) return false;
+  for (int j = 0; j < n; ++j) {
+    b(j) = 0;
+    omega(j) = 0;
+  }
+  for (int r = 0; r < sweep.wrows; ++r) {
+    for (int f = 0; f < p.nfib; ++f) {
+      sweep.advance(f, r);
+      sweep.row_blocks(f, r, b, omega);
     }
+    sweep.add_row_products();
+  }
+  sweep.to_band(n, H);
   return true;
 #else
   return false;  // device teams never take it (sequential_team)

@@ -402,171 +402,227 @@ KOKKOS_INLINE_FUNCTION double secular_root(int K, int j, const double* dl, const
   return origin + tau;
 }
 
-// Merges the solved halves [a, m) and [m, b) of the tridiagonal: on entry d[a:b) holds the
-// halves' eigenvalues (ascending within each) and Z(a:b, a:b) their eigenvectors (block
-// diagonal); beta couples rows m-1 and m. On exit d[a:b) ascending and Z(a:b, a:b) the merged
-// eigenvectors. G, U: n x n scratch (leading dimension ld), v: 9 vectors of ld.
-KOKKOS_INLINE_FUNCTION void dc_merge(double* d, double* Z, long ldz, int a, int m, int b,
-                                     double beta, double* G, double* U, long ld, double* v) {
-  const double eps = perfex::math::epsilon;
-  const int n0 = b - a, n1 = m - a;
-  double* z = v;               // coupling vector in the halves' eigenvector bases
-  double* dl = v + ld;         // poles of the secular equation (non-deflated eigenvalues)
-  double* w2 = v + 2 * ld;     // their squared weights, then the Loewner weights
-  double* lam = v + 3 * ld;    // merged eigenvalues of the non-deflated part
-  double* order = v + 4 * ld;  // the n0 eigenvalues' ascending order; then output positions
-  double* type = v + 5 * ld;   // column support: 0 upper half, 1 both, 2 lower half
-  double* nd = v + 6 * ld;     // non-deflated columns (ascending), deflated ones from the back
-  double* perm = v + 7 * ld;   // non-deflated columns grouped by support
-  double* scratch = v + 8 * ld;
-  auto Zat = [&](int r, int c) -> double& { return Z[r + c * ldz]; };
+// One merge of the divide and conquer (dc_merge, LAPACK dlaed1's steps): the solved halves
+// [a, m) and [m, b) of the tridiagonal, d[a:b) holding the halves' eigenvalues (ascending
+// within each) and Z(a:b, a:b) their eigenvectors (block diagonal). G, U: n x n scratch
+// (leading dimension ld); v: 9 vectors of ld, named below.
+struct DcMerge {
+  double* d;
+  double* Z;
+  long ldz;
+  int a, m, b, n0, n1;
+  double* G;
+  double* U;
+  long ld;
+  double* z;        // coupling vector in the halves' eigenvector bases; then the deflated
+                    // eigenvalues, ascending
+  double* dl;       // poles of the secular equation (non-deflated eigenvalues)
+  double* w2;       // their squared weights, then the Loewner weights
+  double* lam;      // merged eigenvalues of the non-deflated part
+  double* order;    // the n0 eigenvalues' ascending order; then output positions
+  double* type;     // column support: 0 upper half, 1 both, 2 lower half
+  double* nd;       // non-deflated columns (ascending), deflated ones from the back
+  double* perm;     // non-deflated columns grouped by support
+  double* scratch;  // one more vector
+  double rho = 0;
+  int K = 0, ndef = 0;      // non-deflated and deflated columns
+  int nup = 0, nmixed = 0;  // non-deflated columns supported on the upper half, on both
+
+  KOKKOS_INLINE_FUNCTION DcMerge(double* d_, double* Z_, long ldz_, int a_, int m_, int b_,
+                                 double* G_, double* U_, long ld_, double* v)
+      : d(d_),
+        Z(Z_),
+        ldz(ldz_),
+        a(a_),
+        m(m_),
+        b(b_),
+        n0(b_ - a_),
+        n1(m_ - a_),
+        G(G_),
+        U(U_),
+        ld(ld_),
+        z(v),
+        dl(v + ld_),
+        w2(v + 2 * ld_),
+        lam(v + 3 * ld_),
+        order(v + 4 * ld_),
+        type(v + 5 * ld_),
+        nd(v + 6 * ld_),
+        perm(v + 7 * ld_),
+        scratch(v + 8 * ld_) {}
+
+  KOKKOS_INLINE_FUNCTION double& Zat(int r, int c) const { return Z[r + c * ldz]; }
 
   // H = diag(T1, T2) + rho u u^T with u = (e_last, sign(beta) e_first) / sqrt(2), rho = 2|beta|:
-  // in the halves' eigenvector bases the coupling vector is their last and first rows.
-  const double s2 = perfex::math::sqrt(0.5), sgn = beta < 0 ? -1.0 : 1.0;
-  const double rho = 2 * perfex::math::abs(beta);
-  double dmax = 0, zmax = 0;
-  for (int i = 0; i < n0; ++i) {
-    z[i] = i < n1 ? Zat(m - 1, a + i) * s2 : sgn * Zat(m, a + i) * s2;
-    type[i] = i < n1 ? 0 : 2;
-    dmax = perfex::math::max(dmax, perfex::math::abs(d[a + i]));
-    zmax = perfex::math::max(zmax, perfex::math::abs(z[i]));
+  // in the halves' eigenvector bases the coupling vector is their last and first rows. Also
+  // the ascending order of the two sorted halves. Returns deflation's tolerance.
+  KOKKOS_INLINE_FUNCTION double coupling(double beta) {
+    const double s2 = perfex::math::sqrt(0.5), sgn = beta < 0 ? -1.0 : 1.0;
+    rho = 2 * perfex::math::abs(beta);
+    double dmax = 0, zmax = 0;
+    for (int i = 0; i < n0; ++i) {
+      z[i] = i < n1 ? Zat(m - 1, a + i) * s2 : sgn * Zat(m, a + i) * s2;
+      type[i] = i < n1 ? 0 : 2;
+      dmax = perfex::math::max(dmax, perfex::math::abs(d[a + i]));
+      zmax = perfex::math::max(zmax, perfex::math::abs(z[i]));
+    }
+    for (int i = 0, p = 0, q = n1; i < n0; ++i)
+      order[i] = (q >= n0 || (p < n1 && d[a + p] <= d[a + q])) ? p++ : q++;
+    return 8 * perfex::math::epsilon * perfex::math::max(dmax, zmax);
   }
-  // Ascending order of the two sorted halves.
-  for (int i = 0, p = 0, q = n1; i < n0; ++i)
-    order[i] = (q >= n0 || (p < n1 && d[a + p] <= d[a + q])) ? p++ : q++;
 
   // Deflation (LAPACK dlaed2): a component of z below tol leaves its eigenpair unchanged; two
   // eigenvalues closer than tol are rotated so that one of them takes the other's component.
-  const double tol = 8 * eps * perfex::math::max(dmax, zmax);
-  int K = 0, ndef = 0, pj = -1;
-  for (int t = 0; t < n0; ++t) {
-    const int nj = int(order[t]);
-    if (rho * perfex::math::abs(z[nj]) <= tol) {
-      nd[n0 - 1 - ndef++] = nj;
-      continue;
-    }
-    if (pj < 0) {
-      pj = nj;
-      continue;
-    }
-    const double r = safe_hypot(z[nj], z[pj]);
-    const double c = z[nj] / r, s = -z[pj] / r;
-    if (perfex::math::abs((d[a + nj] - d[a + pj]) * c * s) <= tol) {
-      z[nj] = r;
-      z[pj] = 0;
-      for (int row = a; row < b; ++row) {
-        const double x = Zat(row, a + pj), y = Zat(row, a + nj);
-        Zat(row, a + pj) = c * x + s * y;
-        Zat(row, a + nj) = c * y - s * x;
+  KOKKOS_INLINE_FUNCTION void deflate(double tol) {
+    int pj = -1;
+    for (int t = 0; t < n0; ++t) {
+      const int nj = int(order[t]);
+      if (rho * perfex::math::abs(z[nj]) <= tol) {
+        nd[n0 - 1 - ndef++] = nj;
+        continue;
       }
-      if (type[pj] != type[nj]) type[pj] = type[nj] = 1;
-      const double dp = d[a + pj], dn = d[a + nj];
-      d[a + pj] = dp * c * c + dn * s * s;
-      d[a + nj] = dp * s * s + dn * c * c;
-      nd[n0 - 1 - ndef++] = pj;
-    } else {
-      nd[K++] = pj;
+      if (pj < 0) {
+        pj = nj;
+        continue;
+      }
+      const double r = safe_hypot(z[nj], z[pj]);
+      const double c = z[nj] / r, s = -z[pj] / r;
+      if (perfex::math::abs((d[a + nj] - d[a + pj]) * c * s) <= tol) {
+        z[nj] = r;
+        z[pj] = 0;
+        for (int row = a; row < b; ++row) {
+          const double x = Zat(row, a + pj), y = Zat(row, a + nj);
+          Zat(row, a + pj) = c * x + s * y;
+          Zat(row, a + nj) = c * y - s * x;
+        }
+        if (type[pj] != type[nj]) type[pj] = type[nj] = 1;
+        const double dp = d[a + pj], dn = d[a + nj];
+        d[a + pj] = dp * c * c + dn * s * s;
+        d[a + nj] = dp * s * s + dn * c * c;
+        nd[n0 - 1 - ndef++] = pj;
+      } else {
+        nd[K++] = pj;
+      }
+      pj = nj;
     }
-    pj = nj;
+    if (pj >= 0) nd[K++] = pj;
   }
-  if (pj >= 0) nd[K++] = pj;
 
   // Secular equation: column j of U <- dl - lambda_j; then Gu-Eisenstat: the weights for which
   // the computed eigenvalues are exact (so the eigenvectors come out orthogonal), and the
   // eigenvectors of diag(dl) + rho zhat zhat^T, u_j(i) = zhat_i / (dl_i - lambda_j).
-  for (int i = 0; i < K; ++i) {
-    dl[i] = d[a + int(nd[i])];
-    w2[i] = z[int(nd[i])] * z[int(nd[i])];
-  }
-  for (int j = 0; j < K; ++j) lam[j] = secular_root(K, j, dl, w2, rho, U + j * ld, scratch);
-  double* what = scratch;
-  for (int i = 0; i < K; ++i) what[i] = U[i + i * ld];
-  for (int j = 0; j < K; ++j) {
-    const double* u = U + j * ld;
-    const double dj = dl[j];
-    for (int i = 0; i < j; ++i) what[i] *= u[i] / (dl[i] - dj);
-    for (int i = j + 1; i < K; ++i) what[i] *= u[i] / (dl[i] - dj);
-  }
-  for (int i = 0; i < K; ++i) {
-    const double zh = perfex::math::sqrt(perfex::math::abs(what[i]));
-    w2[i] = z[int(nd[i])] < 0 ? -zh : zh;
-  }
-  for (int j = 0; j < K; ++j) {
-    double* u = U + j * ld;
-    for (int i = 0; i < K; ++i) u[i] = w2[i] / u[i];
-    double s = 0;
-    for (int i = 0; i < K; ++i) s += u[i] * u[i];
-    const double inv = 1.0 / perfex::math::sqrt(s);
-    for (int i = 0; i < K; ++i) u[i] *= inv;
+  KOKKOS_INLINE_FUNCTION void solve_secular() {
+    for (int i = 0; i < K; ++i) {
+      dl[i] = d[a + int(nd[i])];
+      w2[i] = z[int(nd[i])] * z[int(nd[i])];
+    }
+    for (int j = 0; j < K; ++j) lam[j] = secular_root(K, j, dl, w2, rho, U + j * ld, scratch);
+    double* what = scratch;
+    for (int i = 0; i < K; ++i) what[i] = U[i + i * ld];
+    for (int j = 0; j < K; ++j) {
+      const double* u = U + j * ld;
+      const double dj = dl[j];
+      for (int i = 0; i < j; ++i) what[i] *= u[i] / (dl[i] - dj);
+      for (int i = j + 1; i < K; ++i) what[i] *= u[i] / (dl[i] - dj);
+    }
+    for (int i = 0; i < K; ++i) {
+      const double zh = perfex::math::sqrt(perfex::math::abs(what[i]));
+      w2[i] = z[int(nd[i])] < 0 ? -zh : zh;
+    }
+    for (int j = 0; j < K; ++j) {
+      double* u = U + j * ld;
+      for (int i = 0; i < K; ++i) u[i] = w2[i] / u[i];
+      double s = 0;
+      for (int i = 0; i < K; ++i) s += u[i] * u[i];
+      const double inv = 1.0 / perfex::math::sqrt(s);
+      for (int i = 0; i < K; ++i) u[i] *= inv;
+    }
   }
 
   // Old eigenvectors into G: non-deflated grouped by support (upper, both, lower; perm indexes
-  // nd), then the deflated ones sorted by eigenvalue.
-  int nup = 0, nmixed = 0;
-  for (int t = 0, q = 0; t < 3; ++t)
-    for (int i = 0; i < K; ++i)
-      if (int(type[int(nd[i])]) == t) {
-        perm[q++] = i;
-        nup += t == 0;
-        nmixed += t == 1;
-      }
-  for (int q = 0; q < K; ++q) {
-    const int c = a + int(nd[int(perm[q])]);
-    for (int r = 0; r < n0; ++r) G[r + q * ld] = Zat(a + r, c);
-  }
-  for (int t = 1; t < ndef; ++t) {  // insertion sort of the deflated columns by eigenvalue
-    const double key = nd[n0 - 1 - t];
-    int s = t - 1;
-    while (s >= 0 && d[a + int(nd[n0 - 1 - s])] > d[a + int(key)]) {
-      nd[n0 - 1 - (s + 1)] = nd[n0 - 1 - s];
-      --s;
+  // nd), then the deflated ones sorted by eigenvalue, their eigenvalues into z.
+  KOKKOS_INLINE_FUNCTION void gather_old_vectors() {
+    for (int t = 0, q = 0; t < 3; ++t)
+      for (int i = 0; i < K; ++i)
+        if (int(type[int(nd[i])]) == t) {
+          perm[q++] = i;
+          nup += t == 0;
+          nmixed += t == 1;
+        }
+    for (int q = 0; q < K; ++q) {
+      const int c = a + int(nd[int(perm[q])]);
+      for (int r = 0; r < n0; ++r) G[r + q * ld] = Zat(a + r, c);
     }
-    nd[n0 - 1 - (s + 1)] = key;
-  }
-  double* dvals = z;  // z is no longer needed: the deflated eigenvalues, ascending
-  for (int t = 0; t < ndef; ++t) {
-    const int c = int(nd[n0 - 1 - t]);
-    dvals[t] = d[a + c];
-    for (int r = 0; r < n0; ++r) G[r + (K + t) * ld] = Zat(a + r, a + c);
+    for (int t = 1; t < ndef; ++t) {  // insertion sort of the deflated columns by eigenvalue
+      const double key = nd[n0 - 1 - t];
+      int s = t - 1;
+      while (s >= 0 && d[a + int(nd[n0 - 1 - s])] > d[a + int(key)]) {
+        nd[n0 - 1 - (s + 1)] = nd[n0 - 1 - s];
+        --s;
+      }
+      nd[n0 - 1 - (s + 1)] = key;
+    }
+    for (int t = 0; t < ndef; ++t) {
+      const int c = int(nd[n0 - 1 - t]);
+      z[t] = d[a + c];
+      for (int r = 0; r < n0; ++r) G[r + (K + t) * ld] = Zat(a + r, a + c);
+    }
   }
 
   // New eigenvectors: Z(upper rows, j) = G(upper rows, upper and mixed columns) U(those, j),
   // Z(lower rows, j) = G(lower rows, mixed and lower columns) U(those, j), with U's rows first
   // put in G's column order; two matrix products into Z's first K columns.
-  for (int j = 0; j < K; ++j) {
-    double* u = U + j * ld;
-    for (int q = 0; q < K; ++q) scratch[q] = u[int(perm[q])];
-    for (int q = 0; q < K; ++q) u[q] = scratch[q];
+  KOKKOS_INLINE_FUNCTION void multiply() {
+    for (int j = 0; j < K; ++j) {
+      double* u = U + j * ld;
+      for (int q = 0; q < K; ++q) scratch[q] = u[int(perm[q])];
+      for (int q = 0; q < K; ++q) u[q] = scratch[q];
+    }
+    const int upper_end = nup + nmixed;
+    double* Za = &Zat(a, a);
+    gemm_nn_sequential<false, false>(n1, K, upper_end, G, ld, U, 1, ld, Za, ldz);
+    gemm_nn_sequential<false, false>(n0 - n1, K, K - nup, G + n1 + nup * ld, ld, U + nup, 1, ld,
+                                     Za + n1, ldz);
   }
-  const int upper_end = nup + nmixed;
-  double* Za = &Zat(a, a);
-  gemm_nn_sequential<false, false>(n1, K, upper_end, G, ld, U, 1, ld, Za, ldz);
-  gemm_nn_sequential<false, false>(n0 - n1, K, K - nup, G + n1 + nup * ld, ld, U + nup, 1, ld,
-                                   Za + n1, ldz);
+
   // Output positions: merge of lam (ascending) and the deflated eigenvalues; the merged columns
   // move to theirs from the last (a column only moves right), the deflated ones come from G.
-  for (int out = 0, p = 0, q = 0; out < n0; ++out) {
-    if (q >= ndef || (p < K && lam[p] <= dvals[q])) {
-      order[p] = out;
-      d[a + out] = lam[p++];
-    } else {
-      d[a + out] = dvals[q++];
+  KOKKOS_INLINE_FUNCTION void place() {
+    const double* dvals = z;
+    for (int out = 0, p = 0, q = 0; out < n0; ++out) {
+      if (q >= ndef || (p < K && lam[p] <= dvals[q])) {
+        order[p] = out;
+        d[a + out] = lam[p++];
+      } else {
+        d[a + out] = dvals[q++];
+      }
+    }
+    for (int j = K - 1; j >= 0; --j) {
+      const int c = int(order[j]);
+      if (c == j) continue;
+      for (int r = 0; r < n0; ++r) Zat(a + r, a + c) = Zat(a + r, a + j);
+    }
+    for (int out = 0, p = 0, q = 0; out < n0; ++out) {
+      if (p < K && int(order[p]) == out) {
+        ++p;
+      } else {
+        for (int r = 0; r < n0; ++r) Zat(a + r, a + out) = G[r + (K + q) * ld];
+        ++q;
+      }
     }
   }
-  for (int j = K - 1; j >= 0; --j) {
-    const int c = int(order[j]);
-    if (c == j) continue;
-    for (int r = 0; r < n0; ++r) Zat(a + r, a + c) = Zat(a + r, a + j);
-  }
-  for (int out = 0, p = 0, q = 0; out < n0; ++out) {
-    if (p < K && int(order[p]) == out) {
-      ++p;
-    } else {
-      for (int r = 0; r < n0; ++r) Zat(a + r, a + out) = G[r + (K + q) * ld];
-      ++q;
-    }
-  }
+};
+
+// Merges the solved halves [a, m) and [m, b) of the tridiagonal (DcMerge); beta couples rows
+// m-1 and m. On exit d[a:b) ascending and Z(a:b, a:b) the merged eigenvectors.
+KOKKOS_INLINE_FUNCTION void dc_merge(double* d, double* Z, long ldz, int a, int m, int b,
+                                     double beta, double* G, double* U, long ld, double* v) {
+  DcMerge merge(d, Z, ldz, a, m, b, G, U, ld, v);
+  merge.deflate(merge.coupling(beta));
+  merge.solve_secular();
+  merge.gather_old_vectors();
+  merge.multiply();
+  merge.place();
 }
 
 // Eigenvalues (ascending, into d) and eigenvectors (columns of Z, n x n, leading dimension ldz)
