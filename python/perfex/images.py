@@ -125,8 +125,10 @@ class Image:
     and every ivar >= 0 (so are cupy arrays on the cuda backend, through
     __cuda_array_interface__); other dtypes and layouts (e.g. the float32 of preproc files) are
     converted once here; NaN/Inf pixels are masked (counted in nonfinite_pixels), a negative
-    ivar is a perfex.Error. Arrays used in place are checked again at each extraction, so
-    changing them later is seen. Build one to extract the same image several times.
+    ivar is a perfex.Error. An extraction checks again, at each call, only the pixels its
+    patches read (the job's pixel box), so changing the arrays later is seen; NaN/Inf pixels
+    there are masked in a copy of that box alone, and frame.nonfinite_pixels counts them. Build
+    one to extract the same image several times.
 
     Parameters
     ----------
@@ -137,6 +139,10 @@ class Image:
     region : tuple of int, optional
         (row0, col0, ccd_rows, ccd_cols) when the arrays are a rectangle of a larger CCD;
         None: they are the CCD.
+    check : bool, optional
+        Check every pixel now (the default); False: when first asked (nonfinite_pixels,
+        in_place, data_pointer), so that an image built only to be extracted is read only where
+        its patches are.
 
     Raises
     ------
@@ -147,7 +153,7 @@ class Image:
         An argument that is not a real numeric array.
     """
 
-    def __init__(self, pixels, ivar, region=None):
+    def __init__(self, pixels, ivar, region=None, *, check=True):
         initialize()
         if _gpu_array(pixels) or _gpu_array(ivar):
             self.converted, self.region = False, None
@@ -159,7 +165,7 @@ class Image:
         self.converted = converted_p or converted_w
         # region: (row0, col0, ccd_rows, ccd_cols) when the arrays are a rectangle of the CCD.
         self.region = region
-        self._handle = _perfex.HostImage(p, w, *(region or ()))
+        self._handle = _perfex.HostImage(p, w, *(region or ()), check=check)
 
     @property
     def shape(self):
@@ -263,14 +269,17 @@ def preproc_shape(path):
 
 
 def as_image(image, ivar=None):
-    """An Image from an Image, a PreprocImage, or (pixels, ivar) arrays."""
+    """An Image from an Image, a PreprocImage, or (pixels, ivar) arrays: one built here is
+    checked where an extraction reads it (Image(check=False))."""
     if isinstance(image, (Image, PreprocImage)):
         if ivar is not None:
             raise TypeError("ivar must not be given with a perfex.Image or PreprocImage")
-        return image if isinstance(image, Image) else Image(image.pixels, image.ivar, image.region)
+        if isinstance(image, Image):
+            return image
+        return Image(image.pixels, image.ivar, image.region, check=False)
     if ivar is None:
         raise TypeError("ivar: required with a pixel array")
-    return Image(image, ivar)
+    return Image(image, ivar, check=False)
 
 
 def image_arrays(image, ivar=None):

@@ -66,6 +66,21 @@ decltype(auto) FrameJob::with_plan(F&& f) {
   return std::visit(std::forward<F>(f), *planned_);
 }
 
+namespace {
+
+// An image as a job checks it (extract_job's image source): the pixels of one box.
+template <class Image>
+struct CheckedIn {
+  const Image& image;
+  perfex::extract::PixelBox box;
+  template <class Mem>
+  decltype(auto) on(const Mem& space, const perfex::extract::PixelBox&) const {
+    return image.on(space, box);
+  }
+};
+
+}  // namespace
+
 template <class Image>
 py::dict FrameJob::extract(Image& image, const py::object& progress, int first, int last,
                            bool model_blocks) {
@@ -81,8 +96,12 @@ py::dict FrameJob::extract(Image& image, const py::object& progress, int first, 
     return perfex::while_doing(
         "extracting " + perfex::extract::describe(resolved_.size, backend_ == "cuda"), [&] {
           return with_plan([&](const auto& job) {
-            using Mem = typename std::decay_t<decltype(job)>::memory_space;
-            return perfex::extract::extract_job(job, image.on(Mem()), callback,
+            // The process that reports the frame's warnings (one process; MPI rank 0, which
+            // holds every pixel the frame reads) checks all of them, so that its NaN/Inf count
+            // is the frame's; another rank the pixels of its patches.
+            const auto box =
+                frame_warnings_ ? job.plan.pixel_box() : job.plan.pixel_box(first, last);
+            return perfex::extract::extract_job(job, CheckedIn<Image>{image, box}, callback,
                                                 {first, last, model_blocks}, frame_warnings(),
                                                 *times_);
           });

@@ -38,11 +38,12 @@ void register_images(py::module_& m) {
   });
   py::class_<HostImage>(m, "HostImage")
       .def(py::init([](const HostImage::Array& pixels, const HostImage::Array& ivar, int row0,
-                       int col0, int ccd_rows, int ccd_cols) {
-             return new HostImage(pixels, ivar, {row0, col0, ccd_rows, ccd_cols});
+                       int col0, int ccd_rows, int ccd_cols, bool check) {
+             return new HostImage(pixels, ivar, {row0, col0, ccd_rows, ccd_cols}, check);
            }),
            py::arg("pixels").noconvert(), py::arg("ivar").noconvert(), py::arg("row0") = 0,
-           py::arg("col0") = 0, py::arg("ccd_rows") = 0, py::arg("ccd_cols") = 0)
+           py::arg("col0") = 0, py::arg("ccd_rows") = 0, py::arg("ccd_cols") = 0,
+           py::arg("check") = true)
       .def_property_readonly(
           "shape", [](const HostImage& i) { return py::make_tuple(i.nrows(), i.ncols()); })
       .def_property_readonly("nonfinite_pixels", &HostImage::nonfinite_pixels)

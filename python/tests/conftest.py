@@ -24,8 +24,9 @@ MASKED = "sim-r0-b0-1-masked.fits.gz"
 REFERENCE = dict(wavelength="5760,6760,0.8", specmin=0, nspec=50, psferr=0.01)
 # Small settings for quick runs: three bundle pieces (5-24, 25-49, 50-64), 501 wavelengths.
 SMALL = dict(wavelength="5760,6160,0.8", specmin=5, nspec=60, psferr=0.01)
-# NaN pixels on the traces of fibres 12 and 33 (bundles 0 and 1) and far from every fibre.
-NAN_PIXELS = ((1000, 208), (1500, 374), (100, 3000))
+# NaN pixels on the traces of fibres 12 and 33 (bundles 0 and 1) at 5810 A, and far from every
+# fibre, outside the pixels NAN_GRID's patches read (rows 319-600, columns 142-468): not counted.
+NAN_PIXELS = ((453, 208), (435, 374), (100, 3000))
 NAN_GRID = dict(wavelength="5760,5860,0.8", specmin=5, nspec=40, psferr=0.01)
 FRAME_ARRAYS = ("flux", "ivar", "mask", "wave", "resolution", "chi2pix", "pixmask_fraction")
 

@@ -171,6 +171,29 @@ def test_nonfinite_pixels_are_masked(masked, psf):
     assert_frames_identical(frame, perfex.extract_frame(p, w, psf, progress=False, **QUICK))
 
 
+def test_only_the_pixels_the_patches_read_are_checked(masked, psf):
+    """An extraction reads, checks and copies only its pixel box, as perfex-extract reads only
+    that box of the file: NaN pixels and a negative ivar outside it change nothing, NaN pixels
+    inside are counted alone and masked in a copy of the box."""
+    perfex.initialize()
+    job = perfex.extraction.check_job(psf, masked.pixels.shape, backend="serial", **QUICK)
+    row0, row1, col0, col1 = job.pixel_box()
+    clean = perfex.extract_frame(masked.pixels, masked.ivar, psf, progress=False, **QUICK)
+    p, w = masked.pixels.copy(), masked.ivar.copy()
+    p[row0 - 1, col0], p[row1, col1 - 1], w[row0, col1] = np.nan, np.inf, -1.0
+    outside = perfex.extract_frame(p, w, psf, progress=False, **QUICK)
+    assert outside.nonfinite_pixels == 0 and not any("NaN/Inf" in m for m in outside.warnings)
+    assert_frames_identical(outside, clean)
+    with pytest.raises(perfex.Error, match=f"negative inverse variance -1.0* at row {row0}, column {col1}"):
+        perfex.Image(p, w)  # built to be kept: every pixel checked now
+    r, c = (row0 + row1) // 2, (col0 + col1) // 2
+    p[r, c] = np.nan
+    inside = perfex.extract_frame(p, w, psf, progress=False, **QUICK)
+    assert inside.nonfinite_pixels == 1
+    p[r, c], w[r, c] = 0.0, 0.0
+    assert_frames_identical(inside, perfex.extract_frame(p, w, psf, progress=False, **QUICK))
+
+
 def test_outputs_own_their_memory(small_frame):
     for name in FRAME_ARRAYS:
         a = getattr(small_frame, name)
@@ -189,9 +212,10 @@ def test_error_is_runtime_error():
 
 
 def test_negative_ivar(masked, psf):
+    """A negative ivar among the pixels the patches read (rows 335-1181, columns 113-303)."""
     w = masked.ivar.copy()
-    w[1234, 321] = -1.0
-    with pytest.raises(perfex.Error, match=r"negative inverse variance -1\.0+ at row 1234, column 321"):
+    w[800, 200] = -1.0
+    with pytest.raises(perfex.Error, match=r"negative inverse variance -1\.0+ at row 800, column 200"):
         perfex.extract_frame(masked.pixels, w, psf, progress=False, **QUICK)
 
 

@@ -464,14 +464,15 @@ except perfex.Error as e:
 
 
 def test_image_arrays_changed_after_construction_are_checked(masked, psf):
+    """Changes among the pixels the patches read (rows 351-532, columns 113-166)."""
     pixels, ivar = masked.pixels.copy(), masked.ivar.copy()
     image = perfex.Image(pixels, ivar)
     assert image.in_place
-    ivar[100, 30] = -1.0
-    with pytest.raises(perfex.Error, match="negative inverse variance .* row 100, column 30"):
+    ivar[400, 130] = -1.0
+    with pytest.raises(perfex.Error, match="negative inverse variance .* row 400, column 130"):
         perfex.extract_frame(image, psf=psf, progress=False, **QUICK)
-    ivar[100, 30] = 1.0
-    pixels[150, 20] = np.nan
+    ivar[400, 130] = 1.0
+    pixels[450, 120] = np.nan
     frame = perfex.extract_frame(image, psf=psf, progress=False, **QUICK)
     assert frame.nonfinite_pixels == 1
 

@@ -177,6 +177,48 @@ TEST_CASE("host arrays are used in place when clean, copied and sanitised otherw
                     Catch::Contains("negative inverse variance"));
 }
 
+TEST_CASE("host arrays are checked and copied only in the box an extraction reads", "[extract]") {
+  using perfex::extract::ImageRegion;
+  using perfex::extract::PixelBox;
+  using perfex::extract::wrap_host_image;
+  auto img = scene().image;
+  const int cols = img.ncols;
+  auto at = [&](int r, int c) { return static_cast<std::size_t>(r) * cols + c; };
+  const PixelBox box{100, 140, 20, 50};
+  img.pixels[at(10, 5)] = std::nan("");  // outside the box: neither read nor counted
+  img.ivar[at(11, 6)] = -1.0;
+  const auto clean = wrap_host_image(img.pixels.data(), img.ivar.data(), img.nrows, cols, {}, box);
+  CHECK(clean.pixels.data() == img.pixels.data());
+  CHECK(clean.nonfinite_pixels == 0);
+
+  img.pixels[at(120, 30)] = INFINITY;
+  const auto copied = wrap_host_image(img.pixels.data(), img.ivar.data(), img.nrows, cols, {}, box);
+  CHECK(copied.pixels.extent(0) == 40);
+  CHECK(copied.pixels.extent(1) == 30);
+  CHECK(copied.nonfinite_pixels == 1);
+  CHECK(copied.nrows() == img.nrows);
+  CHECK(copied.ncols() == cols);
+  CHECK(copied.holds(box));
+  CHECK_FALSE(copied.holds(PixelBox{99, 140, 20, 50}));
+  CHECK(copied.value(120, 30) == 0.0);
+  CHECK(copied.weight(120, 30) == 0.0);
+  CHECK(copied.value(139, 49) == img.pixels[at(139, 49)]);
+  CHECK(copied.weight(100, 20) == img.ivar[at(100, 20)]);
+
+  // Arrays that are a rectangle of the CCD (an MPI rank's share): the box in CCD coordinates,
+  // a negative ivar named at its CCD row and column.
+  const ImageRegion share{90, 10, img.nrows + 90, cols + 10};
+  const auto inner = wrap_host_image(img.pixels.data(), img.ivar.data(), img.nrows, cols, share,
+                                     PixelBox{190, 230, 30, 60});
+  CHECK(inner.nonfinite_pixels == 1);
+  CHECK(inner.value(210, 40) == 0.0);
+  CHECK(inner.value(229, 59) == img.pixels[at(139, 49)]);
+  img.ivar[at(121, 31)] = -2.0;
+  CHECK_THROWS_WITH(wrap_host_image(img.pixels.data(), img.ivar.data(), img.nrows, cols, share,
+                                    PixelBox{190, 230, 30, 60}),
+                    Catch::Contains("negative inverse variance -2.000000 at row 211, column 41"));
+}
+
 PERFEX_BACKEND_TEST_CASE("masked, non-finite and overflowing pixels never produce NaN",
                          "[extract]") {
   PERFEX_ONLY_SELECTED_BACKEND();

@@ -91,44 +91,74 @@ inline void check_image_region(const ImageRegion& r, int nrows, int ncols) {
                 std::to_string(r.ccd_cols) + " CCD");
 }
 
-// Copies (pixels, ivar) into the host arrays hp, hw, storing NaN/Inf pixels as masked;
-// returns their count. A negative ivar is an error naming the pixel.
-inline long long sanitize_image(const double* pixels, const double* ivar, int ncols,
-                                std::size_t npix, double* hp, double* hw) {
-  long long nonfinite = 0;
-  for (std::size_t i = 0; i < npix; ++i) {
-    const double d = pixels[i], w = ivar[i];
-    if (w < 0)
-      throw Error("image: negative inverse variance " + std::to_string(w) + " at row " +
-                  std::to_string(i / static_cast<std::size_t>(ncols)) + ", column " +
-                  std::to_string(i % static_cast<std::size_t>(ncols)));
-    const bool ok = std::isfinite(d) && std::isfinite(w);
-    nonfinite += ok ? 0 : 1;
-    hp[i] = ok ? d : 0.0;
-    hw[i] = ok ? w : 0.0;
+// Offset of (row, col) in row-major arrays of ncols columns.
+inline std::size_t pixel_offset(int ncols, int row, int col) {
+  return static_cast<std::size_t>(row) * static_cast<std::size_t>(ncols) +
+         static_cast<std::size_t>(col);
+}
+
+// True when every pixel of box (array coordinates) is finite with a finite ivar >= 0.
+inline bool clean_pixels(const double* pixels, const double* ivar, int ncols, const PixelBox& box) {
+  for (int r = box.row0; r < box.row1; ++r) {
+    const double* p = pixels + pixel_offset(ncols, r, 0);
+    const double* w = ivar + pixel_offset(ncols, r, 0);
+    for (int c = box.col0; c < box.col1; ++c)
+      if (!(std::isfinite(p[c]) && std::isfinite(w[c]) && w[c] >= 0)) return false;
   }
+  return true;
+}
+
+// Copies box (array coordinates) of (pixels, ivar) into the row-major host arrays hp, hw,
+// storing NaN/Inf pixels as masked; returns their count. A negative ivar is an error naming the
+// pixel's CCD row and column (origin: the CCD position of the arrays' first pixel).
+inline long long sanitize_image(const double* pixels, const double* ivar, int ncols,
+                                const PixelBox& box, const ImageRegion& origin, double* hp,
+                                double* hw) {
+  long long nonfinite = 0;
+  std::size_t i = 0;
+  for (int r = box.row0; r < box.row1; ++r)
+    for (int c = box.col0; c < box.col1; ++c, ++i) {
+      const double d = pixels[pixel_offset(ncols, r, c)], w = ivar[pixel_offset(ncols, r, c)];
+      if (w < 0)
+        throw Error("image: negative inverse variance " + std::to_string(w) + " at row " +
+                    std::to_string(origin.row0 + r) + ", column " +
+                    std::to_string(origin.col0 + c));
+      const bool ok = std::isfinite(d) && std::isfinite(w);
+      nonfinite += ok ? 0 : 1;
+      hp[i] = ok ? d : 0.0;
+      hw[i] = ok ? w : 0.0;
+    }
   return nonfinite;
 }
 
+// Box (array coordinates) of the arrays, sanitised (sanitize_image), in exec's memory; its
+// region places it on the CCD of the arrays' region.
 template <class ExecSpace>
 DeviceImage<typename ExecSpace::memory_space> upload_pixels(const ExecSpace& exec,
                                                             const double* pixels,
                                                             const double* ivar, int nrows,
-                                                            int ncols) {
+                                                            int ncols, const ImageRegion& region,
+                                                            const PixelBox& box) {
   using Mem = typename ExecSpace::memory_space;
-  Kokkos::View<double**, Kokkos::LayoutRight, Mem> p(uninitialized("perfex::image"), nrows, ncols);
-  Kokkos::View<double**, Kokkos::LayoutRight, Mem> w(uninitialized("perfex::ivar"), nrows, ncols);
+  const int rows = box.row1 - box.row0, cols = box.col1 - box.col0;
+  Kokkos::View<double**, Kokkos::LayoutRight, Mem> p(uninitialized("perfex::image"), rows, cols);
+  Kokkos::View<double**, Kokkos::LayoutRight, Mem> w(uninitialized("perfex::ivar"), rows, cols);
   auto hp = Kokkos::create_mirror_view(p);
   auto hw = Kokkos::create_mirror_view(w);
   perfex::detail::advise_huge_pages(hp);
   perfex::detail::advise_huge_pages(hw);
   DeviceImage<Mem> out;
-  out.nonfinite_pixels = sanitize_image(pixels, ivar, ncols, hp.size(), hp.data(), hw.data());
+  out.nonfinite_pixels = sanitize_image(pixels, ivar, ncols, box, region, hp.data(), hw.data());
   Kokkos::deep_copy(exec, p, hp);
   Kokkos::deep_copy(exec, w, hw);
   exec.fence();  // the host mirrors go out of scope
   out.pixels = p;
   out.ivar = w;
+  const bool whole_arrays = rows == nrows && cols == ncols;
+  out.region = whole_arrays ? region
+                            : ImageRegion{region.row0 + box.row0, region.col0 + box.col0,
+                                          region.ccd_rows > 0 ? region.ccd_rows : nrows,
+                                          region.ccd_cols > 0 ? region.ccd_cols : ncols};
   return out;
 }
 
@@ -140,28 +170,40 @@ DeviceImage<typename ExecSpace::memory_space> upload_image(const ExecSpace& exec
                                                            const CcdImage& image) {
   detail::check_image_shape(image.nrows, image.ncols, image.pixels.size(), image.ivar.size());
   detail::check_image_region(image.region, image.nrows, image.ncols);
-  auto out =
-      detail::upload_pixels(exec, image.pixels.data(), image.ivar.data(), image.nrows, image.ncols);
-  out.region = image.region;
-  return out;
+  return detail::upload_pixels(exec, image.pixels.data(), image.ivar.data(), image.nrows,
+                               image.ncols, image.region, {0, image.nrows, 0, image.ncols});
 }
 
-// Host arrays (row-major [nrows][ncols], e.g. numpy buffers) used in place, without a copy,
-// when every value is finite and every ivar >= 0; otherwise a sanitised copy (NaN/Inf masked
-// and counted, as upload_image). The caller keeps the arrays alive while the image is used.
+// Host arrays (row-major [nrows][ncols], e.g. numpy buffers; region: where they sit on their
+// CCD) used in place, without a copy, when every value of box (CCD coordinates: the pixels an
+// extraction reads, FramePlan::pixel_box) is finite and every ivar there >= 0; otherwise a
+// sanitised copy of box alone (NaN/Inf masked and counted). A negative ivar in box is an
+// error. Pixels outside box are neither read nor checked. The caller keeps the arrays alive
+// while the image is used.
 inline DeviceImage<Kokkos::HostSpace> wrap_host_image(const double* pixels, const double* ivar,
-                                                      int nrows, int ncols) {
+                                                      int nrows, int ncols,
+                                                      const ImageRegion& region,
+                                                      const PixelBox& box) {
   const std::size_t npix = static_cast<std::size_t>(nrows) * static_cast<std::size_t>(ncols);
   detail::check_image_shape(nrows, ncols, npix, npix);
-  bool clean = true;
-  for (std::size_t i = 0; i < npix && clean; ++i)
-    clean = std::isfinite(pixels[i]) && std::isfinite(ivar[i]) && ivar[i] >= 0;
-  if (!clean)
-    return detail::upload_pixels(Kokkos::DefaultHostExecutionSpace(), pixels, ivar, nrows, ncols);
+  detail::check_image_region(region, nrows, ncols);
+  const PixelBox stored{
+      math::max(box.row0 - region.row0, 0), math::min(box.row1 - region.row0, nrows),
+      math::max(box.col0 - region.col0, 0), math::min(box.col1 - region.col0, ncols)};
+  if (!stored.empty() && !detail::clean_pixels(pixels, ivar, ncols, stored))
+    return detail::upload_pixels(Kokkos::DefaultHostExecutionSpace(), pixels, ivar, nrows, ncols,
+                                 region, stored);
   DeviceImage<Kokkos::HostSpace> out;
   out.pixels = DeviceImage<Kokkos::HostSpace>::Pixels(pixels, nrows, ncols);
   out.ivar = DeviceImage<Kokkos::HostSpace>::Pixels(ivar, nrows, ncols);
+  out.region = region;
   return out;
+}
+
+// The same, every pixel of the arrays checked: arrays that are the whole CCD.
+inline DeviceImage<Kokkos::HostSpace> wrap_host_image(const double* pixels, const double* ivar,
+                                                      int nrows, int ncols) {
+  return wrap_host_image(pixels, ivar, nrows, ncols, {}, {0, nrows, 0, ncols});
 }
 
 // A host image for exec: on host backends its own arrays, in place when clean (wrap_host_image,
@@ -172,10 +214,9 @@ DeviceImage<typename ExecSpace::memory_space> use_host_image(const ExecSpace& ex
   if constexpr (Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible) {
     (void)exec;
     detail::check_image_shape(image.nrows, image.ncols, image.pixels.size(), image.ivar.size());
-    auto in_place =
-        wrap_host_image(image.pixels.data(), image.ivar.data(), image.nrows, image.ncols);
-    in_place.region = image.region;
-    return in_place;
+    const ImageRegion& r = image.region;
+    return wrap_host_image(image.pixels.data(), image.ivar.data(), image.nrows, image.ncols, r,
+                           {r.row0, r.row0 + image.nrows, r.col0, r.col0 + image.ncols});
   } else {
     return upload_image(exec, image);
   }

@@ -71,27 +71,37 @@ decltype(auto) with_planned_job(const ExecSpace& exec, const psf::AnyPsfData& ps
 namespace detail {
 template <class ExecSpace>
 const DeviceImage<typename ExecSpace::memory_space>& in_backend(
-    const ExecSpace&, const DeviceImage<typename ExecSpace::memory_space>& image) {
+    const ExecSpace&, const DeviceImage<typename ExecSpace::memory_space>& image, const PixelBox&) {
   return image;
 }
 template <class ExecSpace>
 DeviceImage<typename ExecSpace::memory_space> in_backend(const ExecSpace& exec,
-                                                         const CcdImage& image) {
+                                                         const CcdImage& image, const PixelBox&) {
   return use_host_image(exec, image);
+}
+// An image that gives the pixels of a box in a memory space, checked there alone.
+template <class ExecSpace, class Source>
+auto in_backend(const ExecSpace&, const Source& source, const PixelBox& box)
+    -> decltype(source.on(typename ExecSpace::memory_space(), box)) {
+  return source.on(typename ExecSpace::memory_space(), box);
 }
 }  // namespace detail
 
 // The patches of the job's plan in `range` (all by default) extracted from an image: a
-// DeviceImage in exec's memory, or a host CcdImage (used in place on host backends, copied to a
-// device). The frame's warnings start with `warnings` (the check's, for front ends that report
-// them with the frame).
+// DeviceImage in exec's memory, a host CcdImage (used in place on host backends, copied to a
+// device), or any image source whose on(memory_space, box) gives the pixels of the box the
+// range's patches read (the Python bindings' images: checked there alone, inside job::extract).
+// The frame's warnings start with `warnings` (the check's, for front ends that report them with
+// the frame).
 template <class ExecSpace, class Psf, class Image>
 Frame extract_job(const PlannedJob<ExecSpace, Psf>& job, const Image& image,
                   const ProgressCallback& progress, PatchRange range,
                   const std::vector<std::string>& warnings, PhaseTimes& times) {
   Phase phase("job::extract", times);
-  Frame frame = extract_frame(job.exec, job.plan, job.psf, detail::in_backend(job.exec, image),
-                              progress, range);
+  Frame frame = extract_frame(
+      job.exec, job.plan, job.psf,
+      detail::in_backend(job.exec, image, job.plan.pixel_box(range.first, range.last)), progress,
+      range);
   phase.stop(job.exec);
   times.append(frame.phases, 1);
   frame.warnings.insert(frame.warnings.begin(), warnings.begin(), warnings.end());
