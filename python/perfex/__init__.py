@@ -11,13 +11,14 @@ A frame from its files::
 The layers, each importing only those before it: the extension (perfex._perfex), the runtime
 and its profiling regions (perfex.runtime, perfex.profiling), the numpy API (options, psf,
 images, frames, extraction: the job in its phases), the MPI helpers (perfex.collective), a
-frame over MPI ranks (perfex.mpi), a frame's files (perfex.files), an exposure's frames
-(perfex.exposure), then the command line (perfex.cli: `python3 -m perfex.extract`), the
-gpu_specter and specter drop-ins (perfex.gpu_specter, perfex.specter) and quick-look plots
-(perfex.plot).
+frame over MPI ranks (perfex.mpi), the choice between this process and the ranks
+(perfex.dispatch: perfex.mpi is imported only for more than one rank), a frame's files
+(perfex.files), an exposure's frames (perfex.exposure), then the command line (perfex.cli:
+`python3 -m perfex.extract`), the gpu_specter and specter drop-ins (perfex.gpu_specter,
+perfex.specter) and quick-look plots (perfex.plot).
 """
 
-from . import mpi
+from . import dispatch
 from ._perfex import Error, Psf, RequestError, __version__
 from .frames import Frame, check_outputs, frame_mask, read_frame, write_frame, write_model
 from .images import Image, PreprocImage, read_preproc
@@ -110,7 +111,7 @@ def extract_frame(
     >>> frame = perfex.extract_frame(img, psf=psf, wavelength="5760,7620,0.8", nspec=25)
     >>> perfex.write_frame("frame-r0.fits", frame, img.path, psf.source)
     """
-    return mpi.extract(
+    return dispatch.extract(
         comm,
         image,
         ivar,

@@ -2,9 +2,9 @@
 the phases of perfex-extract's job (perfex::io::extract_files), in one process or over the ranks
 of a group alike: prepare (files::inputs, job::check, job::plan), PreparedFrame.read
 (files::read: only the pixels the patches read), extract_prepared (job::extract, or perfex.mpi's
-phases over the group), PreparedFrame.write (files::write). Rank 0 of a group reads and writes;
-an error is raised as its class on every rank of the group; a frame written with failed patches
-is a FailedPatches."""
+phases over the group, as perfex.dispatch chooses), PreparedFrame.write (files::write). Rank 0
+of a group reads and writes; an error is raised as its class on every rank of the group; a
+frame written with failed patches is a FailedPatches."""
 
 import os
 import time
@@ -14,10 +14,10 @@ from typing import Optional
 from . import _perfex
 from ._perfex import Error
 from .collective import root_only
+from .dispatch import extract
 from .frames import check_outputs
 from .images import PreprocImage
 from .logs import log
-from .mpi import extract
 from .options import make_options
 from .profiling import format_phases, recorder
 from .runtime import ProgressLog
@@ -153,8 +153,9 @@ def prepare(files, backend, options, phases=None):
 
 def extract_prepared(files, prepared, image, group=None, threads=None, phases=None):
     """job::extract of a prepared frame's pixels in this process, or perfex.mpi's phases over the
-    ranks of group (rank 0's prepared frame and image; the other ranks pass None), timed into
-    phases; progress and warnings logged naming the frame. Returns the Frame (rank 0)."""
+    ranks of group (as perfex.dispatch chooses; rank 0's prepared frame and image, the other ranks
+    pass None), timed into phases; progress and warnings logged naming the frame. Returns the
+    Frame (rank 0)."""
     if prepared is not None:
         ranks = f" on {group.size} ranks" if group is not None and group.size > 1 else ""
         log.info("frame %s: extracting %s with %s%s", files.name, files.input, files.psf, ranks)

@@ -1,6 +1,5 @@
-"""One frame in this process or over the ranks of an MPI communicator (mpi4py, handed in by the
-caller as desispec does): extract, the choice every Python front end makes in this one place,
-and extract_over_ranks.
+"""One frame over the ranks of an MPI communicator (mpi4py, handed in by the caller as desispec
+does): extract_over_ranks, which perfex.dispatch.extract chooses for more than one rank.
 
 Rank 0 checks and plans the job (the library's job::check and job::plan: the same checks as
 perfex-extract) and deals the plan's patches in contiguous ranges of about equal work (the
@@ -25,7 +24,7 @@ from typing import Optional
 import numpy as np
 
 from .collective import RankError, agree, deal, idle_barrier, pack_blocks, root_only, unpack_blocks, wait_idle
-from .extraction import check_job, extract_in_process, job_of, progress_callback, report_warnings
+from .extraction import check_job, job_of, progress_callback, report_warnings
 from .frames import Frame, frame_mask
 from .images import Image, image_arrays
 from .profiling import recorder
@@ -40,31 +39,6 @@ ROOT_OVERHEAD = 0.07
 
 _BIN_ARRAYS = ("flux", "ivar", "chi2pix", "pixmask_fraction")
 _STATISTICS = ("npatches", "failed_patches", "linalg_flops", "max_band", "warnings", "failed_bins")
-
-
-def extract(comm, image, ivar=None, psf=None, **arguments):
-    """A frame in this process, or over the ranks of comm.
-
-    perfex.extract_frame, a frame's files and the gpu_specter drop-in all choose here.
-
-    Parameters
-    ----------
-    comm : mpi4py.MPI.Comm or None
-        None or a communicator of one rank: the frame is extracted in this process
-        (perfex.extract_frame's arguments); else over the ranks of comm (extract_over_ranks).
-    image, ivar, psf
-        As perfex.extract_frame's.
-    **arguments
-        perfex.extract_frame's keyword arguments and options.
-
-    Returns
-    -------
-    Frame or None
-        The frame; None on the ranks other than 0.
-    """
-    if comm is None or comm.size == 1:
-        return extract_in_process(image, ivar, psf, **arguments)
-    return extract_over_ranks(comm, image, ivar, psf, **arguments)
 
 
 @dataclass
