@@ -39,6 +39,7 @@ LAYERS = [
         "gpu_specter.spex",
         "gpu_specter.util",
         "specter",
+        "specter.dense",
         "specter.extract",
         "specter.psf",
         "specter.util",
