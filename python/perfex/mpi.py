@@ -48,7 +48,8 @@ class RankPlan:
     [starts[r], starts[r + 1])) and the pixels they read (boxes[r]: (row0, row1, col0, col1), or
     None for a rank without patches); the plan's bins (blocks: [npatches][4] of the first kept
     fibre's frame row, kept fibres, first core bin, core bins); the grid's size; the warnings
-    the frame starts with (the check's)."""
+    the frame starts with (the check's); and on rank 0 the error it defers (deferred: a RankError
+    of mpi::scatter, raised on every rank in mpi::extract once every rank is there)."""
 
     ccd_shape: tuple
     psf: object
@@ -61,6 +62,7 @@ class RankPlan:
     nwave: int
     ndiags: int
     warnings: list
+    deferred: Optional[RankError] = None
 
     @classmethod
     def of(cls, job, size, allow_image_size_mismatch):
@@ -163,9 +165,9 @@ def extract_over_ranks(
         first, last = plan.patches(comm.rank)
         work.update(patches=last - first, first=first)
     with times.phase("mpi::scatter"):
-        mine, error = scatter_pixels(comm, plan, root)
+        mine = scatter_pixels(comm, plan, root)
     with times.phase("mpi::extract"):
-        local = extract_share(comm, plan, root, mine, error, progress, times)
+        local = extract_share(comm, plan, root, mine, progress, times)
     with times.phase("mpi::gather"):
         gathered = gather_frame(comm, plan, root, local)
     frame = None
@@ -200,20 +202,20 @@ def plan_ranks(comm, image, ivar, psf, job, times, request):
 
 def scatter_pixels(comm, plan, root):
     """mpi::scatter: each rank receives from rank 0 the rectangle of pixels its patches read
-    (single-copy transfers), while rank 0 builds its own Image. Returns (rank 0: its Image;
-    another rank: (pixels, ivar) of its rectangle, or None without patches; rank 0's error, a
-    RankError to raise once every rank is there, or None)."""
+    (single-copy transfers), while rank 0 builds its own Image; an error building it is deferred
+    in plan.deferred. Returns rank 0's Image (None after an error), another rank's (pixels, ivar)
+    of its rectangle, or None for a rank without patches."""
     from mpi4py import MPI
 
     if comm.rank != 0:
         box = plan.boxes[comm.rank]
         if box is None:
-            return None, None
+            return None
         r0, r1, c0, c1 = box
         arrays = np.empty((r1 - r0, c1 - c0)), np.empty((r1 - r0, c1 - c0))
         for tag, array in enumerate(arrays, 1):
             wait_idle(comm.Irecv([array, MPI.DOUBLE], source=0, tag=tag))
-        return arrays, None
+        return arrays
     sends = []
     dr, dc = root.region[:2] if root.region else (0, 0)  # rank 0 may hold only the pixels needed
     for r, box in enumerate(plan.boxes[1:], 1):
@@ -222,25 +224,25 @@ def scatter_pixels(comm, plan, root):
             for tag, array in enumerate((root.pixels, root.weights), 1):
                 block = np.ascontiguousarray(array[r0 - dr : r1 - dr, c0 - dc : c1 - dc])
                 sends.append((comm.Isend([block, MPI.DOUBLE], dest=r, tag=tag), block))
-    image = error = None
+    image = None
     try:
         image = root.image or Image(root.pixels, root.weights, root.region)
-    except Exception as e:  # raised on every rank in mpi::extract, once every rank is there
-        error = RankError.of(e, f"rank 0: {e}")
+    except Exception as e:  # the other ranks wait for their pixels: raised once every rank is there
+        plan.deferred = RankError.of(e, f"rank 0: {e}")
     for request, _ in sends:
         wait_idle(request)
-    return image, error
+    return image
 
 
-def extract_share(comm, plan, root, mine, error, progress, times):
+def extract_share(comm, plan, root, mine, progress, times):
     """mpi::extract: this rank's patches (job::extract of its range, timed into times) from
     `mine`, scatter_pixels' result (a rank other than 0 checks and plans the job first, from the
-    plan). Rank 0 extracts even without
-    patches (it returns the frame's metadata). An error on any rank is raised on every rank.
-    Returns job.extract's dict, or None for a rank without patches."""
+    plan). Rank 0 extracts even without patches (it returns the frame's metadata). An error on
+    any rank, plan.deferred's included, is raised on every rank. Returns job.extract's dict, or
+    None for a rank without patches."""
     rank = comm.rank
     first, last = plan.patches(rank)
-    local = None
+    local, error = None, plan.deferred
     if (first < last or rank == 0) and error is None:
         try:
             if rank == 0:
