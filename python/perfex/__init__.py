@@ -28,25 +28,13 @@ from .psf import as_psf, psf_from_tables, read_psf
 from .runtime import backends, default_backend, initialize
 
 
-def extract_frame(
-    image,
-    ivar=None,
-    psf=None,
-    *,
-    comm=None,
-    backend=None,
-    threads=None,
-    progress=None,
-    allow_image_size_mismatch=False,
-    phases=None,
-    log_warnings=True,
-    **options,
-):
+def extract_frame(image, ivar=None, psf=None, *, comm=None, **options):
     """Extracts the spectra of a CCD image with a PSF; returns a Frame.
 
     The request is checked as perfex-extract checks it, before any work. nwavestep and the
     padding are clamped to the grid with a warning (in ``frame.warnings``, and logged to
-    perfex's logger, perfex.logs, unless log_warnings is False).
+    perfex's logger, perfex.logs, unless log_warnings is False). The keywords from backend to
+    log_warnings, with their defaults, are perfex.extraction.FrameRequest's.
 
     Parameters
     ----------
@@ -111,19 +99,7 @@ def extract_frame(
     >>> frame = perfex.extract_frame(img, psf=psf, wavelength="5760,7620,0.8", nspec=25)
     >>> perfex.write_frame("frame-r0.fits", frame, img.path, psf.source)
     """
-    return dispatch.extract(
-        comm,
-        image,
-        ivar,
-        psf,
-        backend=backend,
-        threads=threads,
-        progress=progress,
-        allow_image_size_mismatch=allow_image_size_mismatch,
-        phases=phases,
-        log_warnings=log_warnings,
-        **options,
-    )
+    return dispatch.extract(comm, image, ivar, psf, **options)
 
 
 __all__ = [

@@ -1,5 +1,9 @@
-"""The extraction job in the library's phases (job::check, job::plan, job::extract), and the
+"""The extraction job in the library's phases (job::check, job::plan, job::extract), how a frame
+is asked for (FrameRequest: the keywords that every driver of a frame takes), and the
 extraction of a CCD image held in numpy arrays in this process (extract_in_process)."""
+
+from dataclasses import dataclass, fields
+from typing import Callable, Optional
 
 from . import _perfex
 from .frames import Frame
@@ -32,6 +36,33 @@ def report_warnings(warnings, warn=None):
             log.warning("%s", warning)
         else:
             warn(warning)
+
+
+@dataclass
+class FrameRequest:
+    """How a frame is extracted, besides its inputs and options, with the defaults: the keywords
+    of perfex.extract_frame (backend, threads, progress, allow_image_size_mismatch, phases,
+    log_warnings) and of the drivers it passes them to (extract_in_process, perfex.mpi's
+    extract_over_ranks): job, a job checked already for the image (a frame's files:
+    perfex.files) instead of psf, backend and the options; warn, a callable(message) that each
+    of the frame's warnings is passed to (None: perfex's logger, perfex.logs)."""
+
+    backend: Optional[str] = None
+    threads: Optional[int] = None
+    progress: object = None
+    allow_image_size_mismatch: bool = False
+    phases: object = None
+    log_warnings: bool = True
+    job: object = None
+    warn: Optional[Callable] = None
+
+    @classmethod
+    def split(cls, arguments):
+        """(FrameRequest, options): keyword arguments parted into the request's and the
+        extraction options (the others, which make_options checks)."""
+        names = {f.name for f in fields(cls)}
+        request = cls(**{k: v for k, v in arguments.items() if k in names})
+        return request, {k: v for k, v in arguments.items() if k not in names}
 
 
 def _request(backend, options):
@@ -78,37 +109,23 @@ def job_of(
     )
 
 
-def extract_in_process(
-    image,
-    ivar=None,
-    psf=None,
-    *,
-    backend=None,
-    threads=None,
-    progress=None,
-    allow_image_size_mismatch=False,
-    job=None,
-    phases=None,
-    warn=None,
-    log_warnings=True,
-    **options,
-):
+def extract_in_process(image, ivar=None, psf=None, **arguments):
     """Extracts the spectra of a CCD image in this process; returns a Frame. The request is
     checked as perfex-extract checks it (check_job): a refusal is a perfex.RequestError naming
-    the parameter, an adapted option a warning in frame.warnings, each passed to warn (a
-    callable(message); None: perfex's logger (perfex.logs)) unless log_warnings is False. job: a job
-    checked already for this image (a frame's files: perfex.files), instead of psf, backend and
-    the options. phases: the PhaseTimes the job times into (a given job's own). See
-    perfex.extract_frame."""
-    initialize(threads)
-    if job is None:
+    the parameter, an adapted option a warning in frame.warnings, each passed to warn unless
+    log_warnings is False. arguments: FrameRequest's keywords (a given job is extracted with its
+    own phases) and the options, as perfex.extract_frame's."""
+    request, options = FrameRequest.split(arguments)
+    initialize(request.threads)
+    if request.job is None:
         psf = as_psf(psf)
-        opts, nspec_given, backend = _request(backend, options)
+        opts, nspec_given, backend = _request(request.backend, options)
         img = as_image(image, ivar)
-        job = job_of(psf, img.shape, opts, backend, allow_image_size_mismatch, nspec_given, recorder(phases))
+        mismatch, phases = request.allow_image_size_mismatch, recorder(request.phases)
+        job = job_of(psf, img.shape, opts, backend, mismatch, nspec_given, phases)
     else:
-        img = as_image(image, ivar)
-    frame = Frame(**job.extract(img._handle, progress_callback(progress)))
-    if log_warnings:
-        report_warnings(frame.warnings, warn)
+        job, img = request.job, as_image(image, ivar)
+    frame = Frame(**job.extract(img._handle, progress_callback(request.progress)))
+    if request.log_warnings:
+        report_warnings(frame.warnings, request.warn)
     return frame

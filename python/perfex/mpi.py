@@ -24,7 +24,7 @@ from typing import Optional
 import numpy as np
 
 from .collective import RankError, agree, deal, idle_barrier, pack_blocks, root_only, unpack_blocks, wait_idle
-from .extraction import check_job, job_of, progress_callback, report_warnings
+from .extraction import FrameRequest, check_job, job_of, progress_callback, report_warnings
 from .frames import Frame, frame_mask
 from .images import Image, image_arrays
 from .profiling import recorder
@@ -105,23 +105,7 @@ class RootInput:
     job: object
 
 
-def extract_over_ranks(
-    comm,
-    image,
-    ivar=None,
-    psf=None,
-    *,
-    backend=None,
-    threads=None,
-    progress=None,
-    work=None,
-    allow_image_size_mismatch=False,
-    job=None,
-    phases=None,
-    warn=None,
-    log_warnings=True,
-    **options,
-):
+def extract_over_ranks(comm, image, ivar=None, psf=None, *, work=None, **arguments):
     """perfex.extract_frame over the ranks of comm.
 
     Every rank calls it; only rank 0's image, ivar, psf and options are used (the others may
@@ -134,21 +118,17 @@ def extract_over_ranks(
         The ranks.
     image, ivar, psf
         As perfex.extract_frame's (rank 0's).
-    backend, threads, progress, allow_image_size_mismatch, log_warnings
-        As perfex.extract_frame's.
     work : dict, optional
         Receives this rank's share: "patches", the patches it solved, and "first", the first
         of them.
-    job : optional
-        Rank 0's job, checked already for this image (a frame's files: perfex.files), instead
-        of psf, backend and the options.
-    phases : PhaseTimes, optional
-        The recorder this rank's phases are timed into (None: a new one).
-    warn : callable, optional
-        Called with each of the frame's warnings on rank 0 (None: perfex's logger (perfex.logs);
-        log_warnings False: none).
-    **options
-        The extraction options by name, as perfex.extract_frame's.
+    **arguments
+        perfex.extraction.FrameRequest's keywords: backend, threads, progress,
+        allow_image_size_mismatch, log_warnings as perfex.extract_frame's; job, rank 0's job
+        checked already for this image (a frame's files: perfex.files) instead of psf, backend
+        and the options; phases, the recorder this rank's phases are timed into (None: a new
+        one); warn, called with each of the frame's warnings on rank 0 (None: perfex's logger
+        (perfex.logs); log_warnings False: none). Then the extraction options by name, as
+        perfex.extract_frame's.
 
     Returns
     -------
@@ -156,18 +136,18 @@ def extract_over_ranks(
         On rank 0 the frame (its phases: rank 0's), on the other ranks None.
     """
     start = time.time()
-    initialize(threads, comm=comm)
-    times = recorder(phases)
-    request = dict(options, backend=backend, allow_image_size_mismatch=allow_image_size_mismatch)
+    request, options = FrameRequest.split(arguments)
+    initialize(request.threads, comm=comm)
+    times = recorder(request.phases)
     with times.phase("mpi::check"):
-        root, plan = plan_ranks(comm, image, ivar, psf, job, times, request)
+        root, plan = plan_ranks(comm, image, ivar, psf, times, request, options)
     if isinstance(work, dict):
         first, last = plan.patches(comm.rank)
         work.update(patches=last - first, first=first)
     with times.phase("mpi::scatter"):
         mine = scatter_pixels(comm, plan, root)
     with times.phase("mpi::extract"):
-        local = extract_share(comm, plan, root, mine, progress, times)
+        local = extract_share(comm, plan, root, mine, request.progress, times)
     with times.phase("mpi::gather"):
         gathered = gather_frame(comm, plan, root, local)
     frame = None
@@ -176,25 +156,28 @@ def extract_over_ranks(
             frame = assemble(plan, local, *gathered)
     if frame is not None:
         frame.phases, frame.seconds = times.list(), time.time() - start
-        if log_warnings:
-            report_warnings(frame.warnings, warn)
+        if request.log_warnings:
+            report_warnings(frame.warnings, request.warn)
     return frame
 
 
-def plan_ranks(comm, image, ivar, psf, job, times, request):
+def plan_ranks(comm, image, ivar, psf, times, request, options):
     """mpi::check: rank 0 takes the image's arrays, checks and plans the job (job::check and
-    job::plan, timed into times; a given job only planned) and deals its patches over the ranks.
+    job::plan, timed into times; request.job only planned) and deals its patches over the ranks.
     Returns (rank 0's RootInput, None elsewhere; the RankPlan, on every rank)."""
+    mismatch = request.allow_image_size_mismatch
 
     def prepare():
         pixels, weights, img, region = image_arrays(image, ivar)
-        local_job = job
-        if local_job is None:
+        job = request.job
+        if job is None:
             ccd = region[2:] if region else pixels.shape
-            local_job = check_job(as_psf(psf), ccd, phases=times, **request)
-        local_job.plan()
-        plan = RankPlan.of(local_job, comm.size, request["allow_image_size_mismatch"])
-        return RootInput(pixels, weights, img, region, local_job), plan
+            job = check_job(
+                as_psf(psf), ccd, backend=request.backend, allow_image_size_mismatch=mismatch, phases=times, **options
+            )
+        job.plan()
+        plan = RankPlan.of(job, comm.size, mismatch)
+        return RootInput(pixels, weights, img, region, job), plan
 
     root, plan = root_only(comm, prepare) or (None, None)
     return root, comm.bcast(plan, root=0)
