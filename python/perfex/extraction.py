@@ -1,6 +1,7 @@
 """The extraction job in the library's phases (job::check, job::plan, job::extract), how a frame
-is asked for (FrameRequest: the keywords that every driver of a frame takes), and the
-extraction of a CCD image held in numpy arrays in this process (extract_in_process)."""
+is asked for (FrameRequest: the keywords that every driver of a frame takes; options_request:
+the options as the job takes them), and the extraction of a CCD image held in numpy arrays in
+this process (extract_in_process)."""
 
 from dataclasses import dataclass, fields
 from typing import Callable, Optional
@@ -65,10 +66,16 @@ class FrameRequest:
         return request, {k: v for k, v in arguments.items() if k not in names}
 
 
-def _request(backend, options):
-    """(options dict, nspec given, backend): the options converted and the backend checked,
-    before any input is looked at."""
-    return make_options(**options), "nspec" in options, check_backend(backend or default_backend())
+def options_request(options, psf_defaults=False):
+    """(options dict, wavelength given, nspec given): extraction options by name as the library's
+    job takes them, converted (make_options) before any input is looked at. By default
+    (perfex.extract_frame's) a wavelength not given is the DESI grid, an nspec not given 500
+    fibres clipped to the PSF's; with psf_defaults (desi_extract_spectra's, the command line's),
+    wavelength and nspec None or not given take the PSF-dependent defaults: the PSF's WAVEMIN,
+    WAVEMAX with dw 0.8, and 500 fibres clipped to the PSF's."""
+    unset = [n for n in ("wavelength", "nspec") if n not in options or (psf_defaults and options[n] is None)]
+    opts = make_options(**{name: value for name, value in options.items() if name not in unset})
+    return opts, not psf_defaults or "wavelength" not in unset, "nspec" not in unset
 
 
 def check_job(psf, ccd_shape, *, backend=None, allow_image_size_mismatch=False, phases=None, **options):
@@ -78,7 +85,8 @@ def check_job(psf, ccd_shape, *, backend=None, allow_image_size_mismatch=False, 
     .warnings, .plan(), .flops, .pixel_box(first, last), .extract(image, progress, first, last)).
     A refusal is a perfex.RequestError naming the parameter. phases: the PhaseTimes the job's
     phases are timed into (None: the job's own). options: as perfex.extract_frame's."""
-    opts, nspec_given, backend = _request(backend, options)
+    opts, _, nspec_given = options_request(options)
+    backend = check_backend(backend or default_backend())
     return job_of(psf, ccd_shape, opts, backend, allow_image_size_mismatch, nspec_given, phases)
 
 
@@ -119,7 +127,8 @@ def extract_in_process(image, ivar=None, psf=None, **arguments):
     initialize(request.threads)
     if request.job is None:
         psf = as_psf(psf)
-        opts, nspec_given, backend = _request(request.backend, options)
+        opts, _, nspec_given = options_request(options)
+        backend = check_backend(request.backend or default_backend())
         img = as_image(image, ivar)
         mismatch, phases = request.allow_image_size_mismatch, recorder(request.phases)
         job = job_of(psf, img.shape, opts, backend, mismatch, nspec_given, phases)
