@@ -11,13 +11,14 @@ A frame from its files::
 The layers, each importing only those before it: the extension (perfex._perfex), the runtime
 and its profiling regions (perfex.runtime, perfex.profiling), the numpy API (options, psf,
 images, frames, extraction: the job in its phases), the MPI helpers (perfex.collective), a
-frame over MPI ranks (perfex.mpi), a frame's files (perfex.files), an exposure's frames
-(perfex.exposure), then the command line (perfex.cli: `python3 -m perfex.extract`), the
-gpu_specter and specter drop-ins (perfex.gpu_specter, perfex.specter) and quick-look plots
-(perfex.plot).
+frame over MPI ranks (perfex.mpi), the choice between this process and the ranks
+(perfex.dispatch: perfex.mpi is imported only for more than one rank), a frame's files
+(perfex.files), an exposure's frames (perfex.exposure), then the command line (perfex.cli:
+`python3 -m perfex.extract`), the gpu_specter and specter drop-ins (perfex.gpu_specter,
+perfex.specter) and quick-look plots (perfex.plot).
 """
 
-from . import mpi
+from . import dispatch
 from ._perfex import Error, Psf, RequestError, __version__
 from .frames import Frame, check_outputs, frame_mask, read_frame, write_frame, write_model
 from .images import Image, PreprocImage, read_preproc
@@ -27,25 +28,13 @@ from .psf import as_psf, psf_from_tables, read_psf
 from .runtime import backends, default_backend, initialize
 
 
-def extract_frame(
-    image,
-    ivar=None,
-    psf=None,
-    *,
-    comm=None,
-    backend=None,
-    threads=None,
-    progress=None,
-    allow_image_size_mismatch=False,
-    phases=None,
-    log_warnings=True,
-    **options,
-):
+def extract_frame(image, ivar=None, psf=None, *, comm=None, **options):
     """Extracts the spectra of a CCD image with a PSF; returns a Frame.
 
     The request is checked as perfex-extract checks it, before any work. nwavestep and the
     padding are clamped to the grid with a warning (in ``frame.warnings``, and logged to
-    perfex's logger, perfex.logs, unless log_warnings is False).
+    perfex's logger, perfex.logs, unless log_warnings is False). The keywords from backend to
+    log_warnings, with their defaults, are perfex.extraction.FrameRequest's.
 
     Parameters
     ----------
@@ -110,19 +99,7 @@ def extract_frame(
     >>> frame = perfex.extract_frame(img, psf=psf, wavelength="5760,7620,0.8", nspec=25)
     >>> perfex.write_frame("frame-r0.fits", frame, img.path, psf.source)
     """
-    return mpi.extract(
-        comm,
-        image,
-        ivar,
-        psf,
-        backend=backend,
-        threads=threads,
-        progress=progress,
-        allow_image_size_mismatch=allow_image_size_mismatch,
-        phases=phases,
-        log_warnings=log_warnings,
-        **options,
-    )
+    return dispatch.extract(comm, image, ivar, psf, **options)
 
 
 __all__ = [

@@ -1,5 +1,10 @@
-"""The extraction job in the library's phases (job::check, job::plan, job::extract), and the
-extraction of a CCD image held in numpy arrays in this process (extract_in_process)."""
+"""The extraction job in the library's phases (job::check, job::plan, job::extract), how a frame
+is asked for (FrameRequest: the keywords that every driver of a frame takes; options_request:
+the options as the job takes them), and the extraction of a CCD image held in numpy arrays in
+this process (extract_in_process)."""
+
+from dataclasses import dataclass, fields
+from typing import Callable, Optional
 
 from . import _perfex
 from .frames import Frame
@@ -34,10 +39,43 @@ def report_warnings(warnings, warn=None):
             warn(warning)
 
 
-def _request(backend, options):
-    """(options dict, nspec given, backend): the options converted and the backend checked,
-    before any input is looked at."""
-    return make_options(**options), "nspec" in options, check_backend(backend or default_backend())
+@dataclass
+class FrameRequest:
+    """How a frame is extracted, besides its inputs and options, with the defaults: the keywords
+    of perfex.extract_frame (backend, threads, progress, allow_image_size_mismatch, phases,
+    log_warnings) and of the drivers it passes them to (extract_in_process, perfex.mpi's
+    extract_over_ranks): job, a job checked already for the image (a frame's files:
+    perfex.files) instead of psf, backend and the options; warn, a callable(message) that each
+    of the frame's warnings is passed to (None: perfex's logger, perfex.logs)."""
+
+    backend: Optional[str] = None
+    threads: Optional[int] = None
+    progress: object = None
+    allow_image_size_mismatch: bool = False
+    phases: object = None
+    log_warnings: bool = True
+    job: object = None
+    warn: Optional[Callable] = None
+
+    @classmethod
+    def split(cls, arguments):
+        """(FrameRequest, options): keyword arguments parted into the request's and the
+        extraction options (the others, which make_options checks)."""
+        names = {f.name for f in fields(cls)}
+        request = cls(**{k: v for k, v in arguments.items() if k in names})
+        return request, {k: v for k, v in arguments.items() if k not in names}
+
+
+def options_request(options, psf_defaults=False):
+    """(options dict, wavelength given, nspec given): extraction options by name as the library's
+    job takes them, converted (make_options) before any input is looked at. By default
+    (perfex.extract_frame's) a wavelength not given is the DESI grid, an nspec not given 500
+    fibres clipped to the PSF's; with psf_defaults (desi_extract_spectra's, the command line's),
+    wavelength and nspec None or not given take the PSF-dependent defaults: the PSF's WAVEMIN,
+    WAVEMAX with dw 0.8, and 500 fibres clipped to the PSF's."""
+    unset = [n for n in ("wavelength", "nspec") if n not in options or (psf_defaults and options[n] is None)]
+    opts = make_options(**{name: value for name, value in options.items() if name not in unset})
+    return opts, not psf_defaults or "wavelength" not in unset, "nspec" not in unset
 
 
 def check_job(psf, ccd_shape, *, backend=None, allow_image_size_mismatch=False, phases=None, **options):
@@ -47,7 +85,8 @@ def check_job(psf, ccd_shape, *, backend=None, allow_image_size_mismatch=False, 
     .warnings, .plan(), .flops, .pixel_box(first, last), .extract(image, progress, first, last)).
     A refusal is a perfex.RequestError naming the parameter. phases: the PhaseTimes the job's
     phases are timed into (None: the job's own). options: as perfex.extract_frame's."""
-    opts, nspec_given, backend = _request(backend, options)
+    opts, _, nspec_given = options_request(options)
+    backend = check_backend(backend or default_backend())
     return job_of(psf, ccd_shape, opts, backend, allow_image_size_mismatch, nspec_given, phases)
 
 
@@ -78,37 +117,24 @@ def job_of(
     )
 
 
-def extract_in_process(
-    image,
-    ivar=None,
-    psf=None,
-    *,
-    backend=None,
-    threads=None,
-    progress=None,
-    allow_image_size_mismatch=False,
-    job=None,
-    phases=None,
-    warn=None,
-    log_warnings=True,
-    **options,
-):
+def extract_in_process(image, ivar=None, psf=None, **arguments):
     """Extracts the spectra of a CCD image in this process; returns a Frame. The request is
     checked as perfex-extract checks it (check_job): a refusal is a perfex.RequestError naming
-    the parameter, an adapted option a warning in frame.warnings, each passed to warn (a
-    callable(message); None: perfex's logger (perfex.logs)) unless log_warnings is False. job: a job
-    checked already for this image (a frame's files: perfex.files), instead of psf, backend and
-    the options. phases: the PhaseTimes the job times into (a given job's own). See
-    perfex.extract_frame."""
-    initialize(threads)
-    if job is None:
+    the parameter, an adapted option a warning in frame.warnings, each passed to warn unless
+    log_warnings is False. arguments: FrameRequest's keywords (a given job is extracted with its
+    own phases) and the options, as perfex.extract_frame's."""
+    request, options = FrameRequest.split(arguments)
+    initialize(request.threads)
+    if request.job is None:
         psf = as_psf(psf)
-        opts, nspec_given, backend = _request(backend, options)
+        opts, _, nspec_given = options_request(options)
+        backend = check_backend(request.backend or default_backend())
         img = as_image(image, ivar)
-        job = job_of(psf, img.shape, opts, backend, allow_image_size_mismatch, nspec_given, recorder(phases))
+        mismatch, phases = request.allow_image_size_mismatch, recorder(request.phases)
+        job = job_of(psf, img.shape, opts, backend, mismatch, nspec_given, phases)
     else:
-        img = as_image(image, ivar)
-    frame = Frame(**job.extract(img._handle, progress_callback(progress)))
-    if log_warnings:
-        report_warnings(frame.warnings, warn)
+        job, img = request.job, as_image(image, ivar)
+    frame = Frame(**job.extract(img._handle, progress_callback(request.progress)))
+    if request.log_warnings:
+        report_warnings(frame.warnings, request.warn)
     return frame

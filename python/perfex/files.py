@@ -2,9 +2,9 @@
 the phases of perfex-extract's job (perfex::io::extract_files), in one process or over the ranks
 of a group alike: prepare (files::inputs, job::check, job::plan), PreparedFrame.read
 (files::read: only the pixels the patches read), extract_prepared (job::extract, or perfex.mpi's
-phases over the group), PreparedFrame.write (files::write). Rank 0 of a group reads and writes;
-an error is raised as its class on every rank of the group; a frame written with failed patches
-is a FailedPatches."""
+phases over the group, as perfex.dispatch chooses), PreparedFrame.write (files::write). Rank 0
+of a group reads and writes; an error is raised as its class on every rank of the group; a
+frame written with failed patches is a FailedPatches."""
 
 import os
 import time
@@ -14,11 +14,11 @@ from typing import Optional
 from . import _perfex
 from ._perfex import Error
 from .collective import root_only
+from .dispatch import extract
+from .extraction import options_request
 from .frames import check_outputs
 from .images import PreprocImage
 from .logs import log
-from .mpi import extract
-from .options import make_options
 from .profiling import format_phases, recorder
 from .runtime import ProgressLog
 
@@ -83,28 +83,6 @@ def check_frame_outputs(frames, frames_list=None):
     check_outputs(outputs, inputs, prefix="option ")
 
 
-def request(options):
-    """(options dict, wavelength_given, nspec_given) of the command line's options, where
-    wavelength None and nspec None take desi_extract_spectra's PSF-dependent defaults."""
-    opts = dict(options)
-    wavelength_given = opts.get("wavelength") is not None
-    nspec_given = opts.get("nspec") is not None
-    if not wavelength_given:
-        opts.pop("wavelength", None)
-    if not nspec_given:
-        opts.pop("nspec", None)
-    return make_options(**opts), wavelength_given, nspec_given
-
-
-def _job_arguments(files, options):
-    """The library's files -> frame job arguments of a frame's files and options: the paths,
-    the resolved options, whether wavelength and nspec were given, and the image's size held to
-    the PSF's (allow_image_size_mismatch=False)."""
-    opts, wavelength_given, nspec_given = request(options)
-    paths = tuple(os.fsencode(p or "") for p in (files.input, files.psf, files.output, files.model, files.fibermap))
-    return (*paths, opts, wavelength_given, nspec_given, False)
-
-
 class PreparedFrame:
     """A frame's files through job::plan (prepare): the library's handle of the files (opened:
     .read_box, .write), the planned job, and the PhaseTimes both time their phases into."""
@@ -138,7 +116,10 @@ def open_files(files, backend, options, phases=None, warn=None):
     read): the library's handle of the job's next phases (.check() -> the FrameJob, .read_box,
     .write), timed into phases (a PhaseTimes; None: a new one); warn: a callable(message) for
     each warning of the files and the check (None: they are not reported)."""
-    return _perfex.FrameFiles(*_job_arguments(files, options), backend, warn, recorder(phases))
+    paths = (os.fsencode(p or "") for p in (files.input, files.psf, files.output, files.model, files.fibermap))
+    opts, wavelength_given, nspec_given = options_request(options, psf_defaults=True)
+    mismatch = False  # the image's size is held to the PSF's
+    return _perfex.FrameFiles(*paths, opts, wavelength_given, nspec_given, mismatch, backend, warn, recorder(phases))
 
 
 def prepare(files, backend, options, phases=None):
@@ -153,8 +134,9 @@ def prepare(files, backend, options, phases=None):
 
 def extract_prepared(files, prepared, image, group=None, threads=None, phases=None):
     """job::extract of a prepared frame's pixels in this process, or perfex.mpi's phases over the
-    ranks of group (rank 0's prepared frame and image; the other ranks pass None), timed into
-    phases; progress and warnings logged naming the frame. Returns the Frame (rank 0)."""
+    ranks of group (as perfex.dispatch chooses; rank 0's prepared frame and image, the other ranks
+    pass None), timed into phases; progress and warnings logged naming the frame. Returns the
+    Frame (rank 0)."""
     if prepared is not None:
         ranks = f" on {group.size} ranks" if group is not None and group.size > 1 else ""
         log.info("frame %s: extracting %s with %s%s", files.name, files.input, files.psf, ranks)

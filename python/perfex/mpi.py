@@ -1,6 +1,5 @@
-"""One frame in this process or over the ranks of an MPI communicator (mpi4py, handed in by the
-caller as desispec does): extract, the choice every Python front end makes in this one place,
-and extract_over_ranks.
+"""One frame over the ranks of an MPI communicator (mpi4py, handed in by the caller as desispec
+does): extract_over_ranks, which perfex.dispatch.extract chooses for more than one rank.
 
 Rank 0 checks and plans the job (the library's job::check and job::plan: the same checks as
 perfex-extract) and deals the plan's patches in contiguous ranges of about equal work (the
@@ -25,7 +24,7 @@ from typing import Optional
 import numpy as np
 
 from .collective import RankError, agree, deal, idle_barrier, pack_blocks, root_only, unpack_blocks, wait_idle
-from .extraction import check_job, extract_in_process, job_of, progress_callback, report_warnings
+from .extraction import FrameRequest, check_job, job_of, progress_callback, report_warnings
 from .frames import Frame, frame_mask
 from .images import Image, image_arrays
 from .profiling import recorder
@@ -42,31 +41,6 @@ _BIN_ARRAYS = ("flux", "ivar", "chi2pix", "pixmask_fraction")
 _STATISTICS = ("npatches", "failed_patches", "linalg_flops", "max_band", "warnings", "failed_bins")
 
 
-def extract(comm, image, ivar=None, psf=None, **arguments):
-    """A frame in this process, or over the ranks of comm.
-
-    perfex.extract_frame, a frame's files and the gpu_specter drop-in all choose here.
-
-    Parameters
-    ----------
-    comm : mpi4py.MPI.Comm or None
-        None or a communicator of one rank: the frame is extracted in this process
-        (perfex.extract_frame's arguments); else over the ranks of comm (extract_over_ranks).
-    image, ivar, psf
-        As perfex.extract_frame's.
-    **arguments
-        perfex.extract_frame's keyword arguments and options.
-
-    Returns
-    -------
-    Frame or None
-        The frame; None on the ranks other than 0.
-    """
-    if comm is None or comm.size == 1:
-        return extract_in_process(image, ivar, psf, **arguments)
-    return extract_over_ranks(comm, image, ivar, psf, **arguments)
-
-
 @dataclass
 class RankPlan:
     """What the ranks agree on for one frame, made by rank 0 and sent to every rank: the job's
@@ -74,7 +48,8 @@ class RankPlan:
     [starts[r], starts[r + 1])) and the pixels they read (boxes[r]: (row0, row1, col0, col1), or
     None for a rank without patches); the plan's bins (blocks: [npatches][4] of the first kept
     fibre's frame row, kept fibres, first core bin, core bins); the grid's size; the warnings
-    the frame starts with (the check's)."""
+    the frame starts with (the check's); and on rank 0 the error it defers (deferred: a RankError
+    of mpi::scatter, raised on every rank in mpi::extract once every rank is there)."""
 
     ccd_shape: tuple
     psf: object
@@ -87,6 +62,7 @@ class RankPlan:
     nwave: int
     ndiags: int
     warnings: list
+    deferred: Optional[RankError] = None
 
     @classmethod
     def of(cls, job, size, allow_image_size_mismatch):
@@ -129,23 +105,7 @@ class RootInput:
     job: object
 
 
-def extract_over_ranks(
-    comm,
-    image,
-    ivar=None,
-    psf=None,
-    *,
-    backend=None,
-    threads=None,
-    progress=None,
-    work=None,
-    allow_image_size_mismatch=False,
-    job=None,
-    phases=None,
-    warn=None,
-    log_warnings=True,
-    **options,
-):
+def extract_over_ranks(comm, image, ivar=None, psf=None, *, work=None, **arguments):
     """perfex.extract_frame over the ranks of comm.
 
     Every rank calls it; only rank 0's image, ivar, psf and options are used (the others may
@@ -158,21 +118,17 @@ def extract_over_ranks(
         The ranks.
     image, ivar, psf
         As perfex.extract_frame's (rank 0's).
-    backend, threads, progress, allow_image_size_mismatch, log_warnings
-        As perfex.extract_frame's.
     work : dict, optional
         Receives this rank's share: "patches", the patches it solved, and "first", the first
         of them.
-    job : optional
-        Rank 0's job, checked already for this image (a frame's files: perfex.files), instead
-        of psf, backend and the options.
-    phases : PhaseTimes, optional
-        The recorder this rank's phases are timed into (None: a new one).
-    warn : callable, optional
-        Called with each of the frame's warnings on rank 0 (None: perfex's logger (perfex.logs);
-        log_warnings False: none).
-    **options
-        The extraction options by name, as perfex.extract_frame's.
+    **arguments
+        perfex.extraction.FrameRequest's keywords: backend, threads, progress,
+        allow_image_size_mismatch, log_warnings as perfex.extract_frame's; job, rank 0's job
+        checked already for this image (a frame's files: perfex.files) instead of psf, backend
+        and the options; phases, the recorder this rank's phases are timed into (None: a new
+        one); warn, called with each of the frame's warnings on rank 0 (None: perfex's logger
+        (perfex.logs); log_warnings False: none). Then the extraction options by name, as
+        perfex.extract_frame's.
 
     Returns
     -------
@@ -180,18 +136,18 @@ def extract_over_ranks(
         On rank 0 the frame (its phases: rank 0's), on the other ranks None.
     """
     start = time.time()
-    initialize(threads, comm=comm)
-    times = recorder(phases)
-    request = dict(options, backend=backend, allow_image_size_mismatch=allow_image_size_mismatch)
+    request, options = FrameRequest.split(arguments)
+    initialize(request.threads, comm=comm)
+    times = recorder(request.phases)
     with times.phase("mpi::check"):
-        root, plan = plan_ranks(comm, image, ivar, psf, job, times, request)
+        root, plan = plan_ranks(comm, image, ivar, psf, times, request, options)
     if isinstance(work, dict):
         first, last = plan.patches(comm.rank)
         work.update(patches=last - first, first=first)
     with times.phase("mpi::scatter"):
-        mine, error = scatter_pixels(comm, plan, root)
+        mine = scatter_pixels(comm, plan, root)
     with times.phase("mpi::extract"):
-        local = extract_share(comm, plan, root, mine, error, progress, times)
+        local = extract_share(comm, plan, root, mine, request.progress, times)
     with times.phase("mpi::gather"):
         gathered = gather_frame(comm, plan, root, local)
     frame = None
@@ -200,25 +156,28 @@ def extract_over_ranks(
             frame = assemble(plan, local, *gathered)
     if frame is not None:
         frame.phases, frame.seconds = times.list(), time.time() - start
-        if log_warnings:
-            report_warnings(frame.warnings, warn)
+        if request.log_warnings:
+            report_warnings(frame.warnings, request.warn)
     return frame
 
 
-def plan_ranks(comm, image, ivar, psf, job, times, request):
+def plan_ranks(comm, image, ivar, psf, times, request, options):
     """mpi::check: rank 0 takes the image's arrays, checks and plans the job (job::check and
-    job::plan, timed into times; a given job only planned) and deals its patches over the ranks.
+    job::plan, timed into times; request.job only planned) and deals its patches over the ranks.
     Returns (rank 0's RootInput, None elsewhere; the RankPlan, on every rank)."""
+    mismatch = request.allow_image_size_mismatch
 
     def prepare():
         pixels, weights, img, region = image_arrays(image, ivar)
-        local_job = job
-        if local_job is None:
+        job = request.job
+        if job is None:
             ccd = region[2:] if region else pixels.shape
-            local_job = check_job(as_psf(psf), ccd, phases=times, **request)
-        local_job.plan()
-        plan = RankPlan.of(local_job, comm.size, request["allow_image_size_mismatch"])
-        return RootInput(pixels, weights, img, region, local_job), plan
+            job = check_job(
+                as_psf(psf), ccd, backend=request.backend, allow_image_size_mismatch=mismatch, phases=times, **options
+            )
+        job.plan()
+        plan = RankPlan.of(job, comm.size, mismatch)
+        return RootInput(pixels, weights, img, region, job), plan
 
     root, plan = root_only(comm, prepare) or (None, None)
     return root, comm.bcast(plan, root=0)
@@ -226,20 +185,20 @@ def plan_ranks(comm, image, ivar, psf, job, times, request):
 
 def scatter_pixels(comm, plan, root):
     """mpi::scatter: each rank receives from rank 0 the rectangle of pixels its patches read
-    (single-copy transfers), while rank 0 builds its own Image. Returns (rank 0: its Image;
-    another rank: (pixels, ivar) of its rectangle, or None without patches; rank 0's error, a
-    RankError to raise once every rank is there, or None)."""
+    (single-copy transfers), while rank 0 builds its own Image; an error building it is deferred
+    in plan.deferred. Returns rank 0's Image (None after an error), another rank's (pixels, ivar)
+    of its rectangle, or None for a rank without patches."""
     from mpi4py import MPI
 
     if comm.rank != 0:
         box = plan.boxes[comm.rank]
         if box is None:
-            return None, None
+            return None
         r0, r1, c0, c1 = box
         arrays = np.empty((r1 - r0, c1 - c0)), np.empty((r1 - r0, c1 - c0))
         for tag, array in enumerate(arrays, 1):
             wait_idle(comm.Irecv([array, MPI.DOUBLE], source=0, tag=tag))
-        return arrays, None
+        return arrays
     sends = []
     dr, dc = root.region[:2] if root.region else (0, 0)  # rank 0 may hold only the pixels needed
     for r, box in enumerate(plan.boxes[1:], 1):
@@ -248,25 +207,25 @@ def scatter_pixels(comm, plan, root):
             for tag, array in enumerate((root.pixels, root.weights), 1):
                 block = np.ascontiguousarray(array[r0 - dr : r1 - dr, c0 - dc : c1 - dc])
                 sends.append((comm.Isend([block, MPI.DOUBLE], dest=r, tag=tag), block))
-    image = error = None
+    image = None
     try:
         image = root.image or Image(root.pixels, root.weights, root.region)
-    except Exception as e:  # raised on every rank in mpi::extract, once every rank is there
-        error = RankError.of(e, f"rank 0: {e}")
+    except Exception as e:  # the other ranks wait for their pixels: raised once every rank is there
+        plan.deferred = RankError.of(e, f"rank 0: {e}")
     for request, _ in sends:
         wait_idle(request)
-    return image, error
+    return image
 
 
-def extract_share(comm, plan, root, mine, error, progress, times):
+def extract_share(comm, plan, root, mine, progress, times):
     """mpi::extract: this rank's patches (job::extract of its range, timed into times) from
     `mine`, scatter_pixels' result (a rank other than 0 checks and plans the job first, from the
-    plan). Rank 0 extracts even without
-    patches (it returns the frame's metadata). An error on any rank is raised on every rank.
-    Returns job.extract's dict, or None for a rank without patches."""
+    plan). Rank 0 extracts even without patches (it returns the frame's metadata). An error on
+    any rank, plan.deferred's included, is raised on every rank. Returns job.extract's dict, or
+    None for a rank without patches."""
     rank = comm.rank
     first, last = plan.patches(rank)
-    local = None
+    local, error = None, plan.deferred
     if (first < last or rank == 0) and error is None:
         try:
             if rank == 0:

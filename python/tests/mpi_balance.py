@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import perfex
+import perfex.mpi
 from mpi4py import MPI
 
 comm = MPI.COMM_WORLD

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import perfex
 import perfex.gpu_specter
+import perfex.mpi
 from mpi4py import MPI
 
 from conftest import NAN_GRID, NAN_PIXELS, SMALL

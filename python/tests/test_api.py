@@ -13,6 +13,7 @@ import numpy as np
 import perfex
 import perfex.collective
 import perfex.logs
+import perfex.mpi
 import pytest
 from perfex import _perfex
 

@@ -1,15 +1,16 @@
 """The package's layers import one way: where messages go and the optional dependencies (logs,
-extras) -> extension -> runtime -> {profiling, options, the MPI
-helpers} -> the numpy API (psf, images, frames, extraction) -> a frame over MPI ranks -> a
-frame's files -> an exposure -> {command line, gpu_specter and specter
-drop-ins, plot, the package's front};
-no module imports one of a later layer, not even inside a function, so there is no import
-cycle. The extension's source files mirror the modules: python/src/<module>.cpp for each module
-that has C++ behind it, and only those modules call the extension; no module uses another's
-private names."""
+extras) -> extension -> runtime -> {profiling, options, the MPI helpers} -> the numpy API (psf,
+images, frames, extraction) -> a frame over MPI ranks -> the choice between this process and
+the ranks (dispatch) -> a frame's files -> an exposure -> {command line, gpu_specter and
+specter drop-ins, plot, the package's front}; no module imports one of a later layer, not even
+inside a function, so there is no import cycle. The extension's source files mirror the
+modules: python/src/<module>.cpp for each module that has C++ behind it, and only those modules
+call the extension; no module uses another's private names."""
 
 import ast
 import os
+import subprocess
+import sys
 
 import perfex
 import pytest
@@ -23,6 +24,7 @@ LAYERS = [
     {"psf", "images", "frames"},
     {"extraction"},
     {"mpi"},
+    {"dispatch"},
     {"files"},
     {"exposure"},
     {"cli"},
@@ -37,6 +39,7 @@ LAYERS = [
         "gpu_specter.spex",
         "gpu_specter.util",
         "specter",
+        "specter.dense",
         "specter.extract",
         "specter.psf",
         "specter.util",
@@ -97,6 +100,15 @@ def test_imports_go_one_way():
                 f"perfex.{module or '__init__'} (layer {LAYER[module]}) imports perfex.{target or '__init__'} "
                 f"(layer {LAYER[target]})"
             )
+
+
+def test_one_process_loads_no_mpi_driver():
+    """The front ends of one process (the package, a frame's files, an exposure, the command
+    line, the drop-ins) import perfex.mpi only when a communicator has more than one rank."""
+    fronts = "perfex, perfex.files, perfex.exposure, perfex.cli, perfex.gpu_specter.spex"
+    script = f"import sys, {fronts}\nprint('perfex.mpi' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "False", r.stdout + r.stderr
 
 
 def test_bindings_mirror_the_modules():

@@ -5,7 +5,7 @@ one place and passes through the MPI driver at most once."""
 
 import numpy as np
 import perfex
-import perfex.mpi
+import perfex.dispatch
 import pytest
 from perfex import gpu_specter
 
@@ -48,11 +48,11 @@ def test_an_exception_closes_the_phase():
 
 def test_one_choice_one_driver_call(masked, psf, monkeypatch):
     """perfex.extract_frame and the gpu_specter drop-in's each make one call of the choice
-    between one process and MPI ranks (perfex.mpi.extract), the drop-in through
+    between one process and MPI ranks (perfex.dispatch.extract), the drop-in through
     perfex.extract_frame."""
     calls = []
-    choose = perfex.mpi.extract
-    monkeypatch.setattr(perfex.mpi, "extract", lambda *a, **k: calls.append(a[0]) or choose(*a, **k))
+    choose = perfex.dispatch.extract
+    monkeypatch.setattr(perfex.dispatch, "extract", lambda *a, **k: calls.append(a[0]) or choose(*a, **k))
     perfex.extract_frame(masked, psf=psf, progress=False, **QUICK)
     assert calls == [None]
     timing = {}
