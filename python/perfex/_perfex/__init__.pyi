@@ -77,6 +77,11 @@ class Psf:
     @staticmethod
     def from_dict(arg0: dict) -> Psf:
         ...
+    @staticmethod
+    def psftypes() -> list[str]:
+        """
+        The PSFTYPEs of the formats perfex reads, in the library's order (the first is that of a file or dict that names none).
+        """
     def __getstate__(self) -> dict:
         ...
     def __repr__(self) -> str:

@@ -42,7 +42,7 @@ def load_psf(filename, psftype=None):
     if kind in REFUSED:
         raise perfex.Error(
             f"{filename}: PSFTYPE {kind} is not supported by perfex's specter drop-in "
-            "(it reads GAUSS-HERMITE, GAUSS-HERMITE2 and SPOTGRID)"
+            f"(it reads {', '.join(_CLASSES)})"
         )
     return _CLASSES.get(kind, PSF)(filename)
 
@@ -409,7 +409,10 @@ class SpotGridPSF(PSF):
     _type = "SPOTGRID"
 
 
-_CLASSES = {"GAUSS-HERMITE": GaussHermitePSF, "GAUSS-HERMITE2": GaussHermite2PSF, "SPOTGRID": SpotGridPSF}
+# The class of each format the library reads: the subclass of PSF that requires its PSFTYPE,
+# else PSF itself (specter's API over any format perfex.read_psf reads).
+_SUBCLASSES = {cls._type: cls for cls in PSF.__subclasses__()}
+_CLASSES = {psftype: _SUBCLASSES.get(psftype, PSF) for psftype in perfex.Psf.psftypes()}
 
 # specter's modules of these classes, for code that reaches them as attributes once imported
 # (specter.psf.gausshermite.GaussHermitePSF).
