@@ -1,6 +1,7 @@
 // PSFs of every format perfex reads (perfex::psf::AnyPsfData): read from files, converted from and
 // to dicts (pickling, MPI broadcasts, PSFs built from arrays such as gpu_specter's tables), and
 // evaluated like specter's PSF.xypix.
+#include <perfex/extract/specter_geometry.hpp>
 #include <perfex/io/psf_files.hpp>
 #include <perfex/psf/any_psf.hpp>
 #include <perfex/psf/synthetic.hpp>
@@ -242,6 +243,54 @@ py::tuple spots(const AnyPsfData& psf, long long fibremin, long long nfibre,
       corners(spots.xcorner), corners(spots.ycorner));
 }
 
+// What f returns of the PSF's specter geometry (extract::specter_traces) in host memory.
+template <class R, class F>
+R with_specter_traces(const AnyPsfData& psf, F&& f) {
+  start_runtime();
+  R r{};
+  kokkos_thread().run([&] {
+    const Kokkos::DefaultHostExecutionSpace exec;
+    perfex::psf::with_psf_model(exec, psf, [&](const auto& model) {
+      r = f(perfex::extract::specter_traces(exec, model));
+      return 0;
+    });
+  });
+  return r;
+}
+
+// specter's PSF.xypix(fibre, wavelength, xmin, xmax, ymin, ymax)'s (xslice, yslice), by the
+// library's rule (the specter drop-in's, and the specter geometry's patch boxes).
+py::tuple specter_xypix(const AnyPsfData& psf, long long fibre, double wavelength, int xmin,
+                        int xmax, int ymin, int ymax) {
+  const std::string problem =
+      perfex::psf::fibre_range_problem(fibre, 1, psf.summary().nfib, "fibre");
+  if (!problem.empty()) throw RequestError(problem);
+  const auto s = with_specter_traces<perfex::extract::SpecterSlices>(psf, [&](const auto& t) {
+    return t.xypix(static_cast<int>(fibre), wavelength, xmin, xmax, ymin, ymax);
+  });
+  py::object slice = py::module_::import("builtins").attr("slice");
+  return py::make_tuple(slice(s.x0, s.x1), slice(s.y0, s.y1));
+}
+
+// specter's PSF.xyrange((specmin, specmax), (wavemin, wavemax)): (xmin, xmax, ymin, ymax).
+py::tuple specter_xyrange(const AnyPsfData& psf, long long specmin, long long specmax,
+                          double wavemin, double wavemax) {
+  const std::string problem = perfex::psf::fibre_range_problem(
+      specmin, specmax - specmin, psf.summary().nfib, "specmin", "specmax - specmin");
+  if (!problem.empty()) throw RequestError(problem);
+  perfex::extract::SpecterPatch p;
+  const bool on_ccd = with_specter_traces<bool>(psf, [&](const auto& t) {
+    return t.xyrange(static_cast<int>(specmin), static_cast<int>(specmax), wavemin, wavemax, p);
+  });
+  if (!on_ccd) {  // where specter's fails
+    std::ostringstream m;
+    m << "xyrange: spectra " << specmin << "-" << specmax - 1 << " have no wavelength of "
+      << wavemin << "-" << wavemax << " A on the CCD";
+    throw py::value_error(m.str());
+  }
+  return py::make_tuple(p.xlo, p.xhi, p.ylo, p.yhi);
+}
+
 // perfex.Psf's docstring, in numpydoc's form as the API reference (docs/api) shows it.
 const char* const kPsfDoc = R"doc(A PSF of any format perfex reads, held by the library.
 
@@ -324,6 +373,16 @@ void register_psf(py::module_& m) {
            "the normalised spots of fibres fibremin.. at every wavelength in one evaluation, "
            "each covering CCD columns xcorner.. and rows ycorner.. (not clipped to the CCD), with "
            "xypix's refusals.")
+      .def("specter_xypix", &specter_xypix, py::arg("fibre"), py::arg("wavelength"),
+           py::arg("xmin"), py::arg("xmax"), py::arg("ymin"), py::arg("ymax"),
+           "(xslice, yslice): specter's PSF.xypix(fibre, wavelength, xmin, xmax, ymin, ymax)'s "
+           "slices, the spot's box clipped to the image of columns [xmin, xmax) and rows "
+           "[ymin, ymax), relative to xmin and ymin (empty where specter's are).")
+      .def("specter_xyrange", &specter_xyrange, py::arg("specmin"), py::arg("specmax"),
+           py::arg("wavemin"), py::arg("wavemax"),
+           "(xmin, xmax, ymin, ymax): specter's PSF.xyrange((specmin, specmax), (wavemin, "
+           "wavemax)), the CCD box holding those spectra's spots over that range. A ValueError "
+           "where specter's fails (none of the range on the CCD).")
       .def("__repr__",
            [](const AnyPsfData& d) {
              const auto s = d.summary();
