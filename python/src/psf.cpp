@@ -1,6 +1,7 @@
 // PSFs of every format perfex reads (perfex::psf::AnyPsfData): read from files, converted from and
 // to dicts (pickling, MPI broadcasts, PSFs built from arrays such as gpu_specter's tables), and
 // evaluated like specter's PSF.xypix.
+#include <perfex/extract/specter_geometry.hpp>
 #include <perfex/io/psf_files.hpp>
 #include <perfex/psf/any_psf.hpp>
 #include <perfex/psf/synthetic.hpp>
@@ -10,115 +11,26 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <optional>
 #include <sstream>
+#include <type_traits>
 
 namespace perfex_py {
 
 using perfex::psf::AnyPsfData;
 using perfex::psf::GaussHermite2PsfData;
 using perfex::psf::GaussHermitePsfData;
-using perfex::psf::SpotGridPsfData;
 
 namespace {
 
-py::array_t<double> trace_array(const perfex::psf::LegendreTraceSet& t, int nfib) {
-  return to_numpy(std::vector<double>(t.coeff), {nfib, t.ncoeff});
-}
-
-perfex::psf::LegendreTraceSet trace_from(const py::handle& coeff, double wavemin, double wavemax,
-                                         const char* what) {
-  const auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(coeff);
-  if (!a || a.ndim() != 2)
-    throw Error(std::string("PSF: ") + what + " must be a 2-D [nfib][ncoeff] array");
-  perfex::psf::LegendreTraceSet t;
-  t.wavemin = wavemin;
-  t.wavemax = wavemax;
-  t.ncoeff = static_cast<int>(a.shape(1));
-  t.coeff.assign(a.data(), a.data() + a.size());
-  return t;
-}
-
 // Throws "PSF: <what> <layout> has <axis> = <got>, expected <expected>" unless they agree.
-void check_axis(const char* what, const char* layout, const char* axis, py::ssize_t got,
+void check_axis(const char* what, const std::string& layout, const char* axis, py::ssize_t got,
                 py::ssize_t expected) {
   if (got != expected) {
     throw Error(std::string("PSF: ") + what + " " + layout + " has " + axis + " = " +
                 std::to_string(got) + ", expected " + std::to_string(expected));
   }
-}
-
-std::vector<double> doubles(const py::handle& v, const char* what) {
-  const auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(v);
-  if (!a) throw Error(std::string("PSF: ") + what + " must be an array of numbers");
-  return std::vector<double>(a.data(), a.data() + a.size());
-}
-
-void put_traces(py::dict& s, const perfex::psf::LegendreTraceSet& x,
-                const perfex::psf::LegendreTraceSet& y, int nfib) {
-  s["xtrace"] = trace_array(x, nfib);
-  s["xtrace_wavemin"] = x.wavemin;
-  s["xtrace_wavemax"] = x.wavemax;
-  s["ytrace"] = trace_array(y, nfib);
-  s["ytrace_wavemin"] = y.wavemin;
-  s["ytrace_wavemax"] = y.wavemax;
-}
-
-// Every field, for pickling (MPI broadcasts) and for PSFs built from arrays; "psftype" names
-// the format (GAUSS-HERMITE when absent, as psf_from_tables builds it).
-py::dict gauss_hermite_dict(const GaussHermitePsfData& d) {
-  py::dict s;
-  s["psftype"] = "GAUSS-HERMITE";
-  s["source"] = fs_text(d.source);
-  s["origin"] = d.origin;
-  s["params_at"] = d.params_at;
-  s["xtrace_at"] = d.xtrace_at;
-  s["ytrace_at"] = d.ytrace_at;
-  s["fibermin"] = d.fibermin;
-  s["hsizex"] = d.hsizex;
-  s["hsizey"] = d.hsizey;
-  s["ghdegx"] = d.ghdegx;
-  s["ghdegy"] = d.ghdegy;
-  s["legdeg"] = d.legdeg;
-  s["npix_x"] = d.npix_x;
-  s["npix_y"] = d.npix_y;
-  s["psferr"] = d.psferr;
-  s["wavemin"] = d.wavemin;
-  s["wavemax"] = d.wavemax;
-  put_traces(s, d.xtrace, d.ytrace, d.nfib);
-  s["param_names"] = d.param_names;
-  s["coeff"] = to_numpy(std::vector<double>(d.coeff),
-                        {d.nparam(), d.nfib, static_cast<py::ssize_t>(d.ncoeff())});
-  return s;
-}
-
-py::dict psf_to_dict(const AnyPsfData& psf) {
-  if (const auto* gh = psf.get_if<GaussHermitePsfData>()) return gauss_hermite_dict(*gh);
-  if (const auto* gh2 = psf.get_if<GaussHermite2PsfData>()) {
-    py::dict s = gauss_hermite_dict(gh2->gh);
-    s["psftype"] = "GAUSS-HERMITE2";
-    s["ghdegx2"] = gh2->ghdegx2;
-    s["ghdegy2"] = gh2->ghdegy2;
-    return s;
-  }
-  const SpotGridPsfData& d = *psf.get_if<SpotGridPsfData>();
-  py::dict s;
-  s["psftype"] = "SPOTGRID";
-  s["source"] = fs_text(d.source);
-  s["npix_x"] = d.npix_x;
-  s["npix_y"] = d.npix_y;
-  s["psferr"] = d.psferr;
-  put_traces(s, d.xtrace, d.ytrace, d.nfib);
-  s["fiberpos"] = to_numpy(std::vector<double>(d.fiberpos), {d.nfib});
-  s["spotpos"] =
-      to_numpy(std::vector<double>(d.spotpos), {static_cast<py::ssize_t>(d.spotpos.size())});
-  s["spotwave"] =
-      to_numpy(std::vector<double>(d.spotwave), {static_cast<py::ssize_t>(d.spotwave.size())});
-  s["spots"] = to_numpy(std::vector<double>(d.spots),
-                        {static_cast<py::ssize_t>(d.spotpos.size()),
-                         static_cast<py::ssize_t>(d.spotwave.size()), d.spot_ny, d.spot_nx});
-  s["ccd_pixel_size"] = d.ccd_pixel_size;
-  s["spot_pixel_size"] = d.spot_pixel_size;
-  return s;
 }
 
 // A file name from Python (str or bytes) as the library takes it: its bytes, as os.fsencode gives
@@ -140,89 +52,102 @@ T field(const py::dict& s, const char* key) {
   }
 }
 
-// The dict's x and y traces into xtrace and ytrace (one fibre count for both); returns nfib.
-int traces_from(const py::dict& s, perfex::psf::LegendreTraceSet& xtrace,
-                perfex::psf::LegendreTraceSet& ytrace) {
-  xtrace = trace_from(field<py::object>(s, "xtrace"), field<double>(s, "xtrace_wavemin"),
-                      field<double>(s, "xtrace_wavemax"), "xtrace");
-  ytrace = trace_from(field<py::object>(s, "ytrace"), field<double>(s, "ytrace_wavemin"),
-                      field<double>(s, "ytrace_wavemax"), "ytrace");
-  check_axis("ytrace", "[nfib][ncoeff]", "nfib", ytrace.nfib(), xtrace.nfib());
-  return xtrace.nfib();
+// A format's named fields (its fields(), psf/data.hpp) into a dict, each copied: it changes
+// nothing (the later fields' sizes read the earlier).
+struct DictWriter {
+  py::dict& s;
+  template <class T>
+  void value(const char* name, const T& v) {
+    s[name] = v;
+  }
+  void optional(const char* name, const std::string& v) { s[name] = v; }
+  void file(const char* name, const std::string& v) { s[name] = fs_text(v); }
+  void array(const char* name, const std::vector<double>& values,
+             std::initializer_list<perfex::psf::FieldAxis> axes) {
+    std::vector<py::ssize_t> shape;
+    for (const auto& axis : axes) shape.push_back(axis.size);
+    if (shape.empty()) shape.push_back(static_cast<py::ssize_t>(values.size()));
+    s[name] = to_numpy(std::vector<double>(values), std::move(shape));
+  }
+};
+
+// A format's named fields from a dict, each checked as it comes (the format's validate() checks
+// the whole).
+struct DictReader {
+  const py::dict& s;
+  template <class T>
+  void value(const char* name, T& v) {
+    v = field<T>(s, name);
+  }
+  void optional(const char* name, std::string& v) {
+    if (s.contains(name)) v = field<std::string>(s, name);
+  }
+  void file(const char* name, std::string& v) { v = file_name(field<py::object>(s, name)); }
+  void array(const char* name, std::vector<double>& values,
+             std::initializer_list<perfex::psf::FieldAxis> axes) {
+    const auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(
+        field<py::object>(s, name));
+    if (axes.size() == 0 && !a)
+      throw Error(std::string("PSF: ") + name + " must be an array of numbers");
+    if (axes.size() > 0) {
+      std::string layout;
+      for (const auto& axis : axes) layout += std::string("[") + axis.name + "]";
+      if (!a || a.ndim() != static_cast<py::ssize_t>(axes.size()))
+        throw Error(std::string("PSF: ") + name + " must be a " + std::to_string(axes.size()) +
+                    "-D " + layout + " array");
+      int i = 0;
+      for (const auto& axis : axes) {
+        const py::ssize_t got = a.shape(i++);
+        if (axis.set)
+          *axis.set = static_cast<int>(got);
+        else
+          check_axis(name, layout, axis.name, got, axis.size);
+      }
+    }
+    values.assign(a.data(), a.data() + a.size());
+  }
+};
+
+// The PSFTYPE of each format perfex reads, the first one's that of a dict that names none.
+std::vector<std::string> psftypes() {
+  std::vector<std::string> names;
+  AnyPsfData::for_each_format(
+      [&](auto* format) { names.push_back(std::remove_pointer_t<decltype(format)>::psftype); });
+  return names;
 }
 
-GaussHermitePsfData gauss_hermite_from_dict(const py::dict& s) {
-  GaussHermitePsfData d;
-  d.source = file_name(field<py::object>(s, "source"));
-  // What the messages call the PSF and its parts (optional: a dict made by hand keeps the
-  // defaults).
-  for (auto [key, value] :
-       {std::pair{"origin", &d.origin}, std::pair{"params_at", &d.params_at},
-        std::pair{"xtrace_at", &d.xtrace_at}, std::pair{"ytrace_at", &d.ytrace_at}})
-    if (s.contains(key)) *value = field<std::string>(s, key);
-  d.fibermin = field<int>(s, "fibermin");
-  d.hsizex = field<int>(s, "hsizex");
-  d.hsizey = field<int>(s, "hsizey");
-  d.ghdegx = field<int>(s, "ghdegx");
-  d.ghdegy = field<int>(s, "ghdegy");
-  d.legdeg = field<int>(s, "legdeg");
-  d.npix_x = field<int>(s, "npix_x");
-  d.npix_y = field<int>(s, "npix_y");
-  d.psferr = field<double>(s, "psferr");
-  d.wavemin = field<double>(s, "wavemin");
-  d.wavemax = field<double>(s, "wavemax");
-  d.nfib = traces_from(s, d.xtrace, d.ytrace);
-  d.param_names = field<std::vector<std::string>>(s, "param_names");
-  const auto coeff =
-      py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(s["coeff"]);
-  const char* layout = "[nparam][nfib][legdeg+1]";
-  if (!coeff || coeff.ndim() != 3)
-    throw Error(std::string("PSF: coeff must be a 3-D ") + layout + " array");
-  check_axis("coeff", layout, "nparam", coeff.shape(0), d.param_names.size());
-  check_axis("coeff", layout, "nfib", coeff.shape(1), d.nfib);
-  check_axis("coeff", layout, "legdeg+1", coeff.shape(2), d.legdeg + 1);
-  d.coeff.assign(coeff.data(), coeff.data() + coeff.size());
-  return d;
+// Every field, for pickling (MPI broadcasts) and for PSFs built from arrays; "psftype" names
+// the format.
+py::dict psf_to_dict(const AnyPsfData& psf) {
+  return psf.visit([](const auto& data) {
+    py::dict s;
+    s["psftype"] = data.psftype;
+    DictWriter writer{s};
+    // fields() takes the data mutable for DictReader; the writer only reads them.
+    const_cast<std::decay_t<decltype(data)>&>(data).fields(writer);
+    return s;
+  });
 }
 
 std::shared_ptr<AnyPsfData> psf_from_dict(const py::dict& s) {
-  const std::string type =
-      s.contains("psftype") ? field<std::string>(s, "psftype") : "GAUSS-HERMITE";
-  AnyPsfData psf;
-  if (type == "GAUSS-HERMITE") {
-    psf = gauss_hermite_from_dict(s);
-  } else if (type == "GAUSS-HERMITE2") {
-    GaussHermite2PsfData d;
-    d.gh = gauss_hermite_from_dict(s);
-    d.ghdegx2 = field<int>(s, "ghdegx2");
-    d.ghdegy2 = field<int>(s, "ghdegy2");
+  const std::vector<std::string> types = psftypes();
+  const std::string type = s.contains("psftype") ? field<std::string>(s, "psftype") : types[0];
+  std::optional<AnyPsfData> psf;
+  AnyPsfData::for_each_format([&](auto* format) {
+    using Data = std::remove_pointer_t<decltype(format)>;
+    if (type != Data::psftype) return;
+    Data d;
+    DictReader reader{s};
+    d.fields(reader);
     psf = std::move(d);
-  } else if (type == "SPOTGRID") {
-    SpotGridPsfData d;
-    d.source = file_name(field<py::object>(s, "source"));
-    d.npix_x = field<int>(s, "npix_x");
-    d.npix_y = field<int>(s, "npix_y");
-    d.psferr = field<double>(s, "psferr");
-    d.nfib = traces_from(s, d.xtrace, d.ytrace);
-    d.fiberpos = doubles(field<py::object>(s, "fiberpos"), "fiberpos");
-    d.spotpos = doubles(field<py::object>(s, "spotpos"), "spotpos");
-    d.spotwave = doubles(field<py::object>(s, "spotwave"), "spotwave");
-    const auto spots =
-        py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(s["spots"]);
-    if (!spots || spots.ndim() != 4)
-      throw Error("PSF: spots must be a 4-D [npos][nwave][ny][nx] array");
-    d.spot_ny = static_cast<int>(spots.shape(2));
-    d.spot_nx = static_cast<int>(spots.shape(3));
-    d.spots.assign(spots.data(), spots.data() + spots.size());
-    d.ccd_pixel_size = field<double>(s, "ccd_pixel_size");
-    d.spot_pixel_size = field<double>(s, "spot_pixel_size");
-    psf = std::move(d);
-  } else {
-    throw Error("PSF: psftype '" + type +
-                "' is not one perfex reads (GAUSS-HERMITE, GAUSS-HERMITE2, SPOTGRID)");
+  });
+  if (!psf) {
+    std::string names;
+    for (const std::string& name : types) names += (names.empty() ? "" : ", ") + name;
+    throw Error("PSF: psftype '" + type + "' is not one perfex reads (" + names + ")");
   }
-  psf.validate();
-  return std::make_shared<AnyPsfData>(std::move(psf));
+  psf->validate();
+  return std::make_shared<AnyPsfData>(std::move(*psf));
 }
 
 // The spots of fibres [fibremin, fibremin + nfibre) at wavelengths, on the host backend, after
@@ -318,6 +243,54 @@ py::tuple spots(const AnyPsfData& psf, long long fibremin, long long nfibre,
       corners(spots.xcorner), corners(spots.ycorner));
 }
 
+// What f returns of the PSF's specter geometry (extract::specter_traces) in host memory.
+template <class R, class F>
+R with_specter_traces(const AnyPsfData& psf, F&& f) {
+  start_runtime();
+  R r{};
+  kokkos_thread().run([&] {
+    const Kokkos::DefaultHostExecutionSpace exec;
+    perfex::psf::with_psf_model(exec, psf, [&](const auto& model) {
+      r = f(perfex::extract::specter_traces(exec, model));
+      return 0;
+    });
+  });
+  return r;
+}
+
+// specter's PSF.xypix(fibre, wavelength, xmin, xmax, ymin, ymax)'s (xslice, yslice), by the
+// library's rule (the specter drop-in's, and the specter geometry's patch boxes).
+py::tuple specter_xypix(const AnyPsfData& psf, long long fibre, double wavelength, int xmin,
+                        int xmax, int ymin, int ymax) {
+  const std::string problem =
+      perfex::psf::fibre_range_problem(fibre, 1, psf.summary().nfib, "fibre");
+  if (!problem.empty()) throw RequestError(problem);
+  const auto s = with_specter_traces<perfex::extract::SpecterSlices>(psf, [&](const auto& t) {
+    return t.xypix(static_cast<int>(fibre), wavelength, xmin, xmax, ymin, ymax);
+  });
+  py::object slice = py::module_::import("builtins").attr("slice");
+  return py::make_tuple(slice(s.x0, s.x1), slice(s.y0, s.y1));
+}
+
+// specter's PSF.xyrange((specmin, specmax), (wavemin, wavemax)): (xmin, xmax, ymin, ymax).
+py::tuple specter_xyrange(const AnyPsfData& psf, long long specmin, long long specmax,
+                          double wavemin, double wavemax) {
+  const std::string problem = perfex::psf::fibre_range_problem(
+      specmin, specmax - specmin, psf.summary().nfib, "specmin", "specmax - specmin");
+  if (!problem.empty()) throw RequestError(problem);
+  perfex::extract::SpecterPatch p;
+  const bool on_ccd = with_specter_traces<bool>(psf, [&](const auto& t) {
+    return t.xyrange(static_cast<int>(specmin), static_cast<int>(specmax), wavemin, wavemax, p);
+  });
+  if (!on_ccd) {  // where specter's fails
+    std::ostringstream m;
+    m << "xyrange: spectra " << specmin << "-" << specmax - 1 << " have no wavelength of "
+      << wavemin << "-" << wavemax << " A on the CCD";
+    throw py::value_error(m.str());
+  }
+  return py::make_tuple(p.xlo, p.xhi, p.ylo, p.yhi);
+}
+
 // perfex.Psf's docstring, in numpydoc's form as the API reference (docs/api) shows it.
 const char* const kPsfDoc = R"doc(A PSF of any format perfex reads, held by the library.
 
@@ -387,6 +360,9 @@ void register_psf(py::module_& m) {
                              })
       .def("to_dict", &psf_to_dict)
       .def_static("from_dict", &psf_from_dict)
+      .def_static("psftypes", &psftypes,
+                  "The PSFTYPEs of the formats perfex reads, in the library's order (the first "
+                  "is that of a file or dict that names none).")
       .def("xypix", &xypix, py::arg("fibre"), py::arg("wavelength"),
            "(xslice, yslice, pixels): the normalised spot of a fibre at a wavelength and the "
            "CCD columns and rows it covers (specter's PSF.xypix, not clipped to the CCD). A "
@@ -397,6 +373,16 @@ void register_psf(py::module_& m) {
            "the normalised spots of fibres fibremin.. at every wavelength in one evaluation, "
            "each covering CCD columns xcorner.. and rows ycorner.. (not clipped to the CCD), with "
            "xypix's refusals.")
+      .def("specter_xypix", &specter_xypix, py::arg("fibre"), py::arg("wavelength"),
+           py::arg("xmin"), py::arg("xmax"), py::arg("ymin"), py::arg("ymax"),
+           "(xslice, yslice): specter's PSF.xypix(fibre, wavelength, xmin, xmax, ymin, ymax)'s "
+           "slices, the spot's box clipped to the image of columns [xmin, xmax) and rows "
+           "[ymin, ymax), relative to xmin and ymin (empty where specter's are).")
+      .def("specter_xyrange", &specter_xyrange, py::arg("specmin"), py::arg("specmax"),
+           py::arg("wavemin"), py::arg("wavemax"),
+           "(xmin, xmax, ymin, ymax): specter's PSF.xyrange((specmin, specmax), (wavemin, "
+           "wavemax)), the CCD box holding those spectra's spots over that range. A ValueError "
+           "where specter's fails (none of the range on the CCD).")
       .def("__repr__",
            [](const AnyPsfData& d) {
              const auto s = d.summary();

@@ -68,6 +68,7 @@ def test_named_fields_of_every_format(psfs):
         (lambda d: d.update(coeff=d["coeff"][:, :4]), "coeff [nparam][nfib][legdeg+1] has nfib = 4, expected 6"),
         (lambda d: d.update(ytrace=d["ytrace"][:5]), "ytrace [nfib][ncoeff] has nfib = 5, expected 6"),
         (lambda d: d.update(psftype="MONOSPOT"), "psftype 'MONOSPOT' is not one perfex reads (GAUSS-HERMITE, "),
+        (lambda d: d.update(psftype="SPOTGRID"), "PSF: missing 'fiberpos'"),
     ],
 )
 def test_a_dict_that_is_not_a_psf_is_refused_by_name(psfs, change, message):
@@ -83,3 +84,14 @@ def test_a_spotgrid_dict_takes_its_sample_size_from_spots(psfs):
     d["spots"] = d["spots"][:, :, :-4, :-4]  # 4 spot pixels fewer along each side
     back = perfex.Psf.from_dict(d)
     assert (back.spot_rows, back.spot_cols) == (psfs["spotgrid"].spot_rows - 1, psfs["spotgrid"].spot_cols - 1)
+
+
+def test_the_formats_are_the_librarys():
+    assert perfex.Psf.psftypes() == list(TYPES.values())
+
+
+def test_a_spotgrid_dict_whose_spots_miss_a_slit_position_is_refused(psfs):
+    d = psfs["spotgrid"].to_dict()
+    d["spots"] = d["spots"][1:]
+    with pytest.raises(perfex.Error, match=r"spots \[npos\]\[nwave\]\[ny\]\[nx\] has npos = \d+, expected"):
+        perfex.Psf.from_dict(d)

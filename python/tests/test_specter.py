@@ -60,6 +60,11 @@ def test_install_alias_maps_specter_modules():
         sys.modules.update(saved)
 
 
+def test_a_class_for_every_format_the_library_reads():
+    assert list(specter_psf._CLASSES) == perfex.Psf.psftypes() == ["GAUSS-HERMITE", "GAUSS-HERMITE2", "SPOTGRID"]
+    assert all(cls._type == psftype for psftype, cls in specter_psf._CLASSES.items())
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_load_psf_geometry_and_spots(synthetic, fmt):
     psf = perfex.specter.load_psf(synthetic[fmt])

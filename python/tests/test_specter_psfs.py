@@ -165,6 +165,48 @@ def test_spots_clipped_by_row_0_match_specter_xypix(psfs, case):
     assert worst < 1e-12
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_xyrange_and_xypix_boxes_match_specter(psfs, case):
+    """PSF.xyrange and PSF.xypix's clipping (the library's rule, which the specter geometry's
+    patch boxes follow) as specter's: ranges over the CCD's edges and from where the first
+    spectrum's trace is between rows -0.5 and 0.5 (specter takes its columns from row 0.5 on),
+    boxes inside, across and off the CCD, wavelengths off it; a ValueError where specter's
+    fails. The same slices, the same pixels to 1e-10 of their peak."""
+    sp, dp = drop_in(psfs, case)
+    last = sp.nspec - 1
+    wmid = 0.5 * (sp.wmin_all + sp.wmax_all)
+    ranges = [(sp.wmin - 50, sp.wmin + 30), (wmid, wmid + 20), (sp.wmax - 30, sp.wmax + 50), (sp.wmin, sp.wmax)]
+    ranges += [(sp.wavelength(0, row), sp.wavelength(0, row) + 10) for row in (-0.3, 0.2, 0.45)]
+    ranges += [(sp.wmax + 10, sp.wmax + 20)]  # off the CCD: specter's fails
+    for spec_range in ((0, 1), (0, 5), (2, 5), (last - 2, last + 1), 3):
+        for wave in ranges:
+            try:
+                expected = sp.xyrange(spec_range, wave)
+            except (ValueError, IndexError):  # none of the range on the CCD
+                with pytest.raises(ValueError):
+                    dp.xyrange(spec_range, wave)
+                continue
+            assert dp.xyrange(spec_range, wave) == expected, (spec_range, wave)
+    worst = 0.0
+    boxes = [
+        {},
+        dict(ymin=-20),
+        dict(xmin=20, xmax=60, ymin=5, ymax=40),
+        dict(ymin=sp.npix_y - 30, ymax=sp.npix_y + 20),
+    ]
+    for fibre in (0, 3, last):
+        for row in (-3.0, -0.2, 0.3, 2.6, 20.0, sp.npix_y / 2, sp.npix_y - 3.4, sp.npix_y - 0.7, sp.npix_y + 2.0):
+            w = sp.wavelength(fibre, row)
+            for box in boxes:
+                xs, ys, expected = sp.xypix(fibre, w, **box)
+                xd, yd, pix = dp.xypix(fibre, w, **box)
+                assert (xd, yd) == (xs, ys) and pix.shape == expected.shape, (fibre, row, box)
+                if expected.size:
+                    worst = max(worst, np.abs(pix - expected).max() / expected.max())
+    print(f"\n{case}: clipped spots, max |drop-in - specter| / max spot = {worst:.2e}")
+    assert worst < 1e-10
+
+
 @pytest.mark.parametrize("case, where", [("specter-gauss-hermite2", "box"), ("specter-gauss-hermite-v2", "row 0")])
 def test_ex2d_at_edges_reproduces_specter(psfs, case, where):
     """The drop-in's ex2d against specter's, to rounding: on an xyrange box whose rows cut

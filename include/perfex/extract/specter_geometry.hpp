@@ -34,11 +34,15 @@ struct SpecterPatch {
   int nlo = 0, nhi = 0;
 };
 
-namespace detail {
+// PSF.xypix's column and row slices, [start, stop) each.
+struct SpecterSlices {
+  int x0, x1, y0, y1;
+};
 
-// The PSF geometry specter's ex2d reads, on the device. Wavelengths where fibre f's trace
-// crosses the CCD's first and last row edges (specter's _wmin_spec, _wmax_spec) bound its spots;
-// wmin and wmax are their extremes over every fibre (PSF.wmin, PSF.wmax).
+// The PSF geometry specter's ex2d reads (PSF.xypix's and PSF.xyrange's boxes), on the device
+// or, for a model in host memory, on the host (the specter drop-in's PSF). Wavelengths where
+// fibre f's trace crosses the CCD's first and last row edges (specter's _wmin_spec, _wmax_spec)
+// bound its spots; wmin and wmax are their extremes over every fibre (PSF.wmin, PSF.wmax).
 template <class Device>
 struct SpecterTraces {
   Device d;
@@ -50,24 +54,26 @@ struct SpecterTraces {
     return d.trace_wavelength(f, npix_y - 0.5);
   }
 
-  // PSF.xypix(f, w)'s column and row slices on the CCD ([start, stop) each).
-  struct Slices {
-    int x0, x1, y0, y1;
-  };
-  KOKKOS_INLINE_FUNCTION Slices xypix(int f, double w) const {
+  // PSF.xypix(f, w, xmin, xmax, ymin, ymax)'s slices: the spot's box clipped to the image of
+  // columns [xmin, xmax) and rows [ymin, ymax), relative to xmin and ymin; empty, at specter's
+  // places, off that image and where the trace is off the CCD's rows. specter's box starts at
+  // its own corner (psf::specter_corner: at most one later than perfex's) and ends at perfex's.
+  KOKKOS_INLINE_FUNCTION SpecterSlices xypix(int f, double w, int xmin, int xmax, int ymin,
+                                             int ymax) const {
     if (w < wmin_spec(f)) return {0, 0, 0, 0};
-    if (w > wmax_spec(f)) return {0, 0, npix_y, npix_y};
-    const psf::SpotCorner c = d.spot_corner(f, w);
-    int xlo = c.col, xhi = c.col + nx, ylo = c.row, yhi = c.row + ny;
-    if (ylo >= npix_y) return {0, 0, npix_y, npix_y};
-    if (yhi < 0) return {0, 0, 0, 0};
-    if (xlo >= npix_x) return {npix_x, npix_x, 0, 0};
-    if (xhi <= 0) return {0, 0, 0, 0};
-    xlo = xlo < 0 ? 0 : xlo;
-    xhi = xhi > npix_x ? npix_x : xhi;
-    ylo = ylo < 0 ? 0 : ylo;
-    yhi = yhi > npix_y ? npix_y : yhi;
-    return {xlo, xhi, ylo, yhi};
+    if (w > wmax_spec(f)) return {0, 0, ymax, ymax};
+    const psf::SpotCorner c = d.spot_corner(f, w), start = psf::specter_corner(d, f, w);
+    const int xlo = start.col, xhi = c.col + nx, ylo = start.row, yhi = c.row + ny;
+    if (ylo >= ymax) return {0, 0, ymax, ymax};
+    if (yhi < ymin) return {0, 0, ymin, ymin};
+    if (xlo >= xmax) return {xmax, xmax, 0, 0};
+    if (xhi <= xmin) return {xmin, xmin, 0, 0};
+    return {math::max(xlo, xmin) - xmin, math::min(xhi, xmax) - xmin, math::max(ylo, ymin) - ymin,
+            math::min(yhi, ymax) - ymin};
+  }
+  // PSF.xypix(f, w)'s slices on the CCD.
+  KOKKOS_INLINE_FUNCTION SpecterSlices xypix(int f, double w) const {
+    return xypix(f, w, 0, npix_x, 0, npix_y);
   }
 
   // The wavelength of PSF.xyrange's extreme column of fibre f over [wavemin, wavemax]: among
@@ -101,9 +107,9 @@ struct SpecterTraces {
     return found;
   }
 
-  // PSF.xyrange((speclo, spechi), (wlo, whi)) as (xlo, xhi, ylo, yhi); an empty box where
-  // specter's would fail (no wavelength of the range on the CCD).
-  KOKKOS_INLINE_FUNCTION void xyrange(int speclo, int spechi, double wlo, double whi,
+  // PSF.xyrange((speclo, spechi), (wlo, whi)) as (xlo, xhi, ylo, yhi); false, with no
+  // columns, where specter's fails (no wavelength of the range on the CCD).
+  KOKKOS_INLINE_FUNCTION bool xyrange(int speclo, int spechi, double wlo, double whi,
                                       SpecterPatch& p) const {
     const double wavemin = math::max(wlo, wmin), wavemax = math::min(whi, wmax);
     int fy0 = speclo, fy1 = speclo;
@@ -116,16 +122,19 @@ struct SpecterTraces {
     double w = 0, x = 0;
     if (!extreme_column(speclo, wavemin, wavemax, 0.5, true, w, x)) {
       p.xlo = p.xhi = 0;
-      return;
+      return false;
     }
     p.xlo = x < 0 ? 0 : xypix(speclo, w).x0;
     if (!extreme_column(spechi - 1, wavemin, wavemax, -0.5, false, w, x)) {
       p.xlo = p.xhi = 0;
-      return;
+      return false;
     }
     p.xhi = x > npix_x ? npix_x : d.spot_corner(spechi - 1, w).col + nx;
+    return true;
   }
 };
+
+namespace detail {
 
 template <class Device, class MemorySpace>
 struct SpecterPatchFunctor {
@@ -164,25 +173,35 @@ struct SpecterEdgeFunctor {
 
 }  // namespace detail
 
+// specter's PSF geometry of a model in exec's memory, its PSF.wmin and PSF.wmax (over every
+// fibre) reduced on exec, as specter's PSF computes them first.
+template <class ExecSpace, class Psf>
+SpecterTraces<typename Psf::device_type> specter_traces(const ExecSpace& exec, const Psf& psf) {
+  using Device = typename Psf::device_type;
+  Kokkos::MinMaxScalar<double> bottom, top;
+  Kokkos::parallel_reduce(
+      "perfex::extract::specter_wmin", Kokkos::RangePolicy<ExecSpace>(exec, 0, psf.nfib()),
+      detail::SpecterEdgeFunctor<Device>{psf.device(), -0.5}, Kokkos::MinMax<double>(bottom));
+  Kokkos::parallel_reduce("perfex::extract::specter_wmax",
+                          Kokkos::RangePolicy<ExecSpace>(exec, 0, psf.nfib()),
+                          detail::SpecterEdgeFunctor<Device>{psf.device(), psf.npix_y() - 0.5},
+                          Kokkos::MinMax<double>(top));
+  return {psf.device(),    psf.npix_x(),   psf.npix_y(), psf.spot_cols(),
+          psf.spot_rows(), bottom.min_val, top.max_val};
+}
+
 // specter's geometry for the patches of a plan: each SpecterPatch's fibres and core set, its
-// box and padding computed on exec's device (one thread per patch). The PSF's wmin and wmax
-// (over all its fibres) come first, as specter's PSF computes them. opt: pixpad_frac,
-// wavepad_frac and the image's rows; ndiag: the resolution half-width, the least padding.
+// box and padding computed on exec's device (one thread per patch), from specter_traces. opt:
+// pixpad_frac, wavepad_frac and the image's rows; ndiag: the resolution half-width, the least
+// padding.
 template <class ExecSpace, class Psf>
 void specter_patches(const ExecSpace& exec, const Psf& psf, const std::vector<double>& wave,
                      const ExtractionOptions& opt, int ndiag, std::vector<SpecterPatch>& patches) {
   using Mem = typename ExecSpace::memory_space;
   using Device = typename Psf::device_type;
-  const int nfib = psf.nfib(), n = static_cast<int>(patches.size());
+  const int n = static_cast<int>(patches.size());
   if (n == 0) return;
-  Kokkos::MinMaxScalar<double> bottom, top;
-  Kokkos::parallel_reduce(
-      "perfex::extract::specter_wmin", Kokkos::RangePolicy<ExecSpace>(exec, 0, nfib),
-      detail::SpecterEdgeFunctor<Device>{psf.device(), -0.5}, Kokkos::MinMax<double>(bottom));
-  Kokkos::parallel_reduce("perfex::extract::specter_wmax",
-                          Kokkos::RangePolicy<ExecSpace>(exec, 0, nfib),
-                          detail::SpecterEdgeFunctor<Device>{psf.device(), psf.npix_y() - 0.5},
-                          Kokkos::MinMax<double>(top));
+  const SpecterTraces<Device> traces = specter_traces(exec, psf);
   Kokkos::View<double*, Mem> device_wave(uninitialized("perfex::specter_wave"), wave.size());
   Kokkos::deep_copy(exec, device_wave,
                     Kokkos::View<const double*, Kokkos::HostSpace>(wave.data(), wave.size()));
@@ -190,9 +209,6 @@ void specter_patches(const ExecSpace& exec, const Psf& psf, const std::vector<do
   const Kokkos::View<SpecterPatch*, Kokkos::HostSpace> host(patches.data(), n);
   Kokkos::deep_copy(exec, device_patches, host);
   const double dw = wave.size() > 1 ? wave[1] - wave[0] : 1.0;
-  const detail::SpecterTraces<Device> traces{psf.device(),    psf.npix_x(),    psf.npix_y(),
-                                             psf.spot_cols(), psf.spot_rows(), bottom.min_val,
-                                             top.max_val};
   // Python's round() (halves to even, as nearbyint in the default rounding mode) and int().
   const int extra_rows = static_cast<int>(std::nearbyint(opt.pixpad_frac * psf.spot_rows()));
   const int pad_rows = static_cast<int>(opt.wavepad_frac * psf.spot_rows());

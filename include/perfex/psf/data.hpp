@@ -126,5 +126,37 @@ struct LegendreTraceSet {
   }
 };
 
+// ---- named fields ---------------------------------------------------------------------------
+// Each format's data names its content, for the conversions that take a PSF apart and build it
+// again outside the library (the Python package's dicts: pickles, MPI broadcasts, PSFs built
+// from arrays), so that a format brings its own and they loop over the formats:
+// `template <class V> void fields(V& v)` calls, field by field, in the dicts' order,
+//   v.value(name, member)        an int, double, std::string or std::vector<std::string>;
+//   v.optional(name, member)     a std::string that keeps its default where a source lacks it;
+//   v.file(name, member)         the name of the file the PSF came from (bytes);
+//   v.array(name, values, axes)  a std::vector<double>, row-major over axes (none: 1-D, any
+//                                length).
+// Reading, a field comes after those its axes' sizes depend on.
+
+// An axis of an array field: its name (messages) and size; where `set` is given, an array that
+// comes in sets that member to its size instead of being checked against `size`.
+struct FieldAxis {
+  const char* name;
+  int size;
+  int* set = nullptr;
+};
+
+// The x and y traces' fields: "xtrace" [nfib][ncoeff], "xtrace_wavemin", "xtrace_wavemax", then
+// ytrace's, of the same fibres (nfib: xtrace's).
+template <class V>
+void trace_fields(V& v, LegendreTraceSet& x, LegendreTraceSet& y, int& nfib) {
+  v.array("xtrace", x.coeff, {{"nfib", nfib, &nfib}, {"ncoeff", x.ncoeff, &x.ncoeff}});
+  v.value("xtrace_wavemin", x.wavemin);
+  v.value("xtrace_wavemax", x.wavemax);
+  v.array("ytrace", y.coeff, {{"nfib", nfib}, {"ncoeff", y.ncoeff, &y.ncoeff}});
+  v.value("ytrace_wavemin", y.wavemin);
+  v.value("ytrace_wavemax", y.wavemax);
+}
+
 }  // namespace psf
 }  // namespace perfex

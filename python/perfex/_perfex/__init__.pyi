@@ -77,12 +77,25 @@ class Psf:
     @staticmethod
     def from_dict(arg0: dict) -> Psf:
         ...
+    @staticmethod
+    def psftypes() -> list[str]:
+        """
+        The PSFTYPEs of the formats perfex reads, in the library's order (the first is that of a file or dict that names none).
+        """
     def __getstate__(self) -> dict:
         ...
     def __repr__(self) -> str:
         ...
     def __setstate__(self, arg0: dict) -> None:
         ...
+    def specter_xypix(self, fibre: typing.SupportsInt | typing.SupportsIndex, wavelength: typing.SupportsFloat | typing.SupportsIndex, xmin: typing.SupportsInt | typing.SupportsIndex, xmax: typing.SupportsInt | typing.SupportsIndex, ymin: typing.SupportsInt | typing.SupportsIndex, ymax: typing.SupportsInt | typing.SupportsIndex) -> tuple:
+        """
+        (xslice, yslice): specter's PSF.xypix(fibre, wavelength, xmin, xmax, ymin, ymax)'s slices, the spot's box clipped to the image of columns [xmin, xmax) and rows [ymin, ymax), relative to xmin and ymin (empty where specter's are).
+        """
+    def specter_xyrange(self, specmin: typing.SupportsInt | typing.SupportsIndex, specmax: typing.SupportsInt | typing.SupportsIndex, wavemin: typing.SupportsFloat | typing.SupportsIndex, wavemax: typing.SupportsFloat | typing.SupportsIndex) -> tuple:
+        """
+        (xmin, xmax, ymin, ymax): specter's PSF.xyrange((specmin, specmax), (wavemin, wavemax)), the CCD box holding those spectra's spots over that range. A ValueError where specter's fails (none of the range on the CCD).
+        """
     def spots(self, fibremin: typing.SupportsInt | typing.SupportsIndex, nfibre: typing.SupportsInt | typing.SupportsIndex, wavelengths: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> tuple:
         """
         (pixels[nfibre][nwave][ny][nx], xcorner[nfibre][nwave], ycorner[nfibre][nwave]): the normalised spots of fibres fibremin.. at every wavelength in one evaluation, each covering CCD columns xcorner.. and rows ycorner.. (not clipped to the CCD), with xypix's refusals.

@@ -41,8 +41,7 @@ def load_psf(filename, psftype=None):
     kind = (psftype or _psftype(filename)).strip()
     if kind in REFUSED:
         raise perfex.Error(
-            f"{filename}: PSFTYPE {kind} is not supported by perfex's specter drop-in "
-            "(it reads GAUSS-HERMITE, GAUSS-HERMITE2 and SPOTGRID)"
+            f"{filename}: PSFTYPE {kind} is not supported by perfex's specter drop-in (it reads {', '.join(_CLASSES)})"
         )
     return _CLASSES.get(kind, PSF)(filename)
 
@@ -224,26 +223,13 @@ class PSF:
         (0 x 0 pixels) off the box, and for wavelengths off the CCD for that spectrum."""
         xmax = self.npix_x if xmax is None else xmax
         ymax = self.npix_y if ymax is None else ymax
-        empty = np.zeros((0, 0))
-        if wavelength < self._wmin_spec[ispec]:
-            return slice(0, 0), slice(0, 0), empty
-        if wavelength > self._wmax_spec[ispec]:
-            return slice(0, 0), slice(ymax, ymax), empty
-        xs, ys, pix = self._xypix(ispec, wavelength)
-        if ys.start >= ymax:
-            return slice(0, 0), slice(ymax, ymax), empty
-        if ys.stop < ymin:
-            return slice(0, 0), slice(ymin, ymin), empty
-        if xs.start >= xmax:
-            return slice(xmax, xmax), slice(0, 0), empty
-        if xs.stop <= xmin:
-            return slice(xmin, xmin), slice(0, 0), empty
-        x0, x1 = max(xs.start, xmin), min(xs.stop, xmax)
-        y0, y1 = max(ys.start, ymin), min(ys.stop, ymax)
-        pix = pix[y0 - ys.start : y1 - ys.start, x0 - xs.start : x1 - xs.start]
-        if x1 <= x0 or y1 <= y0:
-            pix = empty
-        return slice(x0 - xmin, x1 - xmin), slice(y0 - ymin, y1 - ymin), pix
+        # The slices by specter's rule, in the library (the specter geometry's patch boxes).
+        xs, ys = self.perfex_psf.specter_xypix(int(ispec), float(wavelength), xmin, xmax, ymin, ymax)
+        if xs.stop <= xs.start or ys.stop <= ys.start:
+            return xs, ys, np.zeros((0, 0))
+        box_x, box_y, pix = self._xypix(ispec, wavelength)
+        dx, dy = xmin - box_x.start, ymin - box_y.start
+        return xs, ys, pix[ys.start + dy : ys.stop + dy, xs.start + dx : xs.stop + dx]
 
     def pix(self, ispec, wavelength):
         """The spot's pixels[ny][nx] (clipped to the CCD)."""
@@ -252,31 +238,14 @@ class PSF:
     def xyrange(self, spec_range, wavelengths):
         """(xmin, xmax, ymin, ymax): the CCD box holding the spots of spectra spec_range
         ((first, last + 1) or one index) at wavelengths (a (min, max) pair, a sorted array or a
-        scalar), clipped to [wmin, wmax]."""
+        scalar), clipped to [wmin, wmax]: specter's rule, in the library (the specter geometry's
+        patch boxes). A ValueError where specter's fails (none of the range on the CCD)."""
         specmin, specmax = (spec_range, spec_range + 1) if isinstance(spec_range, numbers.Integral) else spec_range
         if isinstance(wavelengths, numbers.Real):
             wavemin = wavemax = wavelengths
         else:
             wavemin, wavemax = wavelengths[0], wavelengths[-1]
-        wavemin, wavemax = max(wavemin, self.wmin), min(wavemax, self.wmax)
-        fibres = slice(specmin, specmax)
-        ymin = self.xypix(specmin + int(np.argmin(self.y(None, wavemin)[fibres])), wavemin)[1].start
-        ymax = self.xypix(specmin + int(np.argmax(self.y(None, wavemax)[fibres])), wavemax)[1].stop
-
-        def extreme_column(ispec, pick):
-            """(column, wavelength) of the trace's extreme column in the range, on the CCD."""
-            w = self.wavelength(ispec)
-            w = np.concatenate((w[(w >= wavemin) & (w <= wavemax)], (wavemin, wavemax)))
-            x, y = self.xy(ispec, w)
-            on_ccd = (y >= -0.5) & (y < self.npix_y - 0.5)
-            x, w = x[on_ccd], w[on_ccd]
-            return x, w[pick(x)]
-
-        x, wx = extreme_column(specmin, np.argmin)
-        xmin = 0 if np.min(x) < 0 else self.xypix(specmin, wx)[0].start
-        x, wx = extreme_column(specmax - 1, np.argmax)
-        xmax = self.npix_x if np.max(x) > self.npix_x else self._xypix(specmax - 1, wx)[0].stop
-        return (xmin, xmax, ymin, ymax)
+        return self.perfex_psf.specter_xyrange(specmin, specmax, float(wavemin), float(wavemax))
 
     # ---- projections ------------------------------------------------------------------------
     def _spots(self, specmin, specmax, wavelengths, xyrange):
@@ -409,7 +378,10 @@ class SpotGridPSF(PSF):
     _type = "SPOTGRID"
 
 
-_CLASSES = {"GAUSS-HERMITE": GaussHermitePSF, "GAUSS-HERMITE2": GaussHermite2PSF, "SPOTGRID": SpotGridPSF}
+# The class of each format the library reads: the subclass of PSF that requires its PSFTYPE,
+# else PSF itself (specter's API over any format perfex.read_psf reads).
+_SUBCLASSES = {cls._type: cls for cls in PSF.__subclasses__()}
+_CLASSES = {psftype: _SUBCLASSES.get(psftype, PSF) for psftype in perfex.Psf.psftypes()}
 
 # specter's modules of these classes, for code that reaches them as attributes once imported
 # (specter.psf.gausshermite.GaussHermitePSF).

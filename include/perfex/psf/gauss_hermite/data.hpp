@@ -51,6 +51,31 @@ struct GaussHermitePsfData {
   std::string params_at = "HDU 'PSF'", xtrace_at = "HDU 'XTRACE'", ytrace_at = "HDU 'YTRACE'";
   std::string origin = "synthetic PSF";  // what label() says when there is no source file
 
+  // Its named fields (psf/data.hpp): what messages call the PSF and its parts is optional (a
+  // dict made by hand keeps the defaults).
+  template <class V>
+  void fields(V& v) {
+    v.file("source", source);
+    v.optional("origin", origin);
+    v.optional("params_at", params_at);
+    v.optional("xtrace_at", xtrace_at);
+    v.optional("ytrace_at", ytrace_at);
+    v.value("fibermin", fibermin);
+    v.value("hsizex", hsizex);
+    v.value("hsizey", hsizey);
+    v.value("ghdegx", ghdegx);
+    v.value("ghdegy", ghdegy);
+    v.value("legdeg", legdeg);
+    v.value("npix_x", npix_x);
+    v.value("npix_y", npix_y);
+    v.value("psferr", psferr);
+    v.value("wavemin", wavemin);
+    v.value("wavemax", wavemax);
+    trace_fields(v, xtrace, ytrace, nfib);
+    v.value("param_names", param_names);
+    v.array("coeff", coeff, {{"nparam", nparam()}, {"nfib", nfib}, {"legdeg+1", ncoeff()}});
+  }
+
   // specex's HDUs PSF, XTRACE and YTRACE (or a gpu_specter PSF dict): what gpu_specter reads.
   bool specex_layout() const {
     return params_at == "HDU 'PSF'" && xtrace_at == "HDU 'XTRACE'" && ytrace_at == "HDU 'YTRACE'";

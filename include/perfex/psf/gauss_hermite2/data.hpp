@@ -22,6 +22,14 @@ struct GaussHermite2PsfData {
   GaussHermitePsfData gh;
   int ghdegx2 = 0, ghdegy2 = 0;  // the second core's degrees
 
+  // Its named fields (psf/data.hpp): GAUSS-HERMITE's, then the second core's degrees.
+  template <class V>
+  void fields(V& v) {
+    gh.fields(v);
+    v.value("ghdegx2", ghdegx2);
+    v.value("ghdegy2", ghdegy2);
+  }
+
   std::string label() const { return gh.label(); }
   const LegendreTraceSet& rows() const { return gh.ytrace; }
   const LegendreTraceSet& columns() const { return gh.xtrace; }

@@ -36,6 +36,26 @@ struct SpotGridPsfData {
   double ccd_pixel_size = 0;        // CCDPIXSZ (mm)
   double spot_pixel_size = 0;       // PIXSIZE (mm)
 
+  // Its named fields (psf/data.hpp, FieldAxis): a sample's size is the spots' array's.
+  template <class V>
+  void fields(V& v) {
+    v.file("source", source);
+    v.value("npix_x", npix_x);
+    v.value("npix_y", npix_y);
+    v.value("psferr", psferr);
+    trace_fields(v, xtrace, ytrace, nfib);
+    v.array("fiberpos", fiberpos, {});
+    v.array("spotpos", spotpos, {});
+    v.array("spotwave", spotwave, {});
+    v.array("spots", spots,
+            {{"npos", static_cast<int>(spotpos.size())},
+             {"nwave", static_cast<int>(spotwave.size())},
+             {"ny", spot_ny, &spot_ny},
+             {"nx", spot_nx, &spot_nx}});
+    v.value("ccd_pixel_size", ccd_pixel_size);
+    v.value("spot_pixel_size", spot_pixel_size);
+  }
+
   // Spot pixels per CCD pixel, along each axis (specter truncates the ratio).
   int rebin() const {
     return spot_pixel_size > 0 ? static_cast<int>(ccd_pixel_size / spot_pixel_size) : 0;
