@@ -209,7 +209,7 @@ def scatter_pixels(comm, plan, root):
                 sends.append((comm.Isend([block, MPI.DOUBLE], dest=r, tag=tag), block))
     image = None
     try:
-        image = root.image or Image(root.pixels, root.weights, root.region)
+        image = root.image or Image(root.pixels, root.weights, root.region, check=False)
     except Exception as e:  # the other ranks wait for their pixels: raised once every rank is there
         plan.deferred = RankError.of(e, f"rank 0: {e}")
     for request, _ in sends:
@@ -236,7 +236,7 @@ def extract_share(comm, plan, root, mine, progress, times):
                 callback = progress_callback(progress, "extract", share)
             else:
                 r0, r1, c0, c1 = plan.boxes[rank]
-                image = Image(*mine, (r0, c0, *plan.ccd_shape))
+                image = Image(*mine, (r0, c0, *plan.ccd_shape), check=False)
                 job = job_of(
                     plan.psf,
                     plan.ccd_shape,

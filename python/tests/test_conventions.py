@@ -31,7 +31,7 @@ import perfex
 psf = perfex.read_psf(sys.argv[1])
 img = perfex.read_preproc(sys.argv[2])
 pixels = np.array(img.pixels)
-pixels[1000, 208] = np.nan
+pixels[453, 208] = np.nan
 perfex.extract_frame(pixels, img.ivar, psf, wavelength="5760,5860,0.8", specmin=5, nspec=20, psferr=0.01)
 """
 

@@ -267,7 +267,7 @@ class ExtractionOptions:
     def wmin(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
 class HostImage:
-    def __init__(self, pixels: numpy.typing.NDArray[numpy.float64], ivar: numpy.typing.NDArray[numpy.float64], row0: typing.SupportsInt | typing.SupportsIndex = 0, col0: typing.SupportsInt | typing.SupportsIndex = 0, ccd_rows: typing.SupportsInt | typing.SupportsIndex = 0, ccd_cols: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
+    def __init__(self, pixels: numpy.typing.NDArray[numpy.float64], ivar: numpy.typing.NDArray[numpy.float64], row0: typing.SupportsInt | typing.SupportsIndex = 0, col0: typing.SupportsInt | typing.SupportsIndex = 0, ccd_rows: typing.SupportsInt | typing.SupportsIndex = 0, ccd_cols: typing.SupportsInt | typing.SupportsIndex = 0, check: bool = True) -> None:
         ...
     @property
     def in_place(self) -> bool:
