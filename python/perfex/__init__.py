@@ -20,6 +20,7 @@ perfex.specter) and quick-look plots (perfex.plot).
 
 from . import dispatch
 from ._perfex import Error, Psf, RequestError, __version__
+from .extraction import FrameRequest
 from .frames import Frame, check_outputs, frame_mask, read_frame, write_frame, write_model
 from .images import Image, PreprocImage, read_preproc
 from .options import make_options, option_defaults
@@ -100,6 +101,9 @@ def extract_frame(image, ivar=None, psf=None, *, comm=None, **options):
     >>> perfex.write_frame("frame-r0.fits", frame, img.path, psf.source)
     """
     return dispatch.extract(comm, image, ivar, psf, **options)
+
+
+extract_frame.__signature__ = FrameRequest.signature_of(extract_frame)
 
 
 __all__ = [

@@ -3,6 +3,7 @@ is asked for (FrameRequest: the keywords that every driver of a frame takes; opt
 the options as the job takes them), and the extraction of a CCD image held in numpy arrays in
 this process (extract_in_process)."""
 
+import inspect
 from dataclasses import dataclass, fields
 from typing import Callable, Optional
 
@@ -56,6 +57,20 @@ class FrameRequest:
     log_warnings: bool = True
     job: object = None
     warn: Optional[Callable] = None
+
+    @classmethod
+    def signature_of(cls, function, drivers_only=("job", "warn")):
+        """function's signature (a front end taking **options) with the request's public
+        keywords and their defaults written out before **options, for help() and the API
+        reference."""
+        signature = inspect.signature(function)
+        params = list(signature.parameters.values())
+        keywords = [
+            inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
+            for f in fields(cls)
+            if f.name not in drivers_only
+        ]
+        return signature.replace(parameters=params[:-1] + keywords + params[-1:])
 
     @classmethod
     def split(cls, arguments):

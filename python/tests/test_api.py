@@ -172,6 +172,14 @@ def test_nonfinite_pixels_are_masked(masked, psf):
     assert_frames_identical(frame, perfex.extract_frame(p, w, psf, progress=False, **QUICK))
 
 
+def test_extract_frame_signature_names_its_keywords_and_defaults():
+    parameters = inspect.signature(perfex.extract_frame).parameters
+    assert list(parameters)[:4] == ["image", "ivar", "psf", "comm"]
+    assert parameters["backend"].default is None and parameters["log_warnings"].default is True
+    assert parameters["allow_image_size_mismatch"].default is False and "job" not in parameters
+    assert list(parameters)[-1] == "options"
+
+
 def test_only_the_pixels_the_patches_read_are_checked(masked, psf):
     """An extraction reads, checks and copies only its pixel box, as perfex-extract reads only
     that box of the file: NaN pixels and a negative ivar outside it change nothing, NaN pixels
